@@ -1,0 +1,36 @@
+"""crseval: evaluate conversational recommender systems under user preference shifts.
+
+Run the default experiment with `snakemake --cores 2`; choose another experiment with
+`--configfile config/<name>.yaml`. Outputs go to results/<experiment>/.
+"""
+
+import os
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+validate(config, "workflow/schemas/config.schema.yaml")
+
+# Rule scripts import the library from this source tree in whatever environment runs them
+# (the project venv, a conda env per rule group, or a cluster node).
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(Path(workflow.basedir) / "src"), os.environ.get("PYTHONPATH")) if p
+)
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/catalog.smk"
+include: "workflow/rules/topics.smk"
+
+
+rule all:
+    input:
+        catalog_outputs(),
+        topic_outputs(),
+    default_target: True

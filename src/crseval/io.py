@@ -1,0 +1,51 @@
+"""Atomic file writes: an output either exists complete or not at all."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+
+@contextmanager
+def atomic_path(path: str | Path):
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(handle)
+    try:
+        yield Path(temporary)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+
+
+def write_json(data: object, path: str | Path) -> None:
+    with atomic_path(path) as temporary:
+        temporary.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def write_parquet(table: pa.Table, path: str | Path) -> None:
+    with atomic_path(path) as temporary:
+        pq.write_table(table, temporary)
+
+
+def log_to(path: str | Path) -> logging.Logger:
+    """Send the `crseval` loggers of a rule script to the rule's log file."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    logging.basicConfig(
+        filename=str(path),
+        filemode="w",
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        force=True,
+    )
+    return logging.getLogger("crseval")

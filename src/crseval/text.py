@@ -1,0 +1,39 @@
+"""Word tokenisation shared by the plot-keyword index and the topic model.
+
+One tokeniser for every consumer, so that a plot keyword and an LDA vocabulary word are the
+same string: lower-cased alphabetic runs, English stop words removed, a minimum length, and
+dictionary lemmatisation (simplemma ships its data, so nothing is downloaded at run time).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import simplemma
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+_WORD = re.compile(r"[a-z]+")
+
+STOP_WORDS: frozenset[str] = frozenset(ENGLISH_STOP_WORDS)
+
+
+@lru_cache(maxsize=200_000)
+def lemma(word: str) -> str:
+    """Dictionary lemma of a lower-cased English word (the word itself when unknown)."""
+    return simplemma.lemmatize(word, lang="en").lower()
+
+
+def content_words(text: str, *, min_length: int = 3, lemmatize: bool = True) -> list[str]:
+    """Lower-cased alphabetic tokens of `text` that are not stop words and have at least
+    `min_length` characters, lemmatised if asked. Order and repeats are kept."""
+    words = []
+    for token in _WORD.findall(text.lower()):
+        if len(token) < min_length or token in STOP_WORDS:
+            continue
+        if lemmatize:
+            token = lemma(token)
+            if len(token) < min_length or token in STOP_WORDS:
+                continue
+        words.append(token)
+    return words
