@@ -1,0 +1,155 @@
+"""The systems under test: a template CRS and an LLM CRS over the same tracking and retrieval.
+
+Both track constraints with rules and retrieve candidates from the catalog; they differ only in
+how the reply is phrased, so the template agent is the baseline an LLM is compared with. The
+LLM agent's prompt either lists the candidates (grounded) or not (ungrounded ablation).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from crseval.catalog import CatalogIndex
+from crseval.concepts import ConceptMatcher
+from crseval.llm import LLMClient, LLMRequest
+from crseval.retrieval import Retriever
+from crseval.simulator import display
+from crseval.tracker import Constraint, ConstraintTracker
+
+FIELD_PHRASES = {
+    "genre": "genre {value}",
+    "actor": "starring {value}",
+    "director": "directed by {value}",
+    "writer": "written by {value}",
+    "language": "in {value}",
+    "year": "from {value}",
+}
+
+
+def describe_constraints(constraints: list[Constraint]) -> str:
+    wanted = [FIELD_PHRASES[c.field].format(value=display(c.field, c.value)) for c in constraints if not c.negated]
+    unwanted = [FIELD_PHRASES[c.field].format(value=display(c.field, c.value)) for c in constraints if c.negated]
+    text = "; ".join(wanted) if wanted else "anything"
+    if unwanted:
+        text += "; but not " + ", ".join(unwanted)
+    return text
+
+
+@dataclass
+class Reply:
+    text: str
+    tracked: list[Constraint]
+    recommended_titles: list[str]
+    candidates: list[str]
+    llm: dict | None
+
+
+@dataclass(frozen=True)
+class AgentSettings:
+    candidates: int = 5
+    history_turns: int = 2
+
+
+class Agent(ABC):
+    """Shared tracking and retrieval; subclasses phrase the reply."""
+
+    def __init__(self, index: CatalogIndex, matcher: ConceptMatcher, settings: AgentSettings, seed: int):
+        self.index = index
+        self.matcher = matcher
+        self.settings = settings
+        self.tracker = ConstraintTracker(matcher)
+        self.retriever = Retriever(index)
+        self.rng = np.random.default_rng(seed)
+        self.recommended: set[int] = set()
+        self.history: list[dict] = []
+        self.seed = seed
+
+    def respond(self, turn: int, user_text: str) -> Reply:
+        tracked = self.tracker.update(user_text)
+        candidate_ids = self.retriever.rank(tracked, self.recommended, self.settings.candidates, self.rng,
+                                            emphasis=self.tracker.latest)
+        text, llm = self.phrase(turn, user_text, tracked, candidate_ids)
+        titles = self.matcher.titles(text)
+        title_to_id = dict(zip(self.index.films["title"], self.index.films["film_id"]))
+        self.recommended.update(int(title_to_id[t]) for t in titles)
+        self.history += [{"role": "user", "content": user_text}, {"role": "assistant", "content": text}]
+        return Reply(text, tracked, titles, [self._title(f) for f in candidate_ids], llm)
+
+    def _title(self, film_id: int) -> str:
+        return str(self.index.films.loc[film_id, "title"])
+
+    def _card(self, film_id: int) -> str:
+        row = self.index.films.loc[film_id]
+        parts = [f"{row['title']}" + (f" ({int(row['year'])})" if row["year"] == row["year"] and row["year"] is not None else "")]
+        if len(row["genre"]):
+            parts.append(", ".join(row["genre"][:3]))
+        if len(row["director"]):
+            parts.append("directed by " + ", ".join(row["director"][:2]))
+        if len(row["actor"]):
+            parts.append("starring " + ", ".join(row["actor"][:3]))
+        return "; ".join(parts)
+
+    @abstractmethod
+    def phrase(self, turn, user_text, tracked, candidate_ids) -> tuple[str, dict | None]:
+        """The reply text and its `llm` record (None for an agent without an LLM)."""
+
+
+class TemplateAgent(Agent):
+    """Deterministic phrasing of the top candidates; no LLM."""
+
+    OPENERS = ("Based on what you asked for ({wish}), I recommend {films}.",
+               "For {wish}, you could watch {films}.",
+               "Here are films for {wish}: {films}.")
+
+    def phrase(self, turn, user_text, tracked, candidate_ids):
+        wish = describe_constraints(tracked)
+        if not candidate_ids:
+            return f"I could not find a film in the catalog for {wish}.", None
+        shown = candidate_ids[:2]
+        films = " and ".join(self._card(f).split(";")[0] for f in shown)
+        return self.OPENERS[turn % len(self.OPENERS)].format(wish=wish, films=films), None
+
+
+class PromptTemplate:
+    """A prompt file from resources/prompts; its content hash is its version in the cache key."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.text = self.path.read_text(encoding="utf-8")
+        self.version = hashlib.sha256(self.text.encode("utf-8")).hexdigest()[:16]
+
+    def render(self, **values) -> str:
+        return self.text.format(**values).strip()
+
+
+class LLMAgent(Agent):
+    """Asks an LLM to phrase the recommendation, with or without the candidate list."""
+
+    def __init__(self, index, matcher, settings, seed, client: LLMClient, prompt: PromptTemplate, options: dict):
+        super().__init__(index, matcher, settings, seed)
+        self.client = client
+        self.prompt = prompt
+        self.options = options
+
+    def phrase(self, turn, user_text, tracked, candidate_ids):
+        system = self.prompt.render(
+            constraints=describe_constraints(tracked),
+            candidates="\n".join(f"- {self._card(f)}" for f in candidate_ids) or "- (no film in the catalog matches)",
+        )
+        history = self.history[-2 * self.settings.history_turns:] if self.settings.history_turns else []
+        messages = [{"role": "system", "content": system}, *history, {"role": "user", "content": user_text}]
+        request = LLMRequest.chat(
+            messages,
+            temperature=self.options["temperature"],
+            top_p=self.options["top_p"],
+            max_tokens=self.options["max_tokens"],
+            seed=self.seed * 1000 + turn,
+            tag=f"{self.prompt.path.name}@{self.prompt.version}",
+        )
+        response = self.client.complete(request)
+        return response.text.strip(), response.meta()

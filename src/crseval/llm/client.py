@@ -1,0 +1,82 @@
+"""LLMClient: cache lookup, then the backend with retries and exponential backoff."""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from crseval.llm.base import Backend, LLMError, LLMRequest, LLMResponse, TransientLLMError
+from crseval.llm.cache import ResponseCache
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_retries: int = 3
+    backoff_s: float = 1.0
+
+    def delay(self, attempt: int) -> float:
+        return self.backoff_s * (2 ** attempt)
+
+
+class LLMClient:
+    """Counts real (uncached) calls in `calls`, so callers and tests can check a re-run made none."""
+
+    def __init__(self, backend: Backend, cache: ResponseCache | None, retry: RetryPolicy = RetryPolicy(), sleep=time.sleep):
+        self.backend = backend
+        self.cache = cache
+        self.retry = retry
+        self.calls = 0
+        self.cache_hits = 0
+        self._sleep = sleep
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        key = request.key(self.backend.name, self.backend.model)
+        if self.cache is not None:
+            cached = self.cache.get(key)
+            if cached is not None:
+                self.cache_hits += 1
+                return cached
+        response = self._call_with_retries(request)
+        if self.cache is not None:
+            self.cache.put(key, response)
+        return response
+
+    def _call_with_retries(self, request: LLMRequest) -> LLMResponse:
+        attempt = 0
+        while True:
+            self.calls += 1
+            try:
+                return self.backend.complete(request)
+            except TransientLLMError as error:
+                if attempt >= self.retry.max_retries:
+                    raise LLMError(
+                        f"{self.backend.name} model {self.backend.model}: giving up after "
+                        f"{attempt + 1} attempts: {error}"
+                    ) from error
+                delay = self.retry.delay(attempt)
+                log.warning("%s model %s: %s; retry %d in %.1f s", self.backend.name, self.backend.model, error, attempt + 1, delay)
+                self._sleep(delay)
+                attempt += 1
+
+
+def make_backend(settings: dict, threads: int = 1, timeout_s: float = 120.0) -> Backend:
+    """A backend from a system's `backend` config section."""
+    kind = settings["type"]
+    if kind == "llamacpp":
+        from crseval.llm.llamacpp_backend import LlamaCppBackend
+
+        return LlamaCppBackend(settings["model"], n_ctx=settings.get("n_ctx", 2048), threads=threads)
+    if kind == "ollama":
+        from crseval.llm.ollama_backend import OllamaBackend
+
+        return OllamaBackend(settings["model"], host=settings.get("host", "http://127.0.0.1:11434"),
+                             num_ctx=settings.get("num_ctx"), timeout_s=timeout_s)
+    if kind == "openai":
+        from crseval.llm.openai_backend import OpenAIBackend
+
+        return OpenAIBackend(settings["model"], base_url=settings["base_url"],
+                             api_key_env=settings.get("api_key_env"), timeout_s=timeout_s)
+    raise LLMError(f"unknown LLM backend type {kind!r}")

@@ -1,0 +1,80 @@
+"""In-process llama.cpp on a GGUF file (the embedded default: no server needed).
+
+`n_threads` is the thread count Snakemake gave the job: more llama.cpp threads than free
+cores makes generation collapse. Models whose chat format drops system messages (Gemma) get
+the system text prepended to the first user turn instead.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from crseval.llm.base import LLMError, LLMRequest, LLMResponse
+from crseval.llm.models import EMBEDDED_MODELS, model_path
+
+
+@lru_cache(maxsize=4)
+def _load(path: str, n_ctx: int, threads: int, chat_format: str | None):
+    from llama_cpp import Llama
+
+    return Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
+                 chat_format=chat_format, seed=0, verbose=False)
+
+
+def merge_system_into_user(messages: list[dict]) -> list[dict]:
+    """System messages folded into the first user message, for chat formats without a system role."""
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+    rest = [dict(m) for m in messages if m["role"] != "system"]
+    if system:
+        for message in rest:
+            if message["role"] == "user":
+                message["content"] = f"{system}\n\n{message['content']}"
+                break
+        else:
+            rest.insert(0, {"role": "user", "content": system})
+    return rest
+
+
+class LlamaCppBackend:
+    name = "llamacpp"
+
+    def __init__(self, model: str, n_ctx: int = 2048, threads: int = 1):
+        self.model = model
+        spec = EMBEDDED_MODELS.get(model)
+        if spec is not None:
+            self._path = str(model_path(model))
+            self._chat_format, self._system_role = spec.chat_format, spec.system_role
+        else:
+            if not Path(model).is_file():
+                raise LLMError(f"llamacpp model {model}: neither an embedded model ({', '.join(EMBEDDED_MODELS)}) nor a GGUF file")
+            self._path, self._chat_format, self._system_role = model, None, True
+        self.n_ctx = n_ctx
+        self.threads = max(1, int(threads))
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        llm = _load(self._path, self.n_ctx, self.threads, self._chat_format)
+        messages = request.message_dicts()
+        if not self._system_role:
+            messages = merge_system_into_user(messages)
+        kwargs = dict(messages=messages, temperature=request.temperature, top_p=request.top_p,
+                      max_tokens=request.max_tokens, seed=request.seed)
+        if request.json_schema is not None:
+            kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        started = time.perf_counter()
+        try:
+            reply = llm.create_chat_completion(**kwargs)
+        except ValueError as error:  # e.g. prompt longer than the context window
+            raise LLMError(f"llamacpp model {self.model}: {error}") from error
+        latency = time.perf_counter() - started
+        usage = reply.get("usage", {})
+        return LLMResponse(
+            text=reply["choices"][0]["message"]["content"] or "",
+            backend=self.name,
+            model=self.model,
+            latency_s=latency,
+            prompt_tokens=usage.get("prompt_tokens"),
+            completion_tokens=usage.get("completion_tokens"),
+            extra={"finish_reason": reply["choices"][0].get("finish_reason")},
+        )

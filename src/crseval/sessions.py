@@ -1,0 +1,218 @@
+"""Simulated sessions: seeds, one session's dialogue, and resumable shards of sessions.
+
+Session seeds come from the experiment seed and the session's index alone, so session i has
+the same simulated user in every system (paired comparisons) and in every shard layout.
+A shard appends each finished session to a progress file (one JSON line, flushed and synced);
+a killed job re-run keeps the finished sessions, drops a truncated last line, and redoes
+nothing else. Sessions made under another configuration are never reused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import jsonschema
+import yaml
+from tqdm import tqdm
+
+from crseval.catalog import CatalogIndex
+from crseval.concepts import ConceptMatcher
+from crseval.crs import Agent
+from crseval.io import atomic_path
+from crseval.llm import LLMClient, LLMRequest
+from crseval.simulator import SimulatorSettings, Templates, UserSimulator, display
+
+log = logging.getLogger(__name__)
+
+
+def session_seed(experiment_seed: int, index: int) -> int:
+    """A 31-bit seed for session `index`, independent of shard size and system."""
+    digest = hashlib.sha256(f"{experiment_seed}:{index}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def shard_indices(count: int, shard_size: int, shard: int) -> range:
+    return range(shard * shard_size, min((shard + 1) * shard_size, count))
+
+
+def n_shards(count: int, shard_size: int) -> int:
+    return (count + shard_size - 1) // shard_size
+
+
+def canonical_sha(data: object) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_STRUCTURE = re.compile(r"[{}\[\]]|': '|\": \"")
+
+
+def has_structure(text: str) -> bool:
+    """Whether a text carries a Python/JSON structure (braces, brackets, quoted key: value)."""
+    return bool(_STRUCTURE.search(text))
+
+
+class Paraphraser:
+    """Optional LLM rewording of user turns. The rewording is kept only when every catalog value
+    and title the template named is still in it, verbatim (ignoring case), and it carries no
+    structure; otherwise the template text stays and the turn is flagged."""
+
+    PROMPT = ("Rewrite the following message from a person asking a movie recommender, in your own words, "
+              "as one or two casual sentences. Keep every film title and every name exactly as written. "
+              "Reply with the rewritten message only.\n\nMessage: {text}")
+
+    def __init__(self, client: LLMClient, options: dict):
+        self.client = client
+        self.options = options
+
+    def __call__(self, text: str, required: list[str], seed: int) -> tuple[str, str, dict]:
+        request = LLMRequest.chat([{"role": "user", "content": self.PROMPT.format(text=text)}],
+                                  temperature=self.options["temperature"], top_p=self.options["top_p"],
+                                  max_tokens=self.options["max_tokens"], seed=seed, tag="paraphrase@1")
+        response = self.client.complete(request)
+        candidate = response.text.strip().strip('"').strip()
+        missing = [value for value in required if value.lower() not in candidate.lower()]
+        if not candidate or missing or has_structure(candidate):
+            return text, "rejected", response.meta()
+        return candidate, "kept", response.meta()
+
+
+@dataclass
+class SessionContext:
+    """What every session of an experiment shares."""
+
+    index: CatalogIndex
+    matcher: ConceptMatcher
+    templates: Templates
+    simulator: SimulatorSettings
+    turns: int
+    catalog_sha: str
+    paraphraser: Paraphraser | None = None
+
+
+def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: int, seed: int, config_sha: str) -> dict:
+    user = UserSimulator(ctx.index, ctx.simulator, ctx.templates, seed)
+    turns = []
+    last_recommended: list[str] = []
+    for number in range(1, ctx.turns + 1):
+        user_turn = user.turn(number, last_recommended)
+        text, paraphrase = user_turn.text, None
+        if ctx.paraphraser is not None:
+            required = [user_turn.meta["focus_value"]] + ctx.matcher.titles(text)
+            if user_turn.meta["bridge"]:
+                required.append(user_turn.meta["bridge"]["value"])
+            required = [display(user_turn.meta["focus_field"], required[0]), *required[1:]]
+            text, verdict, llm = ctx.paraphraser(text, required, seed * 1000 + number)
+            paraphrase = {"verdict": verdict, "template_text": user_turn.text, "llm": llm}
+        reply = agent.respond(number, text)
+        turns.append({
+            "turn": number,
+            "user_text": text,
+            "user_meta": {**user_turn.meta, "paraphrase": paraphrase},
+            "system_text": reply.text,
+            "system_constraints": [c.as_dict() for c in reply.tracked],
+            "candidate_titles": reply.candidates,
+            "recommended_titles": reply.recommended_titles,
+            "llm": reply.llm,
+        })
+        last_recommended = reply.recommended_titles
+    return {
+        "session_id": f"{system}/s{session_index:05d}",
+        "session_index": session_index,
+        "system": system,
+        "seed": seed,
+        "catalog_sha": ctx.catalog_sha,
+        "config_sha": config_sha,
+        "liked_titles": list(user.liked),
+        "turns": turns,
+        "shift_events": user.shift_events,
+    }
+
+
+def load_progress(path: Path, config_sha: str) -> dict[int, dict]:
+    """Finished sessions of an interrupted shard. A truncated last line (the job was killed
+    mid-write) is cut off the file; sessions of another configuration are discarded."""
+    if not path.exists():
+        return {}
+    raw = path.read_bytes()
+    done: dict[int, dict] = {}
+    good_end = 0
+    position = 0
+    for line in raw.splitlines(keepends=True):
+        position += len(line)
+        if not line.endswith(b"\n"):
+            break
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            break
+        good_end = position
+        if record.get("config_sha") == config_sha:
+            done.setdefault(record["session_index"], record)
+    if good_end < len(raw):
+        log.warning("%s: dropping %d bytes of an interrupted write", path, len(raw) - good_end)
+        with open(path, "r+b") as handle:
+            handle.truncate(good_end)
+    return done
+
+
+def load_schema(path: str | Path) -> dict:
+    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+
+
+def run_shard(
+    ctx: SessionContext,
+    system: str,
+    make_agent: Callable[[int], Agent],
+    indices: range,
+    experiment_seed: int,
+    config_sha: str,
+    progress_path: str | Path,
+    output_path: str | Path,
+    schema: dict,
+) -> dict:
+    """Simulate the sessions `indices` of one system, resuming from `progress_path`, and write
+    them, validated and in index order, to `output_path`. Returns counts for the log."""
+    progress_path = Path(progress_path)
+    progress_path.parent.mkdir(parents=True, exist_ok=True)
+    done = load_progress(progress_path, config_sha)
+    done = {i: r for i, r in done.items() if i in indices}
+    resumed = len(done)
+    validator = jsonschema.Draft202012Validator(schema)
+    bar = tqdm(total=len(indices) * ctx.turns, desc=f"{system} turns", unit="turn", initial=resumed * ctx.turns, mininterval=1.0)
+    with open(progress_path, "ab") as progress:
+        for index in indices:
+            if index in done:
+                continue
+            seed = session_seed(experiment_seed, index)
+            record = run_session(ctx, system, make_agent(seed), index, seed, config_sha)
+            _validate(validator, record)
+            progress.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+            progress.flush()
+            os.fsync(progress.fileno())
+            done[index] = record
+            bar.update(ctx.turns)
+            bar.set_postfix(sessions=f"{len(done)}/{len(indices)}")
+    bar.close()
+    with atomic_path(output_path) as temporary:
+        with open(temporary, "w", encoding="utf-8") as out:
+            for index in indices:
+                _validate(validator, done[index])
+                out.write(json.dumps(done[index], ensure_ascii=False) + "\n")
+    progress_path.unlink()
+    return {"sessions": len(indices), "resumed": resumed, "simulated": len(indices) - resumed}
+
+
+def _validate(validator: jsonschema.Draft202012Validator, record: dict) -> None:
+    errors = sorted(validator.iter_errors(record), key=lambda e: list(e.path))
+    if errors:
+        first = errors[0]
+        where = "/".join(str(p) for p in first.path) or "(record)"
+        raise ValueError(f"session {record.get('session_id')} does not match the session schema at {where}: {first.message}")
