@@ -27,10 +27,12 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 include: "workflow/rules/common.smk"
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/topics.smk"
+include: "workflow/rules/simulate.smk"
 
 
 rule all:
     input:
         catalog_outputs(),
         topic_outputs(),
+        session_shards(),
     default_target: True

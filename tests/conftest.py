@@ -66,3 +66,52 @@ def write_config(directory: Path, config: dict, name: str = "test.yaml") -> Path
     path = directory / name
     path.write_text(yaml.safe_dump(config, sort_keys=False))
     return path
+
+
+SMALL_CATALOG = {
+    "Heat": {"name": "Heat", "year": "1995", "genre": ["Crime Fiction", "Thriller"], "actor": ["Al Pacino", "Robert De Niro"],
+             "director": ["Michael Mann"], "writer": ["Michael Mann"], "language": ["English Language"],
+             "plot": "A detective hunts a crew of bank robbers in Los Angeles.", "original_id": "1"},
+    "Casino": {"name": "Casino", "year": "1995", "genre": ["Crime", "Drama"], "actor": ["Robert De Niro", "Sharon Stone"],
+               "director": ["Martin Scorsese"], "writer": ["Nicholas Pileggi"], "language": ["English"],
+               "plot": "A casino manager in Las Vegas faces the mob.", "original_id": "2"},
+    "Goodfellas": {"name": "Goodfellas", "year": "1990", "genre": ["Crime", "Drama"], "actor": ["Robert De Niro", "Ray Liotta"],
+                   "director": ["Martin Scorsese"], "writer": ["Nicholas Pileggi", "Martin Scorsese"], "language": ["English"],
+                   "plot": "A young man rises through the mob in New York.", "original_id": "3"},
+    "Citizen Kane": {"name": "Citizen Kane", "year": "1941", "genre": ["Drama", "Mystery"], "actor": ["Orson Welles", "Joseph Cotten"],
+                     "director": ["Orson Welles"], "writer": ["Herman J. Mankiewicz", "Orson Welles"], "language": ["English"],
+                     "plot": "A reporter investigates the last word of a newspaper tycoon.", "original_id": "4"},
+    "The Third Man": {"name": "The Third Man", "year": "1949", "genre": ["Thriller", "Mystery"], "actor": ["Joseph Cotten", "Orson Welles"],
+                      "director": ["Carol Reed"], "writer": ["Graham Greene"], "language": ["English", "German"],
+                      "plot": "A writer in Vienna searches for the truth about his friend.", "original_id": "5"},
+    "Up": {"name": "Up", "year": "2009", "genre": ["Animation", "Adventure"], "actor": ["Ed Asner"],
+           "director": ["Pete Docter"], "writer": ["Pete Docter"], "language": ["English"],
+           "plot": "An old man flies his house to South America with balloons.", "original_id": "6"},
+    "Amelie": {"name": "Amelie", "year": "2001", "genre": ["Comedy", "Romance"], "actor": ["Audrey Tautou"],
+               "director": ["Jean-Pierre Jeunet"], "writer": ["Jean-Pierre Jeunet"], "language": ["French"],
+               "plot": "A shy waitress in Paris decides to change the lives of others.", "original_id": "7"},
+    "Scream": {"name": "Scream", "year": "1996", "genre": ["Horror", "Mystery"], "actor": ["Neve Campbell"],
+               "director": ["Wes Craven"], "writer": ["Kevin Williamson"], "language": ["English"],
+               "plot": "A masked killer stalks teenagers in a small town.", "original_id": "8"},
+}
+
+
+@pytest.fixture(scope="session")
+def small_index(tmp_path_factory):
+    """The hand-written eight-film catalog above, indexed."""
+    import json
+
+    from crseval.catalog import CatalogIndex, build_index
+
+    path = tmp_path_factory.mktemp("small") / "catalog.json"
+    path.write_text(json.dumps(SMALL_CATALOG))
+    films, concepts, _ = build_index(path, NON_GENRES, {"per_film": 3, "min_df": 1, "max_df": 1.0, "lemmatize": True})
+    return CatalogIndex(films.to_pandas(), concepts.to_pandas())
+
+
+@pytest.fixture(scope="session")
+def demo_index(tmp_path_factory):
+    from crseval.catalog import CatalogIndex, build_index
+
+    films, concepts, _ = build_index(DEMO_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
+    return CatalogIndex(films.to_pandas(), concepts.to_pandas())

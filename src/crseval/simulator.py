@@ -11,6 +11,8 @@ takes back an earlier wish. Every turn carries this state as `user_meta`.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,13 +51,14 @@ class SimulatorSettings:
 class Templates:
     """The utterance templates of resources/templates/user.yaml."""
 
-    def __init__(self, data: dict):
-        self.version = str(data["version"])
+    def __init__(self, data: dict, version: str):
         self.data = data
+        self.version = version  # content hash: an edited template file is a new version
 
     @classmethod
     def load(cls, path: str | Path) -> "Templates":
-        return cls(yaml.safe_load(Path(path).read_text(encoding="utf-8")))
+        text = Path(path).read_text(encoding="utf-8")
+        return cls(yaml.safe_load(text), hashlib.sha256(text.encode("utf-8")).hexdigest()[:16])
 
     def pick(self, rng: np.random.Generator, *keys: str) -> str:
         options = self.data
@@ -68,6 +71,14 @@ def display(field_name: str, value: str) -> str:
     """How a value is written in text: languages capitalised ("english" -> "English"), the rest
     as the catalog spells it. Matching is case-insensitive, so both read as the same value."""
     return value.title() if field_name == "language" else value
+
+
+_A_BEFORE_VOWEL = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
+
+
+def with_article(phrase: str) -> str:
+    """'a action movie' -> 'an action movie' (the templates write 'a {value}')."""
+    return _A_BEFORE_VOWEL.sub(lambda m: m.group(1) + "n ", phrase)
 
 
 @dataclass
@@ -129,7 +140,7 @@ class UserSimulator:
 
     def _focus_phrase(self) -> str:
         field_name, value = self.focus
-        return self.templates.pick(self.rng, "focus", field_name).format(value=display(field_name, value))
+        return with_article(self.templates.pick(self.rng, "focus", field_name).format(value=display(field_name, value)))
 
     # ------------------------------------------------------------ turns
 

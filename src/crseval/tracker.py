@@ -20,6 +20,8 @@ NEGATION = re.compile(
 )
 # A clause break ends a negation's reach: "not that one. I want a drama" is positive.
 CLAUSE_BREAK = re.compile(r"[.;!?]|\bbut\b|\binstead\b", re.IGNORECASE)
+# Years the catalog may not hold still state a wish ("something from 1932").
+YEAR = re.compile(r"(?<![\w-])(18[89]\d|19\d\d|20\d\d)(?![\w-])")
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,12 @@ class ConstraintTracker:
     def update(self, text: str) -> list[Constraint]:
         """Apply one user turn; returns the tracked constraints after it."""
         positive: dict[str, list[str]] = {}
-        for mention in self.matcher.values(text):
+        mentions = self.matcher.values(text)
+        covered = [(m.start, m.end) for m in mentions]
+        for match in YEAR.finditer(text):
+            if not any(start <= match.start() < end for start, end in covered):
+                mentions.append(Mention("year", match.group(1), match.start(), match.end()))
+        for mention in sorted(mentions, key=lambda m: m.start):
             if is_negated(text, mention):
                 self._exclude(mention.field, mention.value)
             else:

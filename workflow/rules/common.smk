@@ -1,6 +1,7 @@
 """Paths and config slices shared by every stage."""
 
 import json
+import os
 
 EXPERIMENT = config["experiment"]
 RESULTS = f"results/{EXPERIMENT}"
@@ -17,3 +18,15 @@ def config_slice(*keys):
     for key in keys:
         section = section[key]
     return json.dumps(section, sort_keys=True, separators=(",", ":"))
+
+
+# llama.cpp slows to a crawl when its threads outnumber free cores, so every job consumes
+# `cpu_threads` equal to its threads, capped at the cores this machine really has, even under
+# `--cores 8` on a 2-core box. Override with `--resources cpu_threads=N`; on a cluster
+# (`--jobs` with an executor) jobs run elsewhere and no cap is set.
+if workflow.global_resources.get("_nodes").value is None:
+    workflow.global_resources.setdefault("cpu_threads", len(os.sched_getaffinity(0)))
+
+
+def cpu_threads(wildcards, threads):
+    return threads

@@ -1,0 +1,84 @@
+"""Assemble a shard's simulation from config sections (used by the `simulate` rule and tests)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from crseval.catalog import CatalogIndex
+from crseval.concepts import ConceptMatcher
+from crseval.crs import AgentSettings, LLMAgent, PromptTemplate, TemplateAgent
+from crseval.llm import LLMClient, make_backend
+from crseval.llm.cache import ResponseCache
+from crseval.llm.client import RetryPolicy
+from crseval.sessions import Paraphraser, SessionContext, canonical_sha, load_schema, run_shard
+from crseval.simulator import SimulatorSettings, Templates
+
+
+def make_client(backend: dict, llm_runtime: dict, threads: int) -> LLMClient:
+    cache_dir = llm_runtime.get("cache_dir")
+    return LLMClient(
+        make_backend(backend, threads=threads, timeout_s=llm_runtime["timeout_s"]),
+        ResponseCache(cache_dir) if cache_dir else None,
+        RetryPolicy(max_retries=llm_runtime["max_retries"], backoff_s=llm_runtime["backoff_s"]),
+    )
+
+
+@dataclass
+class ShardRunner:
+    ctx: SessionContext
+    system: dict
+    agent_settings: AgentSettings
+    experiment_seed: int
+    config_sha: str
+    schema: dict
+    client: LLMClient | None
+    prompt: PromptTemplate | None
+
+    def make_agent(self, seed: int):
+        if self.system["agent"] == "template":
+            return TemplateAgent(self.ctx.index, self.ctx.matcher, self.agent_settings, seed)
+        return LLMAgent(self.ctx.index, self.ctx.matcher, self.agent_settings, seed, self.client, self.prompt, self.system["options"])
+
+    def run(self, indices: range, progress: str | Path, output: str | Path) -> dict:
+        return run_shard(self.ctx, self.system["name"], self.make_agent, indices, self.experiment_seed,
+                         self.config_sha, progress, output, self.schema)
+
+    @property
+    def calls(self) -> int:
+        clients = [self.client, self.ctx.paraphraser.client if self.ctx.paraphraser else None]
+        return sum(c.calls for c in clients if c is not None)
+
+    @property
+    def cache_hits(self) -> int:
+        clients = [self.client, self.ctx.paraphraser.client if self.ctx.paraphraser else None]
+        return sum(c.cache_hits for c in clients if c is not None)
+
+
+def build_shard_runner(*, system: dict, simulator: dict, agent: dict, experiment_seed: int, turns: int,
+                       films, concepts, catalog_summary, schema, llm_runtime: dict, threads: int) -> ShardRunner:
+    index = CatalogIndex.read(films, concepts)
+    matcher = ConceptMatcher(index.concepts, index.films)
+    templates = Templates.load(simulator["templates"])
+    catalog_sha = json.loads(Path(catalog_summary).read_text())["catalog"]["sha256"]
+    paraphraser = None
+    if simulator["paraphrase"]["enabled"]:
+        paraphrase = simulator["paraphrase"]
+        paraphraser = Paraphraser(make_client(paraphrase["backend"], llm_runtime, threads), paraphrase["options"])
+    ctx = SessionContext(index, matcher, templates, SimulatorSettings.from_config(simulator), turns, catalog_sha, paraphraser)
+    client = prompt = None
+    if system["agent"] == "llm":
+        client = make_client(system["backend"], llm_runtime, threads)
+        prompt = PromptTemplate(system["prompt"])
+    config_sha = canonical_sha({
+        "system": system,
+        "simulator": simulator,
+        "agent": agent,
+        "seed": experiment_seed,
+        "turns": turns,
+        "catalog": catalog_sha,
+        "templates": templates.version,
+        "prompt": prompt.version if prompt else None,
+    })
+    return ShardRunner(ctx, system, AgentSettings(**agent), experiment_seed, config_sha, load_schema(schema), client, prompt)

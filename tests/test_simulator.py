@@ -1,0 +1,100 @@
+"""The user simulator: determinism, shifts with valid bridges, ground truth, clean text."""
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from crseval.concepts import ConceptMatcher
+from crseval.crs import AgentSettings, TemplateAgent
+from crseval.sessions import SessionContext, has_structure, run_session
+from crseval.simulator import SimulatorSettings, Templates, UserSimulator, display
+
+from conftest import REPO
+
+TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
+SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)
+
+
+def session(index, seed, settings=SETTINGS, turns=10):
+    matcher = ConceptMatcher(index.concepts, index.films)
+    ctx = SessionContext(index, matcher, TEMPLATES, settings, turns, "0" * 64)
+    return run_session(ctx, "template", TemplateAgent(index, matcher, AgentSettings(), seed), 0, seed, "0" * 64)
+
+
+def concepts_of(index, title):
+    row = index.films[index.films["title"] == title].iloc[0]
+    found = {(f, v) for f in ("genre", "actor", "director", "writer", "language") for v in row[f]}
+    return found | ({("year", str(int(row["year"])))} if row["year"] == row["year"] else set())
+
+
+def test_same_seed_same_session(demo_index):
+    assert session(demo_index, 11) == session(demo_index, 11)
+    assert session(demo_index, 11)["turns"][0]["user_text"] != session(demo_index, 12)["turns"][0]["user_text"] or \
+        session(demo_index, 11)["turns"][0]["user_meta"] != session(demo_index, 12)["turns"][0]["user_meta"]
+
+
+def test_first_turn_and_focus_do_not_depend_on_the_system(demo_index):
+    user_a = UserSimulator(demo_index, SETTINGS, TEMPLATES, 5)
+    user_b = UserSimulator(demo_index, SETTINGS, TEMPLATES, 5)
+    assert user_a.turn(1, []).text == user_b.turn(1, ["Heat"]).text
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(min_value=0, max_value=2**31 - 1))
+def test_shifts_happen_where_configured_through_valid_bridges(demo_index, seed):
+    record = session(demo_index, seed)
+    shift_turns = [t["turn"] for t in record["turns"] if t["user_meta"]["shift_event"]]
+    assert shift_turns == [e["turn"] for e in record["shift_events"]]
+    assert all(SETTINGS.is_shift_turn(turn) for turn in shift_turns)
+    assert shift_turns == [4, 7, 10]  # the demo catalog always offers a bridge
+    for event in record["shift_events"]:
+        bridge = (event["bridge"]["field"], event["bridge"]["value"])
+        assert bridge in concepts_of(demo_index, event["from_anchor"])
+        assert bridge in concepts_of(demo_index, event["to_anchor"])
+        assert (event["to_focus"]["field"], event["to_focus"]["value"]) in concepts_of(demo_index, event["to_anchor"])
+        assert event["to_focus"]["field"] != event["from_focus"]["field"]
+        turn = record["turns"][event["turn"] - 1]
+        assert turn["user_meta"]["stage"] == "shift"
+        assert display(*bridge).lower() in turn["user_text"].lower()
+        # right after a shift, the new anchor film satisfies every gold constraint
+        anchor = concepts_of(demo_index, event["to_anchor"])
+        for c in turn["user_meta"]["constraints"]:
+            assert ((c["field"], c["value"]) in anchor) != c["negated"]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(min_value=0, max_value=2**31 - 1))
+def test_user_text_names_the_focus_verbatim_and_carries_no_structure(demo_index, seed):
+    for turn in session(demo_index, seed, turns=8)["turns"]:
+        text, meta = turn["user_text"], turn["user_meta"]
+        assert not has_structure(text), text
+        assert display(meta["focus_field"], meta["focus_value"]).lower() in text.lower()
+        assert {"field": meta["focus_field"], "value": meta["focus_value"], "negated": False} in meta["constraints"]
+
+
+def test_contradictions_turn_a_wish_into_an_exclusion(demo_index):
+    always = replace(SETTINGS, contradiction_rate=1.0)
+    seen = 0
+    for seed in range(30):
+        record = session(demo_index, seed, settings=always, turns=8)
+        for before, turn in zip(record["turns"], record["turns"][1:]):
+            if turn["user_meta"]["stage"] != "contradict":
+                continue
+            seen += 1
+            negated = [c for c in turn["user_meta"]["constraints"] if c["negated"]]
+            dropped = [c for c in negated if {**c, "negated": False} in before["user_meta"]["constraints"]]
+            assert len(dropped) == 1
+            assert display(dropped[0]["field"], dropped[0]["value"]).lower() in turn["user_text"].lower()
+    assert seen >= 10
+
+
+def test_no_contradiction_at_rate_zero(demo_index):
+    never = replace(SETTINGS, contradiction_rate=0.0)
+    stages = {t["user_meta"]["stage"] for s in range(10) for t in session(demo_index, s, settings=never)["turns"]}
+    assert "contradict" not in stages and {"open", "shift"} <= stages
+
+
+def test_shift_schedule():
+    every_three = SimulatorSettings(shift_every=3)
+    assert [t for t in range(1, 12) if every_three.is_shift_turn(t)] == [4, 7, 10]

@@ -1,0 +1,78 @@
+"""Constraint tracking and concept matching on hand-written utterances."""
+
+import numpy as np
+import pytest
+
+from crseval.concepts import ConceptMatcher
+from crseval.retrieval import Retriever
+from crseval.tracker import Constraint, ConstraintTracker
+
+
+@pytest.fixture
+def matcher(small_index):
+    return ConceptMatcher(small_index.concepts, small_index.films)
+
+
+def track(matcher, *utterances):
+    tracker = ConstraintTracker(matcher)
+    for text in utterances:
+        state = tracker.update(text)
+    return state
+
+
+def test_genre_and_actor(matcher):
+    assert track(matcher, "I'd like a crime movie starring Robert De Niro.") == [
+        Constraint("actor", "Robert De Niro"), Constraint("genre", "crime")]
+
+
+def test_negation_excludes(matcher):
+    assert track(matcher, "Something with Robert De Niro, but not horror please.") == [
+        Constraint("actor", "Robert De Niro"), Constraint("genre", "horror", negated=True)]
+    assert track(matcher, "Actually, nothing with Al Pacino after all. Still a crime film, though.") == [
+        Constraint("genre", "crime"), Constraint("actor", "Al Pacino", negated=True)]
+    assert track(matcher, "On second thought, I don't want English dialogue.") == [
+        Constraint("language", "english", negated=True)]
+
+
+def test_negation_stops_at_a_clause_break(matcher):
+    assert track(matcher, "Scream isn't quite it. Please find me a mystery movie.") == [Constraint("genre", "mystery")]
+
+
+def test_a_new_value_replaces_the_fields_old_wish_and_lifts_its_exclusion(matcher):
+    assert track(matcher, "A comedy, please.", "Now a drama instead.") == [Constraint("genre", "drama")]
+    assert track(matcher, "No horror.", "Fine, horror after all.") == [Constraint("genre", "horror")]
+
+
+def test_cue_words_decide_the_field_of_a_shared_name(matcher):
+    assert track(matcher, "A movie directed by Orson Welles.") == [Constraint("director", "Orson Welles")]
+    assert track(matcher, "A film written by Orson Welles.") == [Constraint("writer", "Orson Welles")]
+    assert track(matcher, "A film starring Orson Welles.") == [Constraint("actor", "Orson Welles")]
+
+
+def test_years_by_catalog_and_by_regex(matcher):
+    assert track(matcher, "Something from 1995.") == [Constraint("year", "1995")]
+    assert track(matcher, "Something from 1932, or 19999.") == [Constraint("year", "1932")]
+
+
+def test_word_boundaries(matcher):
+    # "dramatic" is not "drama", "Upton" is not the film "Up"; titles are case-sensitive
+    assert track(matcher, "Something dramatic about Upton.") == []
+    assert matcher.titles("I loved Up and Heat, and heat is no title here.") == ["Up", "Heat"]
+    assert matcher.titles("Casino, then Casino again") == ["Casino"]
+
+
+def test_longest_match_wins(matcher):
+    mentions = matcher.values("Anything with Robert De Niro.")
+    assert [(m.field, m.value) for m in mentions] == [("actor", "Robert De Niro")]
+
+
+def test_retrieval_ranks_latest_wish_first_and_skips_exclusions(small_index):
+    retriever = Retriever(small_index)
+    rng = np.random.default_rng(0)
+    wishes = [Constraint("genre", "crime"), Constraint("director", "Martin Scorsese"), Constraint("year", "1990", negated=True)]
+    ranked = retriever.rank(wishes, already=set(), k=5, rng=rng, emphasis={("genre", "crime")})
+    titles = [small_index.films.loc[f, "title"] for f in ranked]
+    # Goodfellas (1990) is excluded; Casino has both wishes, Heat only the emphasised one
+    assert titles == ["Casino", "Heat"]
+    ranked = retriever.rank(wishes, already={1}, k=5, rng=rng, emphasis={("genre", "crime")})
+    assert [small_index.films.loc[f, "title"] for f in ranked] == ["Heat"]

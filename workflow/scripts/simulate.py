@@ -1,0 +1,35 @@
+"""Rule simulate: one shard of sessions of one system (resumable after a kill).
+
+Settings that shape the sessions arrive through params (a change re-runs the shard); the LLM
+runtime settings (cache folder, timeout, retries) are read from the config because they change
+no result.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+from crseval.io import log_to
+from crseval.simulation import build_shard_runner
+
+log = log_to(snakemake.log[0])
+sys.stderr = open(snakemake.log[0], "a", buffering=1)  # the progress bar goes to the log
+
+system = json.loads(snakemake.params.system)
+start, stop = snakemake.params.indices
+output = Path(snakemake.output[0])
+runner = build_shard_runner(
+    system=system,
+    simulator=json.loads(snakemake.params.simulator),
+    agent=json.loads(snakemake.params.agent),
+    experiment_seed=snakemake.params.seed,
+    turns=snakemake.params.turns,
+    films=snakemake.input.films,
+    concepts=snakemake.input.concepts,
+    catalog_summary=snakemake.input.catalog_summary,
+    schema=snakemake.input.schema,
+    llm_runtime=snakemake.config["llm"],
+    threads=snakemake.threads,
+)
+counts = runner.run(range(start, stop), progress=output.parent / ".progress" / f"{output.stem}.jsonl", output=output)
+log.info("%s %s: %s; LLM calls %d, cache hits %d", system["name"], output.name, counts, runner.calls, runner.cache_hits)
