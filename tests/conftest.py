@@ -62,6 +62,12 @@ def planned_jobs(result: subprocess.CompletedProcess) -> dict[str, int]:
     return {line.split()[0]: int(line.split()[1]) for line in match.group(1).splitlines() if line.strip()}
 
 
+def planned_outputs(result: subprocess.CompletedProcess, rule: str) -> set[str]:
+    """Output paths of the jobs of `rule` that a (dry) run lists."""
+    text = result.stdout + result.stderr
+    return set(re.findall(rf"rule {rule}:\n(?:[ \t]+(?!output:).*\n)*?[ \t]+output: (\S+)", text))
+
+
 def write_config(directory: Path, config: dict, name: str = "test.yaml") -> Path:
     path = directory / name
     path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -5,25 +5,45 @@ import json
 import pandas as pd
 import pytest
 
-from conftest import copy_workflow, default_config, planned_jobs, run_snakemake, write_config
+from fake_servers import FakeOllama
+from conftest import copy_workflow, default_config, planned_jobs, planned_outputs, run_snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 
 
-def fast_config():
+def fast_config(ollama_host):
     config = default_config()
     config["experiment"] = "rerun"
     config["lda"]["passes"] = 3
+    config["sessions"].update(count=4, turns=3, shard_size=2)
+    config["systems"] = [
+        {"name": "template", "agent": "template"},
+        {"name": "fake-llm", "agent": "llm", "prompt": "resources/prompts/crs_grounded.txt",
+         "backend": {"type": "ollama", "model": "fake:1b", "host": ollama_host},
+         "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}},
+    ]
     return config
 
 
 @pytest.fixture(scope="module")
-def finished_run(tmp_path_factory):
+def ollama():
+    with FakeOllama() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory, ollama):
     """One full run of the workflow in a scratch copy, shared by the re-run checks."""
     workdir = copy_workflow(tmp_path_factory.mktemp("workflow"))
-    config = fast_config()
+    config = fast_config(ollama.host)
     run_snakemake(workdir, "--configfile", str(write_config(workdir, config)))
     return workdir, config
+
+
+def changed(config, mutate):
+    config = json.loads(json.dumps(config))
+    mutate(config)
+    return config
 
 
 def dry_run(workdir, config):
@@ -59,15 +79,49 @@ def test_catalog_setting_reruns_index_and_downstream(finished_run):
     workdir, config = finished_run
     config = json.loads(json.dumps(config))
     config["catalog"]["plot_keywords"]["per_film"] = 4
-    assert dry_run(workdir, config) == {"index_catalog": 1, "train_lda": 1, "all": 1}
+    assert dry_run(workdir, config) == {"index_catalog": 1, "train_lda": 1, "simulate": 4, "all": 1}
 
 
-def test_later_stage_setting_reruns_neither_rule(finished_run):
+def test_simulator_setting_reruns_simulation_only(finished_run):
     workdir, config = finished_run
-    config = json.loads(json.dumps(config))
-    config["sessions"]["count"] += 10
-    config["sessions"]["turns"] += 2
+    config = changed(config, lambda c: c["simulator"].update(shift_every=2))
+    assert dry_run(workdir, config) == {"simulate": 4, "all": 1}
+
+
+def test_system_setting_reruns_that_systems_shards_only(finished_run):
+    workdir, config = finished_run
+    config = changed(config, lambda c: c["systems"][1]["options"].update(temperature=0.2))
+    jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
+    assert planned_jobs(jobs) == {"simulate": 2, "all": 1}
+    assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/fake-llm/shard-{k}.jsonl" for k in (0, 1)}
+
+
+def test_more_sessions_add_only_new_shards(finished_run):
+    workdir, config = finished_run
+    config = changed(config, lambda c: c["sessions"].update(count=6))
+    jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
+    assert planned_jobs(jobs) == {"simulate": 2, "all": 1}
+    assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/{s}/shard-2.jsonl" for s in ("template", "fake-llm")}
+
+
+def test_llm_runtime_settings_rerun_nothing(finished_run):
+    workdir, config = finished_run
+    config = changed(config, lambda c: c["llm"].update(max_retries=7, timeout_s=5, backoff_s=0.1))
     assert dry_run(workdir, config) == {}
+
+
+def test_sessions_are_paired_across_systems(finished_run):
+    workdir, _ = finished_run
+    sessions = {}
+    for system in ("template", "fake-llm"):
+        for shard in (0, 1):
+            path = workdir / "results" / "rerun" / "sessions" / system / f"shard-{shard}.jsonl"
+            sessions.setdefault(system, []).extend(json.loads(line) for line in path.read_text().splitlines())
+    template, llm = sessions["template"], sessions["fake-llm"]
+    assert [s["session_index"] for s in template] == [0, 1, 2, 3]
+    assert [s["seed"] for s in template] == [s["seed"] for s in llm]
+    assert [s["turns"][0]["user_text"] for s in template] == [s["turns"][0]["user_text"] for s in llm]
+    assert all(t["llm"]["backend"] == "ollama" for s in llm for t in s["turns"])
 
 
 def test_key_order_does_not_trigger_a_rerun(finished_run):

@@ -7,6 +7,7 @@ the system text prepended to the first user turn instead.
 
 from __future__ import annotations
 
+import atexit
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -21,6 +22,10 @@ def _load(path: str, n_ctx: int, threads: int, chat_format: str | None):
 
     return Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
                  chat_format=chat_format, seed=0, verbose=False)
+
+
+# free the models while the interpreter is still whole (llama.cpp's finaliser needs its modules)
+atexit.register(_load.cache_clear)
 
 
 def merge_system_into_user(messages: list[dict]) -> list[dict]:
