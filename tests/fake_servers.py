@@ -14,10 +14,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class FakeOllama:
-    def __init__(self, failures: list[int] | None = None, delay_s: float = 0.0, titles: list[str] | None = None):
+    def __init__(self, failures: list[int] | None = None, delay_s: float = 0.0, titles: list[str] | None = None,
+                 content=None):
         self.failures = list(failures or [])  # HTTP statuses to answer with before succeeding
         self.delay_s = delay_s
         self.titles = titles or ["Heat", "Casino"]
+        self.content = content  # optional: request body -> reply text
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         server = self
@@ -54,7 +56,9 @@ class FakeOllama:
     def reply(self, body: dict) -> dict:
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         title = self.titles[int(digest, 16) % len(self.titles)]
-        if body.get("format"):
+        if self.content is not None:
+            content = self.content(body)
+        elif body.get("format"):
             content = json.dumps({"score": int(digest, 16) % 5 + 1})
         else:
             content = f"You might enjoy {title}. It matches what you asked for. (ref {digest[:8]})"

@@ -43,3 +43,28 @@ def test_workflow_refuses_a_bad_config_at_start(workflow_copy):
     assert result.returncode != 0
     output = result.stdout + result.stderr
     assert "'no_belw' was unexpected" in output and "['lda']" in output
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda c: c["systems"][0].pop("backend"),
+        lambda c: c["systems"][0]["backend"].update(type="vllm"),
+        lambda c: c["systems"][0]["backend"].update(type="ollama"),  # no host
+        lambda c: c["systems"].append({"name": "bad name", "agent": "template"}),
+        lambda c: c["simulator"]["paraphrase"].update(enabled=True),  # no backend/options
+        lambda c: c["simulator"].update(field_order=["genre", "genre"]),
+    ],
+)
+def test_bad_system_or_simulator_config_fails(mutate):
+    config = copy.deepcopy(default_config())
+    mutate(config)
+    with pytest.raises(WorkflowError):
+        validate(config, SCHEMA)
+
+
+def test_duplicate_system_names_fail_at_start(workflow_copy):
+    config = default_config()
+    config["systems"].append(dict(config["systems"][-1]))
+    result = run_snakemake(workflow_copy, "-n", "--configfile", str(write_config(workflow_copy, config)), check=False)
+    assert result.returncode != 0 and "unique name" in result.stdout + result.stderr

@@ -154,3 +154,42 @@ def test_failed_llm_fails_the_shard_and_keeps_finished_sessions(catalog_files, t
     assert not (tmp_path / "shard.jsonl").exists()
     kept = read_jsonl(progress)
     assert [r["session_index"] for r in kept] == [0]  # the cached session is done; nothing else invented
+
+
+def paraphrase_arguments(catalog_files, tmp_path, host):
+    args = arguments(catalog_files, {"name": "template", "agent": "template"}, tmp_path, turns=4)
+    args["simulator"] = {**args["simulator"], "paraphrase": {
+        "enabled": True, "backend": {"type": "ollama", "model": "fake:1b", "host": host},
+        "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 60}}}
+    return args
+
+
+def test_paraphrase_kept_when_every_value_survives(catalog_files, tmp_path):
+    reword = lambda body: "So, " + body["messages"][-1]["content"].split("Message: ", 1)[1].lower()
+    with FakeOllama(content=reword) as server:
+        runner = build_shard_runner(**paraphrase_arguments(catalog_files, tmp_path, server.host))
+        runner.run(range(0, 2), progress=tmp_path / "p", output=tmp_path / "s.jsonl")
+    for session in read_jsonl(tmp_path / "s.jsonl"):
+        for turn in session["turns"]:
+            paraphrase = turn["user_meta"]["paraphrase"]
+            assert paraphrase["verdict"] == "kept"
+            assert turn["user_text"] == "So, " + paraphrase["template_text"].lower()
+            assert paraphrase["llm"]["backend"] == "ollama"
+
+
+def test_paraphrase_that_loses_a_value_is_rejected_and_flagged(catalog_files, tmp_path):
+    with FakeOllama(content=lambda body: "Recommend me something nice, please.") as server:
+        runner = build_shard_runner(**paraphrase_arguments(catalog_files, tmp_path, server.host))
+        runner.run(range(0, 2), progress=tmp_path / "p", output=tmp_path / "s.jsonl")
+    turns = [t for s in read_jsonl(tmp_path / "s.jsonl") for t in s["turns"]]
+    assert all(t["user_meta"]["paraphrase"]["verdict"] == "rejected" for t in turns)
+    assert all(t["user_text"] == t["user_meta"]["paraphrase"]["template_text"] for t in turns)
+
+
+def test_paraphrase_with_structure_is_rejected(catalog_files, tmp_path):
+    leak = lambda body: body["messages"][-1]["content"].split("Message: ", 1)[1] + " {'name': 'Heat'}"
+    with FakeOllama(content=leak) as server:
+        runner = build_shard_runner(**paraphrase_arguments(catalog_files, tmp_path, server.host))
+        runner.run(range(0, 1), progress=tmp_path / "p", output=tmp_path / "s.jsonl")
+    turns = read_jsonl(tmp_path / "s.jsonl")[0]["turns"]
+    assert all(t["user_meta"]["paraphrase"]["verdict"] == "rejected" and "{" not in t["user_text"] for t in turns)

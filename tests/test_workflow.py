@@ -84,7 +84,7 @@ def test_catalog_setting_reruns_index_and_downstream(finished_run):
 
 def test_simulator_setting_reruns_simulation_only(finished_run):
     workdir, config = finished_run
-    config = changed(config, lambda c: c["simulator"].update(shift_every=2))
+    config = changed(config, lambda c: c["simulator"].update(shift_every=c["simulator"]["shift_every"] + 1))
     assert dry_run(workdir, config) == {"simulate": 4, "all": 1}
 
 

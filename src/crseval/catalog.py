@@ -450,6 +450,7 @@ class CatalogIndex:
     def __init__(self, films: pd.DataFrame, concepts: pd.DataFrame):
         self.films = films.set_index("film_id", drop=False)
         self.concepts = concepts
+        self._id_by_title = {t: int(f) for t, f in zip(films["title"], films["film_id"])}
         self._by_value = {
             key: np.asarray(group["film_id"].to_numpy(), dtype=np.int32)
             for key, group in concepts.groupby(["field", "value"], sort=True)
@@ -458,6 +459,23 @@ class CatalogIndex:
     @classmethod
     def read(cls, films_path: str | Path, concepts_path: str | Path) -> "CatalogIndex":
         return cls(pd.read_parquet(films_path), pd.read_parquet(concepts_path))
+
+    def title(self, film_id: int) -> str:
+        return str(self.films.at[film_id, "title"])
+
+    def year(self, film_id: int) -> str | None:
+        value = self.films.at[film_id, "year"]
+        return None if pd.isna(value) else str(int(value))
+
+    def film_values(self, film_id: int, field_name: str) -> list[str]:
+        """A film's values of one concept field ('year' included)."""
+        if field_name == "year":
+            year = self.year(film_id)
+            return [year] if year else []
+        return list(self.films.at[film_id, field_name])
+
+    def film_id(self, title: str) -> int | None:
+        return self._id_by_title.get(title)
 
     def values(self, field_name: str) -> list[str]:
         """Distinct values of a field, sorted."""

@@ -75,17 +75,17 @@ class Agent(ABC):
                                             emphasis=self.tracker.latest)
         text, llm = self.phrase(turn, user_text, tracked, candidate_ids)
         titles = self.matcher.titles(text)
-        title_to_id = dict(zip(self.index.films["title"], self.index.films["film_id"]))
-        self.recommended.update(int(title_to_id[t]) for t in titles)
+        self.recommended.update(self.index.film_id(t) for t in titles)
         self.history += [{"role": "user", "content": user_text}, {"role": "assistant", "content": text}]
         return Reply(text, tracked, titles, [self._title(f) for f in candidate_ids], llm)
 
     def _title(self, film_id: int) -> str:
-        return str(self.index.films.loc[film_id, "title"])
+        return self.index.title(film_id)
 
     def _card(self, film_id: int) -> str:
         row = self.index.films.loc[film_id]
-        parts = [f"{row['title']}" + (f" ({int(row['year'])})" if row["year"] == row["year"] and row["year"] is not None else "")]
+        year = self.index.year(film_id)
+        parts = [row["title"] + (f" ({year})" if year else "")]
         if len(row["genre"]):
             parts.append(", ".join(row["genre"][:3]))
         if len(row["director"]):

@@ -117,13 +117,10 @@ class UserSimulator:
     # ------------------------------------------------------------ catalog access
 
     def _values(self, film_id: int, field_name: str) -> list[str]:
-        row = self.index.films.loc[film_id]
-        if field_name == "year":
-            return [] if row["year"] is None or row["year"] != row["year"] else [str(int(row["year"]))]
-        return list(row[field_name])
+        return self.index.film_values(film_id, field_name)
 
     def _title(self, film_id: int) -> str:
-        return str(self.index.films.loc[film_id, "title"])
+        return self.index.title(film_id)
 
     def _concepts(self, film_id: int) -> set[tuple[str, str]]:
         return {(f, v) for f in SIMULATOR_FIELDS for v in self._values(film_id, f)}
@@ -133,8 +130,8 @@ class UserSimulator:
         return all(((c.field, c.value) in concepts) != c.negated for c in constraints)
 
     def title_satisfies(self, title: str) -> bool:
-        matches = self.index.films.index[self.index.films["title"] == title]
-        return len(matches) > 0 and self._satisfies(int(matches[0]), self.constraints)
+        film_id = self.index.film_id(title)
+        return film_id is not None and self._satisfies(film_id, self.constraints)
 
     # ------------------------------------------------------------ text
 
