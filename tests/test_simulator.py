@@ -98,3 +98,22 @@ def test_no_contradiction_at_rate_zero(demo_index):
 def test_shift_schedule():
     every_three = SimulatorSettings(shift_every=3)
     assert [t for t in range(1, 12) if every_three.is_shift_turn(t)] == [4, 7, 10]
+
+
+class SilentAgent(TemplateAgent):
+    """A system that never names a film: the user's reactions differ, its plan must not."""
+
+    def phrase(self, turn, user_text, tracked, candidate_ids):
+        return "Tell me more about what you like.", None
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+def test_the_users_plan_does_not_depend_on_the_system(demo_index, seed):
+    matcher = ConceptMatcher(demo_index.concepts, demo_index.films)
+    ctx = SessionContext(demo_index, matcher, TEMPLATES, replace(SETTINGS, contradiction_rate=0.3), 10, "0" * 64)
+    talkative = run_session(ctx, "a", TemplateAgent(demo_index, matcher, AgentSettings(), seed), 0, seed, "0" * 64)
+    silent = run_session(ctx, "b", SilentAgent(demo_index, matcher, AgentSettings(), seed), 0, seed, "0" * 64)
+    plan = lambda record: [{k: v for k, v in t["user_meta"].items() if k != "stage"} for t in record["turns"]]
+    assert plan(talkative) == plan(silent)
+    assert talkative["shift_events"] == silent["shift_events"]
+    assert {t["user_meta"]["stage"] for t in silent["turns"]} <= {"open", "shift", "contradict", "no_title"}

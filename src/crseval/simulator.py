@@ -95,7 +95,8 @@ class UserSimulator:
     settings: SimulatorSettings
     templates: Templates
     seed: int
-    rng: np.random.Generator = field(init=False)
+    plan_rng: np.random.Generator = field(init=False)  # anchors, foci, shifts, contradictions
+    text_rng: np.random.Generator = field(init=False)  # wording and reactions to replies
     anchor: int = field(init=False)
     focus: tuple[str, str] = field(init=False)
     constraints: list[Constraint] = field(init=False)
@@ -103,14 +104,18 @@ class UserSimulator:
     shift_events: list[dict] = field(init=False, default_factory=list)
 
     def __post_init__(self):
-        self.rng = np.random.default_rng(self.seed)
+        # Two streams, so that the plan (what the user wants when) is the same whatever the
+        # system answers; only the reactions and the wording depend on the replies.
+        plan_seed, text_seed = np.random.SeedSequence(self.seed).spawn(2)
+        self.plan_rng = np.random.default_rng(plan_seed)
+        self.text_rng = np.random.default_rng(text_seed)
         first_field = self.settings.field_order[0]
         with_values = [f for f in self.index.films["film_id"] if self._values(int(f), first_field)]
         if not with_values:
             raise ValueError(f"no film of the catalog has a {first_field!r} value to start a session from")
-        self.anchor = int(with_values[int(self.rng.integers(len(with_values)))])
+        self.anchor = int(with_values[int(self.plan_rng.integers(len(with_values)))])
         values = self._values(self.anchor, first_field)
-        self.focus = (first_field, values[int(self.rng.integers(len(values)))])
+        self.focus = (first_field, values[int(self.plan_rng.integers(len(values)))])
         self.constraints = [Constraint(*self.focus)]
         self.liked = [self._title(self.anchor)]
 
@@ -137,7 +142,7 @@ class UserSimulator:
 
     def _focus_phrase(self) -> str:
         field_name, value = self.focus
-        return with_article(self.templates.pick(self.rng, "focus", field_name).format(value=display(field_name, value)))
+        return with_article(self.templates.pick(self.text_rng, "focus", field_name).format(value=display(field_name, value)))
 
     # ------------------------------------------------------------ turns
 
@@ -148,16 +153,16 @@ class UserSimulator:
         bridge = None
         if number == 1:
             stage = "open"
-            text = self.templates.pick(self.rng, "open").format(focus=self._focus_phrase())
+            text = self.templates.pick(self.text_rng, "open").format(focus=self._focus_phrase())
         elif self.settings.is_shift_turn(number) and (shift := self._shift()) is not None:
             stage = "shift"
             shift_event, bridge = shift, shift["bridge"]
-            text = self.templates.pick(self.rng, "shift").format(
+            text = self.templates.pick(self.text_rng, "shift").format(
                 anchor=shift["from_anchor"], bridge=display(bridge["field"], bridge["value"]), focus=self._focus_phrase()
             )
         elif (contradiction := self._maybe_contradict()) is not None:
             stage = "contradict"
-            text = self.templates.pick(self.rng, "contradict").format(not_focus=contradiction, focus=self._focus_phrase())
+            text = self.templates.pick(self.text_rng, "contradict").format(not_focus=contradiction, focus=self._focus_phrase())
         else:
             stage, text = self._react(last_recommended)
         meta = {
@@ -175,28 +180,28 @@ class UserSimulator:
 
     def _react(self, recommended: list[str]) -> tuple[str, str]:
         if not recommended:
-            return "no_title", self.templates.pick(self.rng, "no_title").format(focus=self._focus_phrase())
+            return "no_title", self.templates.pick(self.text_rng, "no_title").format(focus=self._focus_phrase())
         fitting = [t for t in recommended if self.title_satisfies(t)]
-        if fitting and self.rng.random() < self.settings.accept_rate:
+        if fitting and self.text_rng.random() < self.settings.accept_rate:
             title = fitting[0]
             if title not in self.liked:
                 self.liked.append(title)
-            return "accept", self.templates.pick(self.rng, "accept").format(title=title, focus=self._focus_phrase())
+            return "accept", self.templates.pick(self.text_rng, "accept").format(title=title, focus=self._focus_phrase())
         if not fitting:
             title = recommended[0]
-            return "reject", self.templates.pick(self.rng, "reject").format(title=title, focus=self._focus_phrase())
-        return "ask", self.templates.pick(self.rng, "ask").format(focus=self._focus_phrase())
+            return "reject", self.templates.pick(self.text_rng, "reject").format(title=title, focus=self._focus_phrase())
+        return "ask", self.templates.pick(self.text_rng, "ask").format(focus=self._focus_phrase())
 
     def _maybe_contradict(self) -> str | None:
         """Take back an earlier wish other than the focus: it becomes an exclusion."""
-        if self.rng.random() >= self.settings.contradiction_rate:
+        if self.plan_rng.random() >= self.settings.contradiction_rate:
             return None
         others = [c for c in self.constraints if not c.negated and (c.field, c.value) != self.focus]
         if not others:
             return None
-        dropped = others[int(self.rng.integers(len(others)))]
+        dropped = others[int(self.plan_rng.integers(len(others)))]
         self.constraints = [c for c in self.constraints if c != dropped] + [Constraint(dropped.field, dropped.value, True)]
-        return self.templates.pick(self.rng, "reject_value", dropped.field).format(value=display(dropped.field, dropped.value))
+        return self.templates.pick(self.text_rng, "reject_value", dropped.field).format(value=display(dropped.field, dropped.value))
 
     def _shift(self) -> dict | None:
         """Move the focus to the next field through a bridge film; None when no film bridges."""
@@ -216,9 +221,9 @@ class UserSimulator:
             options = distinctive or options
             if not options:
                 continue
-            film_id, shared, values = options[int(self.rng.integers(len(options)))]
+            film_id, shared, values = options[int(self.plan_rng.integers(len(options)))]
             bridge_field, bridge_value = self._rarest(shared)
-            new_value = values[int(self.rng.integers(len(values)))]
+            new_value = values[int(self.plan_rng.integers(len(values)))]
             event = {
                 "from_focus": {"field": self.focus[0], "value": self.focus[1]},
                 "to_focus": {"field": new_field, "value": new_value},
