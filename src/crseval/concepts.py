@@ -1,10 +1,13 @@
 """Find catalog values and film titles in free text.
 
 One matcher serves the CRS constraint tracker and the metrics' concept extractor E(x), so a
-value the simulator writes is recognised the same way everywhere: word-boundary matching,
-longest match first (so "Science Fiction" wins over "Fiction"), case-insensitive for field
-values and case-sensitive for titles (a title like "Up" or "Heat" is an ordinary word in
-lower case).
+value the simulator writes is recognised the same way everywhere: whole-word matching (a value
+is a run of whole tokens), longest match first (so "Science Fiction" wins over "Fiction"),
+case-insensitive for field values and case-sensitive for titles (a title like "Up" or "Heat"
+is an ordinary word in lower case).
+
+Matching walks the text's tokens and looks token runs up in dictionaries, so its cost grows
+with the text, not with the size of the catalog (a regex alternation of 10,000 names does not).
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ FIELD_CUES: dict[str, tuple[str, ...]] = {
     "language": ("in",),
     "year": ("from", "in", "released in"),
 }
+CONCEPT_FIELDS = ("genre", "actor", "director", "writer", "language", "year")
+
+_TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 @dataclass(frozen=True)
@@ -32,59 +38,76 @@ class Mention:
     end: int
 
 
-def _alternation(values: list[str]) -> str:
-    ordered = sorted(set(values), key=lambda v: (-len(v), v))
-    return "|".join(re.escape(v) for v in ordered)
+def tokenize(text: str) -> list[tuple[str, int, int]]:
+    """(token, start, end) for word runs and single punctuation marks."""
+    return [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+class _RunIndex:
+    """Token runs -> payload, with the possible run lengths per first token."""
+
+    def __init__(self, entries: dict[tuple[str, ...], object]):
+        self.entries = entries
+        self.lengths: dict[str, list[int]] = {}
+        for key in entries:
+            self.lengths.setdefault(key[0], []).append(len(key))
+        for first in self.lengths:
+            self.lengths[first] = sorted(set(self.lengths[first]), reverse=True)
+
+    def scan(self, keys: list[str]):
+        """Yield (start token, end token, payload), longest first, non-overlapping."""
+        i = 0
+        while i < len(keys):
+            for length in self.lengths.get(keys[i], ()):
+                run = tuple(keys[i:i + length])
+                if len(run) == length and run in self.entries:
+                    yield i, i + length, self.entries[run]
+                    i += length
+                    break
+            else:
+                i += 1
 
 
 class ConceptMatcher:
     """Catalog value and title matcher built from the `concepts` and `films` index tables."""
 
-    def __init__(self, concepts: pd.DataFrame, films: pd.DataFrame, fields: tuple[str, ...] = ("genre", "actor", "director", "writer", "language", "year"), min_title_length: int = 2):
+    def __init__(self, concepts: pd.DataFrame, films: pd.DataFrame, fields: tuple[str, ...] = CONCEPT_FIELDS,
+                 min_title_length: int = 2):
         concepts = concepts[concepts["field"].isin(fields)]
         counts = concepts.groupby(["field", "value"]).size()
-        # a lower-cased surface string -> candidate (field, value, films) for ambiguous names
-        self._by_surface: dict[str, list[tuple[str, str, int]]] = {}
+        by_surface: dict[tuple[str, ...], list[tuple[str, str, int]]] = {}
         for (field, value), n in counts.items():
-            self._by_surface.setdefault(value.lower(), []).append((field, value, int(n)))
-        for candidates in self._by_surface.values():
-            candidates.sort(key=lambda c: (-c[2], fields.index(c[0])))
-        surfaces = [v for v in self._by_surface if v]
-        self._values = re.compile(rf"(?<!\w)(?:{_alternation(surfaces)})(?!\w)", re.IGNORECASE) if surfaces else None
-        titles = [t for t in films["title"].tolist() if len(t) >= min_title_length]
-        self._title_of = {t: t for t in titles}
-        self._titles = re.compile(rf"(?<!\w)(?:{_alternation(titles)})(?!\w)") if titles else None
+            key = tuple(t.lower() for t, _, _ in tokenize(value))
+            if key:
+                by_surface.setdefault(key, []).append((field, value, int(n)))
+        order = {f: i for i, f in enumerate(fields)}
+        for candidates in by_surface.values():
+            candidates.sort(key=lambda c: (-c[2], order[c[0]]))
+        self._values = _RunIndex(by_surface)
+        titles = {}
+        for title in films["title"].tolist():
+            key = tuple(t for t, _, _ in tokenize(title))
+            if len(title) >= min_title_length and key:
+                titles.setdefault(key, title)
+        self._titles = _RunIndex(titles)
 
     def values(self, text: str) -> list[Mention]:
         """Field values in `text`, left to right, non-overlapping, longest first. A name that
         is a value of several fields takes the field its cue words name ("directed by X"),
         else the field where the catalog uses it most."""
-        if self._values is None:
-            return []
+        tokens = tokenize(text)
         mentions = []
-        for match in self._values.finditer(text):
-            candidates = self._by_surface[match.group(0).lower()]
-            field, value = self._choose_field(text, match.start(), candidates)
-            mentions.append(Mention(field, value, match.start(), match.end()))
+        for first, last, candidates in self._values.scan([t.lower() for t, _, _ in tokens]):
+            start, end = tokens[first][1], tokens[last - 1][2]
+            field, value = self._choose_field(text, start, candidates)
+            mentions.append(Mention(field, value, start, end))
         return mentions
-
-    def all_fields(self, text: str) -> set[tuple[str, str]]:
-        """Every (field, value) concept a mention in `text` can stand for (no disambiguation)."""
-        if self._values is None:
-            return set()
-        return {
-            (field, value)
-            for match in self._values.finditer(text)
-            for field, value, _ in self._by_surface[match.group(0).lower()]
-        }
 
     def titles(self, text: str) -> list[str]:
         """Catalog titles in `text`, in order of first mention, each once."""
-        if self._titles is None:
-            return []
         seen: dict[str, None] = {}
-        for match in self._titles.finditer(text):
-            seen.setdefault(self._title_of[match.group(0)], None)
+        for _, _, title in self._titles.scan([t for t, _, _ in tokenize(text)]):
+            seen.setdefault(title, None)
         return list(seen)
 
     @staticmethod

@@ -1,0 +1,1 @@
+"""Session metrics: grounded TAS, legacy CAS, topic adherence, response statistics."""

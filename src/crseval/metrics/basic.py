@@ -1,0 +1,42 @@
+"""Small set and vector measures shared by the metric families, with their edge cases fixed
+in one place: the Jaccard of two empty sets is 0 (nothing shared), a zero vector has cosine 0."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+def jaccard(a: set, b: set) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def cosine(a: dict, b: dict) -> float:
+    """Cosine of two sparse vectors given as {key: weight}."""
+    if not a or not b:
+        return 0.0
+    dot = sum(weight * b.get(key, 0.0) for key, weight in a.items())
+    norm = math.sqrt(sum(w * w for w in a.values())) * math.sqrt(sum(w * w for w in b.values()))
+    return dot / norm if norm else 0.0
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (letters and digits, inner apostrophes kept)."""
+    return _WORD.findall(text.lower())
+
+
+def ngrams(tokens: list[str], n: int) -> list[tuple[str, ...]]:
+    return [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+
+
+def ngram_counts(tokens: list[str], n: int) -> Counter:
+    return Counter(ngrams(tokens, n))
+
+
+def safe_mean(values) -> float:
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return sum(values) / len(values) if values else math.nan
