@@ -1,0 +1,147 @@
+"""Grounded TAS on a dialogue written here, every value computed by hand."""
+
+import math
+from dataclasses import replace
+
+import pytest
+from hypothesis import given, strategies as st
+
+from crseval.concepts import ConceptMatcher
+from crseval.metrics.basic import cosine, jaccard
+from crseval.metrics.grounded import ConceptSpace, TasSettings, copying, score_session, tas_value
+
+SETTINGS = TasSettings(alpha=0.4, beta=0.4, gamma=0.2, recovery_window=2, recovery_threshold=0.5)
+N_FILMS = 8  # the small catalog of conftest.py
+idf = lambda df: math.log((1 + N_FILMS) / (1 + df)) + 1
+
+
+def meta(constraints, shift=False, stage="ask"):
+    return {"focus_field": constraints[0][0], "focus_value": constraints[0][1], "shift_event": shift, "bridge": None,
+            "anchor_title": "Heat", "stage": stage, "paraphrase": None,
+            "constraints": [{"field": f, "value": v, "negated": False} for f, v in constraints]}
+
+
+def tracked(*pairs):
+    return [{"field": f, "value": v, "negated": False} for f, v in pairs]
+
+
+CRIME, SCORSESE = ("genre", "crime"), ("director", "Martin Scorsese")
+DIALOGUE = {
+    "session_id": "t/s00000", "turns": [
+        {"turn": 1, "user_text": "I want a crime movie.", "user_meta": meta([CRIME], stage="open"),
+         "system_text": "Heat is a crime thriller with Robert De Niro.", "system_constraints": tracked(CRIME),
+         "recommended_titles": ["Heat"]},
+        {"turn": 2, "user_text": "Now I want a movie directed by Martin Scorsese.", "user_meta": meta([SCORSESE, CRIME], shift=True, stage="shift"),
+         "system_text": "I want a movie directed by Martin Scorsese too: Casino with Al Pacino.",
+         "system_constraints": tracked(CRIME, SCORSESE), "recommended_titles": ["Casino"]},
+        {"turn": 3, "user_text": "Anything else by Martin Scorsese?", "user_meta": meta([SCORSESE, CRIME]),
+         "system_text": "", "system_constraints": tracked(CRIME, SCORSESE, ("actor", "Robert De Niro")), "recommended_titles": []},
+    ],
+}
+
+
+@pytest.fixture
+def space(small_index):
+    return ConceptSpace(small_index, ConceptMatcher(small_index.concepts, small_index.films), SETTINGS)
+
+
+def hand_values():
+    # turn 1: E(U) = {crime}; E(S) = {crime, thriller, Robert De Niro}; df: crime 3, thriller 2, De Niro 3
+    a, b = idf(3), idf(2)
+    cc1, cr1, i1 = 1 / 3, a / math.sqrt(2 * a * a + b * b), 0.0
+    # turn 2: E(U) = {director Scorsese}; E(S) = {director Scorsese, actor Al Pacino}; df 2 and 1
+    c, p = idf(2), idf(1)
+    cc2, cr2 = 1 / 2, c / math.sqrt(c * c + p * p)
+    i2 = max(6 / 11, 5 / 10)  # 6 of the reply's 11 trigrams and 5 of its 10 four-grams are the user's
+    # turn 3: an empty reply
+    cc3 = cr3 = i3 = 0.0
+    return (cc1, cr1, i1), (cc2, cr2, i2), (cc3, cr3, i3)
+
+
+def test_turn_values_by_hand(space):
+    session, rows = score_session(DIALOGUE, space)
+    for row, (cc, cr, i) in zip(rows, hand_values()):
+        assert row["cc"] == pytest.approx(cc)
+        assert row["cr"] == pytest.approx(cr)
+        assert row["copying"] == pytest.approx(i)
+        assert row["tas"] == pytest.approx(0.4 * cc + 0.4 * cr - 0.2 * i)
+    assert session["tas"] == pytest.approx(sum(0.4 * cc + 0.4 * cr - 0.2 * i for cc, cr, i in hand_values()) / 3)
+
+
+def test_segments_recovery_and_ground_truth_by_hand(space):
+    session, rows = score_session(DIALOGUE, space)
+    (cc1, cr1, _), (_, cr2, i2), _ = hand_values()
+    # segment 1 = turn 1; segment 2 = turns 2-3: U = {Scorsese}, S = {Scorsese, Pacino}, I = mean(i2, 0)
+    assert session["segments"] == 2
+    assert session["tas_segment"] == pytest.approx(((0.4 * cc1 + 0.4 * cr1) + (0.4 * 0.5 + 0.4 * cr2 - 0.2 * i2 / 2)) / 2)
+    # the shift at turn 2 is recovered at once (CC 0.5 >= 0.5, CR 0.64 >= 0.5)
+    assert (session["recovery_rate_jaccard"], session["recovery_delay_jaccard"]) == (1.0, 0.0)
+    assert (session["recovery_rate_cosine"], session["recovery_delay_cosine"]) == (1.0, 0.0)
+    # missing: turn 1 none, turn 2 crime, turn 3 both -> mean 1; hallucinated: Al Pacino is not in Casino
+    assert [r["missing_concepts"] for r in rows] == [0, 1, 2] and session["missing_concepts"] == 1.0
+    assert [r["hallucinated_concepts"] for r in rows] == [0, 1, 0]
+    # tracking: 5 of 6 tracked constraints are gold, all 5 gold ones tracked; turns 1-2 exact
+    assert session["dst_precision"] == pytest.approx(5 / 6) and session["dst_recall"] == 1.0
+    assert session["dst_f1"] == pytest.approx(10 / 11) and session["dst_joint_accuracy"] == pytest.approx(2 / 3)
+    # Heat is a crime film, Casino a Scorsese crime film; turn 3 recommends nothing
+    assert session["rec_satisfaction"] == 1.0 and session["recommendation_rate"] == pytest.approx(2 / 3)
+    assert session["repeat_rate"] == 0.0
+
+
+def test_a_stricter_threshold_finds_no_recovery(space):
+    strict = ConceptSpace(space.index, space.matcher, replace(SETTINGS, recovery_threshold=0.9))
+    session, _ = score_session(DIALOGUE, strict)
+    assert session["recovery_rate_jaccard"] == 0.0 and math.isnan(session["recovery_delay_jaccard"])
+    assert session["recovery_rate_cosine"] == 0.0
+
+
+def test_no_shift_means_no_recovery_metric(space):
+    calm = {"session_id": "x", "turns": [dict(DIALOGUE["turns"][0]), {**DIALOGUE["turns"][2], "user_meta": meta([CRIME])}]}
+    session, _ = score_session(calm, space)
+    assert session["segments"] == 1
+    assert math.isnan(session["recovery_rate_jaccard"]) and math.isnan(session["recovery_delay_cosine"])
+
+
+def test_sessions_without_ground_truth_get_nan_not_zero(space):
+    imported = {"session_id": "y", "turns": [{**t, "user_meta": None, "system_constraints": []} for t in DIALOGUE["turns"]]}
+    session, _ = score_session(imported, space)
+    assert session["tas"] == pytest.approx(score_session(DIALOGUE, space)[0]["tas"])
+    for key in ("dst_f1", "rec_satisfaction", "recovery_rate_jaccard", "tas_segment", "missing_concepts"):
+        assert math.isnan(session[key]), key
+
+
+def test_repeated_recommendations_are_counted(space):
+    again = {"session_id": "z", "turns": [DIALOGUE["turns"][0], {**DIALOGUE["turns"][1], "recommended_titles": ["Heat", "Casino"]}]}
+    assert score_session(again, space)[0]["repeat_rate"] == pytest.approx(1 / 3)
+
+
+def test_copying_edge_cases():
+    assert copying("", "anything at all here") == 0.0
+    assert copying("too short", "too short") == 0.0  # no trigram in the reply
+    assert copying("a b c d", "a b c d") == 1.0
+
+
+sets = st.sets(st.integers(0, 20), max_size=8)
+vectors = st.dictionaries(st.integers(0, 10), st.floats(0, 10, allow_nan=False), max_size=6)
+
+
+@given(sets, sets)
+def test_jaccard_bounds_and_symmetry(a, b):
+    assert 0.0 <= jaccard(a, b) == jaccard(b, a) <= 1.0
+    assert jaccard(a, a) == (1.0 if a else 0.0)
+
+
+@given(vectors, vectors)
+def test_cosine_bounds_and_symmetry(a, b):
+    assert cosine(a, b) == pytest.approx(cosine(b, a))
+    assert -1e-9 <= cosine(a, b) <= 1.0 + 1e-9
+
+
+unit = st.floats(0, 1, allow_nan=False)
+
+
+@given(unit, unit, unit, unit)
+def test_tas_is_monotone_in_cc_and_bounded(cc_low, cc_high, cr, copy):
+    low, high = sorted((cc_low, cc_high))
+    assert tas_value(low, cr, copy, SETTINGS) <= tas_value(high, cr, copy, SETTINGS)
+    assert -SETTINGS.gamma <= tas_value(high, cr, copy, SETTINGS) <= SETTINGS.alpha + SETTINGS.beta
