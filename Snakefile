@@ -28,6 +28,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/topics.smk"
 include: "workflow/rules/simulate.smk"
+include: "workflow/rules/score.smk"
 
 
 rule all:
@@ -35,4 +36,5 @@ rule all:
         catalog_outputs(),
         topic_outputs(),
         session_shards(),
+        score_outputs(),
     default_target: True

@@ -16,6 +16,7 @@ def fast_config(ollama_host):
     config["experiment"] = "rerun"
     config["lda"]["passes"] = 3
     config["sessions"].update(count=4, turns=3, shard_size=2)
+    config["scoring"]["response_stats"]["embeddings"] = False  # keep the scratch run fast
     config["systems"] = [
         {"name": "template", "agent": "template"},
         {"name": "fake-llm", "agent": "llm", "prompt": "resources/prompts/crs_grounded.txt",
@@ -72,27 +73,27 @@ def test_lda_setting_reruns_train_lda_only(finished_run):
     workdir, config = finished_run
     config = json.loads(json.dumps(config))
     config["lda"]["passes"] = 4
-    assert dry_run(workdir, config) == {"train_lda": 1, "all": 1}
+    assert dry_run(workdir, config) == {"train_lda": 1, "score": 4, "all": 1}
 
 
 def test_catalog_setting_reruns_index_and_downstream(finished_run):
     workdir, config = finished_run
     config = json.loads(json.dumps(config))
     config["catalog"]["plot_keywords"]["per_film"] = 4
-    assert dry_run(workdir, config) == {"index_catalog": 1, "train_lda": 1, "simulate": 4, "all": 1}
+    assert dry_run(workdir, config) == {"index_catalog": 1, "train_lda": 1, "simulate": 4, "score": 4, "all": 1}
 
 
 def test_simulator_setting_reruns_simulation_only(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["simulator"].update(shift_every=c["simulator"]["shift_every"] + 1))
-    assert dry_run(workdir, config) == {"simulate": 4, "all": 1}
+    assert dry_run(workdir, config) == {"simulate": 4, "score": 4, "all": 1}
 
 
 def test_system_setting_reruns_that_systems_shards_only(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["systems"][1]["options"].update(temperature=0.2))
     jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
-    assert planned_jobs(jobs) == {"simulate": 2, "all": 1}
+    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "all": 1}
     assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/fake-llm/shard-{k}.jsonl" for k in (0, 1)}
 
 
@@ -100,13 +101,35 @@ def test_more_sessions_add_only_new_shards(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["sessions"].update(count=6))
     jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
-    assert planned_jobs(jobs) == {"simulate": 2, "all": 1}
+    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "all": 1}
     assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/{s}/shard-2.jsonl" for s in ("template", "fake-llm")}
+
+
+@pytest.mark.parametrize("mutate", [
+    lambda c: c["scoring"]["cas"].update(alignment_threshold=0.6),
+    lambda c: c["scoring"]["tas"].update(alpha=0.5),
+    lambda c: c["scoring"]["cas"].update(mode="thesis"),
+])
+def test_scoring_setting_reruns_scoring_only(finished_run, mutate):
+    workdir, config = finished_run
+    assert dry_run(workdir, changed(config, mutate)) == {"score": 4, "all": 1}
+
+
+def test_scores_cover_every_session(finished_run):
+    workdir, _ = finished_run
+    for system in ("template", "fake-llm"):
+        tables = [pd.read_parquet(workdir / "results" / "rerun" / "scores" / system / f"shard-{k}.sessions.parquet") for k in (0, 1)]
+        sessions = pd.concat(tables)
+        assert sorted(sessions["session_index"]) == [0, 1, 2, 3]
+        assert sessions["tas"].between(-0.2, 0.8).all() and sessions["context_adaptation_score"].between(0, 1).all()
+        turns = pd.read_parquet(workdir / "results" / "rerun" / "scores" / system / "shard-0.turns.parquet")
+        assert len(turns) == 2 * 3
 
 
 def test_llm_runtime_settings_rerun_nothing(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["llm"].update(max_retries=7, timeout_s=5, backoff_s=0.1))
+    config["scoring"]["embedding_cache"] = ".cache/elsewhere.sqlite"
     assert dry_run(workdir, config) == {}
 
 

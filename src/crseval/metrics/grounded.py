@@ -59,12 +59,16 @@ class ConceptSpace:
         self.idf = {key: math.log((1 + n_films) / (1 + int(n))) + 1.0 for key, n in df.items()}
         self.title_idf = math.log((1 + n_films) / 2) + 1.0
         self._film_concepts: dict[int, set[tuple[str, str]]] = {}
+        self._mentions: dict[str, Counter] = {}
 
     def mentions(self, text: str) -> Counter:
-        """Concept -> number of mentions in `text`."""
+        """Concept -> number of mentions in `text` (memoised: texts repeat across metrics)."""
+        if text in self._mentions:
+            return self._mentions[text]
         counts = Counter((m.field, m.value) for m in self.matcher.values(text) if m.field in self.settings.fields)
         if self.settings.include_titles:
             counts.update(("title", t) for t in self.matcher.titles(text))
+        self._mentions[text] = counts
         return counts
 
     def vector(self, counts: Counter) -> dict:

@@ -1,0 +1,51 @@
+"""Topic adherence (RAGAS-style): do the system's topics stay on the reference topics?
+
+Reference topics are the simulator's focus values (per session: every focus of the session;
+per segment: that segment's focus). The system's topics are the catalog concepts its turns
+mention (or, with the LLM extractor, the topic strings an LLM lists for them). A topic is on
+topic when it is a reference topic (LLM topics: when one contains the other, ignoring case).
+  precision = on-topic topics / extracted topics    (NaN when nothing was extracted)
+  recall    = reference topics covered / reference topics
+  f1        = harmonic mean (0 when either is 0 or precision is NaN)
+"""
+
+from __future__ import annotations
+
+import math
+
+from crseval.metrics.basic import safe_mean
+
+NAN = math.nan
+
+
+def _matches(topic, reference) -> bool:
+    if isinstance(topic, tuple):
+        return topic == reference
+    return reference[1].lower() in topic.lower() or topic.lower() in reference[1].lower()
+
+
+def adherence(extracted: set, references: set) -> tuple[float, float, float]:
+    if not references:
+        return NAN, NAN, NAN
+    on_topic = [t for t in extracted if any(_matches(t, r) for r in references)]
+    covered = [r for r in references if any(_matches(t, r) for t in extracted)]
+    precision = len(on_topic) / len(extracted) if extracted else NAN
+    recall = len(covered) / len(references)
+    f1 = 0.0 if math.isnan(precision) or precision + recall == 0 else 2 * precision * recall / (precision + recall)
+    return precision, recall, f1
+
+
+def score_session(turns: list[dict], system_topics: list[set]) -> dict:
+    """`system_topics[i]`: topics of system turn i, as (field, value) concepts or strings."""
+    if not all(t.get("user_meta") for t in turns):
+        return {f"adherence_{k}": NAN for k in ("precision", "recall", "f1", "segment_precision", "segment_recall", "segment_f1")}
+    focus = [(t["user_meta"]["focus_field"], t["user_meta"]["focus_value"]) for t in turns]
+    session = adherence(set().union(*system_topics) if system_topics else set(), set(focus))
+    starts = [0] + [i for i, t in enumerate(turns) if t["user_meta"]["shift_event"]] + [len(turns)]
+    segments = [adherence(set().union(*system_topics[a:b]), {focus[a]}) for a, b in zip(starts, starts[1:]) if b > a]
+    return {
+        "adherence_precision": session[0], "adherence_recall": session[1], "adherence_f1": session[2],
+        "adherence_segment_precision": safe_mean(s[0] for s in segments),
+        "adherence_segment_recall": safe_mean(s[1] for s in segments),
+        "adherence_segment_f1": safe_mean(s[2] for s in segments),
+    }

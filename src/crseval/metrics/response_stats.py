@@ -1,0 +1,154 @@
+"""Corpus statistics of a system's responses (raw values: no rescaling, no defaults on error).
+
+Per session, over its system turns:
+- distinct-n: distinct word n-grams / all word n-grams (n = 1, 2);
+- TTR = types/tokens, root TTR = types/sqrt(tokens), corrected TTR = types/sqrt(2*tokens);
+- entropy: Shannon entropy (bits) of the word distribution;
+- self-BLEU: mean BLEU-4 of each response against the session's other responses (up to
+  `sample` responses drawn with the seed), with add-one smoothing of the 2- to 4-gram
+  precisions (Lin and Och 2004) and the brevity penalty;
+- surprisal (bits per word) and perplexity (2**surprisal) under a word trigram model of the
+  catalog plots, interpolating add-k estimates of the trigram, bigram and unigram
+  probabilities (unknown words share one <unk> type);
+- embedding diversity: mean pairwise cosine distance of the responses' sentence embeddings;
+- persona similarity: mean cosine between each response and the user's liked-item profile.
+A value that cannot be computed (no words, fewer than two responses) is NaN.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+
+import numpy as np
+
+from crseval.metrics.basic import ngram_counts, ngrams, words
+
+NAN = math.nan
+BOS, EOS, UNK = "<s>", "</s>", "<unk>"
+
+
+def distinct_n(responses: list[list[str]], n: int) -> float:
+    grams = [g for tokens in responses for g in ngrams(tokens, n)]
+    return len(set(grams)) / len(grams) if grams else NAN
+
+
+def richness(tokens: list[str]) -> dict:
+    if not tokens:
+        return {"ttr": NAN, "root_ttr": NAN, "corrected_ttr": NAN}
+    types = len(set(tokens))
+    return {"ttr": types / len(tokens), "root_ttr": types / math.sqrt(len(tokens)),
+            "corrected_ttr": types / math.sqrt(2 * len(tokens))}
+
+
+def entropy_bits(tokens: list[str]) -> float:
+    if not tokens:
+        return NAN
+    counts = np.array(list(Counter(tokens).values()), dtype=float)
+    p = counts / counts.sum()
+    return float(-(p * np.log2(p)).sum())
+
+
+def bleu4(hypothesis: list[str], references: list[list[str]]) -> float:
+    if not hypothesis or not references:
+        return NAN
+    log_precision = 0.0
+    for n in range(1, 5):
+        hyp = ngram_counts(hypothesis, n)
+        total = sum(hyp.values())
+        max_ref: Counter = Counter()
+        for ref in references:
+            for gram, count in ngram_counts(ref, n).items():
+                max_ref[gram] = max(max_ref[gram], count)
+        clipped = sum(min(c, max_ref[g]) for g, c in hyp.items())
+        if n == 1:
+            if clipped == 0:
+                return 0.0
+            precision = clipped / total
+        else:
+            precision = (clipped + 1) / (total + 1)
+        log_precision += math.log(precision) / 4
+    closest = min((abs(len(r) - len(hypothesis)), len(r)) for r in references)[1]
+    brevity = 1.0 if len(hypothesis) > closest else math.exp(1 - closest / len(hypothesis))
+    return brevity * math.exp(log_precision)
+
+
+def self_bleu(responses: list[list[str]], sample: int, seed: int) -> float:
+    responses = [r for r in responses if r]
+    if len(responses) < 2:
+        return NAN
+    if len(responses) > sample:
+        chosen = np.random.default_rng(seed).choice(len(responses), size=sample, replace=False)
+        responses = [responses[i] for i in sorted(chosen)]
+    scores = [bleu4(h, responses[:i] + responses[i + 1:]) for i, h in enumerate(responses)]
+    return float(np.mean(scores))
+
+
+@dataclass
+class TrigramLM:
+    """Interpolated add-k word trigram model; probabilities over the training vocabulary + <unk>."""
+
+    k: float
+    lambdas: tuple[float, float, float]  # unigram, bigram, trigram weights (sum to 1)
+
+    def fit(self, documents: list[str]) -> "TrigramLM":
+        self.uni, self.bi, self.tri = Counter(), Counter(), Counter()
+        self.bi_context, self.tri_context = Counter(), Counter()
+        for document in documents:
+            tokens = [BOS, BOS, *words(document), EOS]
+            self.uni.update(tokens[2:])
+            for u, v, w in zip(tokens, tokens[1:], tokens[2:]):
+                self.tri[(u, v, w)] += 1
+                self.tri_context[(u, v)] += 1
+                self.bi[(v, w)] += 1
+                self.bi_context[v] += 1
+        self.vocabulary = set(self.uni) | {UNK}
+        self.size = len(self.vocabulary)
+        self.total = sum(self.uni.values())
+        return self
+
+    def prob(self, u: str, v: str, w: str) -> float:
+        k, (l1, l2, l3) = self.k, self.lambdas
+        p1 = (self.uni[w] + k) / (self.total + k * self.size)
+        p2 = (self.bi[(v, w)] + k) / (self.bi_context[v] + k * self.size)
+        p3 = (self.tri[(u, v, w)] + k) / (self.tri_context[(u, v)] + k * self.size)
+        return l1 * p1 + l2 * p2 + l3 * p3
+
+    def surprisal_bits(self, text: str) -> tuple[float, int]:
+        """Total surprisal (bits) of the text's words and end marker, and their count."""
+        tokens = [t if t in self.vocabulary else UNK for t in words(text)]
+        if not tokens:
+            return 0.0, 0
+        padded = [BOS, BOS, *tokens, EOS]
+        bits = -sum(math.log2(self.prob(u, v, w)) for u, v, w in zip(padded, padded[1:], padded[2:]))
+        return bits, len(tokens) + 1
+
+
+def score_session(system_texts: list[str], lm: TrigramLM, sample: int, seed: int) -> dict:
+    responses = [words(t) for t in system_texts]
+    tokens = [w for r in responses for w in r]
+    bits = [lm.surprisal_bits(t) for t in system_texts]
+    n_bits = sum(n for _, n in bits)
+    surprisal = sum(b for b, _ in bits) / n_bits if n_bits else NAN
+    return {
+        "distinct_1": distinct_n(responses, 1),
+        "distinct_2": distinct_n(responses, 2),
+        **richness(tokens),
+        "response_entropy": entropy_bits(tokens),
+        "self_bleu": self_bleu(responses, sample, seed),
+        "surprisal": surprisal,
+        "perplexity": 2 ** surprisal if n_bits else NAN,
+        "response_words": len(tokens) / len(system_texts) if system_texts else NAN,
+        "empty_responses": sum(1 for r in responses if not r),
+    }
+
+
+def embedding_diversity(vectors: list[np.ndarray]) -> float:
+    """Mean pairwise cosine distance (vectors are unit length)."""
+    if len(vectors) < 2:
+        return NAN
+    matrix = np.vstack(vectors)
+    sims = matrix @ matrix.T
+    upper = sims[np.triu_indices(len(vectors), k=1)]
+    return float(np.mean(1.0 - upper))

@@ -1,0 +1,127 @@
+"""Score a shard of sessions with every metric family, batched per shard.
+
+All texts of the shard go through each model once (one TF-IDF transform, one batch of LDA
+inference or embeddings, each distinct text once), then the per-session metrics read the
+prepared values. Output: one row per session and one row per turn.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crseval.catalog import CatalogIndex
+from crseval.concepts import ConceptMatcher
+from crseval.metrics import adherence, grounded, legacy_cas, response_stats
+from crseval.metrics.similarity import EmbeddingCache, EmbeddingSimilarity, SentenceEmbedder, TfidfSimilarity
+from crseval.metrics.topic_words import HeuristicTopics, LdaTopics, LlmTopics
+from crseval.topics import TopicModel
+
+
+@dataclass
+class Scorer:
+    index: CatalogIndex
+    space: grounded.ConceptSpace
+    cas: legacy_cas.CasSettings
+    similarity: object
+    topics: object
+    adherence_topics: object | None  # None: the catalog extractor
+    lm: response_stats.TrigramLM
+    embedder: SentenceEmbedder | None
+    persona_similarity: object
+    stats: dict
+
+    def score(self, records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        texts = [t[k] for r in records for t in r["turns"] for k in ("user_text", "system_text")]
+        self.similarity.prepare(texts)
+        unique = list(dict.fromkeys(texts))
+        topic_of = dict(zip(unique, self.topics(unique)))
+        self.similarity.prepare(" ".join(topic_of[t["system_text"]]) for r in records for t in r["turns"])
+        system_texts = list(dict.fromkeys(t["system_text"] for r in records for t in r["turns"]))
+        vectors = self.embedder.embed([t for t in system_texts if t.strip()]) if self.embedder else {}
+        profiles = {r["session_id"]: self._profile(r) for r in records}
+        self.persona_similarity.prepare([p for p in profiles.values() if p] + system_texts)
+        llm_topics = {}
+        if self.adherence_topics is not None:
+            llm_topics = dict(zip(system_texts, self.adherence_topics(system_texts)))
+
+        session_rows, turn_rows = [], []
+        for record in records:
+            turns = record["turns"]
+            users, systems = [t["user_text"] for t in turns], [t["system_text"] for t in turns]
+            ids = {"system": record["system"], "session_id": record["session_id"],
+                   "session_index": record.get("session_index"), "seed": record.get("seed")}
+            tas_session, tas_turns = grounded.score_session(record, self.space)
+            cas_session, cas_turns = legacy_cas.score_dialogue(
+                users, systems, [topic_of[u] for u in users], [topic_of[s] for s in systems], self.similarity, self.cas)
+            if self.adherence_topics is None:
+                system_topics = [set(self.space.mentions(s)) for s in systems]
+            else:
+                system_topics = [set(llm_topics[s]) for s in systems]
+            stats = response_stats.score_session(systems, self.lm, self.stats["self_bleu_sample"],
+                                                 self.stats["seed"] + (record.get("session_index") or 0))
+            profile = profiles[record["session_id"]]
+            persona = [self.persona_similarity(profile, s) for s in systems] if profile else []
+            session_rows.append({
+                **ids, "turns": len(turns),
+                "shifts": sum(1 for t in turns if (t.get("user_meta") or {}).get("shift_event")) if turns and turns[0].get("user_meta") else math.nan,
+                **tas_session, **cas_session, **adherence.score_session(turns, system_topics), **stats,
+                "embedding_diversity": response_stats.embedding_diversity([vectors[s] for s in systems if s in vectors]) if self.embedder else math.nan,
+                "persona_similarity": float(np.mean(persona)) if persona else math.nan,
+            })
+            for tas_row, cas_row, persona_value in zip(tas_turns, cas_turns, persona or [math.nan] * len(turns)):
+                turn_rows.append({**ids, **tas_row, "cas_sim": cas_row["cas_sim"], "cas_shift": cas_row["cas_shift"],
+                                  "persona_similarity": persona_value})
+        return pd.DataFrame(session_rows), pd.DataFrame(turn_rows)
+
+    def _profile(self, record: dict) -> str:
+        """The user's liked items as one text: each liked film's name, genres and plot."""
+        parts = []
+        for title in record.get("liked_titles") or []:
+            film_id = self.index.film_id(title)
+            if film_id is not None:
+                row = self.index.films.loc[film_id]
+                parts.append(f"{row['name']}. {', '.join(row['genre'])}. {row['plot']}")
+        return " ".join(parts)
+
+
+def build_scorer(*, films, concepts, lda_dir, settings: dict, embedding_cache: str | None, llm_factory=None, threads: int = 1) -> Scorer:
+    index = CatalogIndex.read(films, concepts)
+    matcher = ConceptMatcher(index.concepts, index.films)
+    space = grounded.ConceptSpace(index, matcher, grounded.TasSettings.from_config(settings["tas"]))
+    cas_section = settings["cas"]
+    embedder = None
+
+    def get_embedder():
+        nonlocal embedder
+        if embedder is None:
+            embedder = SentenceEmbedder(EmbeddingCache(embedding_cache) if embedding_cache else None, threads=threads)
+        return embedder
+
+    tfidf = TfidfSimilarity(index.films["name"].tolist(), index.films["plot"].tolist())
+    similarity = tfidf if cas_section["similarity"] == "tfidf" else EmbeddingSimilarity(get_embedder())
+    if cas_section["topics"] == "lda":
+        topics = LdaTopics(TopicModel.load(lda_dir))
+    elif cas_section["topics"] == "heuristic":
+        topics = HeuristicTopics(index.films["plot"].tolist())
+    else:
+        topics = LlmTopics(llm_factory(cas_section["llm"]["backend"]), cas_section["llm"]["options"])
+    adherence_section = settings["adherence"]
+    adherence_topics = None
+    if adherence_section["extractor"] == "llm":
+        adherence_topics = LlmTopics(llm_factory(adherence_section["llm"]["backend"]), adherence_section["llm"]["options"])
+    stats = settings["response_stats"]
+    lm = response_stats.TrigramLM(k=stats["lm"]["k"], lambdas=tuple(stats["lm"]["lambdas"])).fit(index.films["plot"].tolist())
+    persona = tfidf if stats["persona_similarity"] == "tfidf" else EmbeddingSimilarity(get_embedder())
+    return Scorer(index, space, legacy_cas.CasSettings.from_config(cas_section), similarity, topics, adherence_topics, lm,
+                  get_embedder() if stats["embeddings"] else None, persona, stats)
+
+
+def read_sessions(path: str | Path) -> list[dict]:
+    import json
+
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]

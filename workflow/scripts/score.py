@@ -1,0 +1,29 @@
+"""Rule score: one shard of sessions -> per-session and per-turn metric tables."""
+
+import json
+import time
+
+import pyarrow as pa
+
+from crseval.io import log_to, write_parquet
+from crseval.scoring import build_scorer, read_sessions
+from crseval.simulation import make_client
+
+log = log_to(snakemake.log[0])
+settings = json.loads(snakemake.params.scoring)
+llm_runtime = snakemake.config["llm"]
+scorer = build_scorer(
+    films=snakemake.input.films,
+    concepts=snakemake.input.concepts,
+    lda_dir=snakemake.input.get("lda"),
+    settings=settings,
+    embedding_cache=snakemake.config["scoring"]["embedding_cache"],
+    llm_factory=lambda backend: make_client(backend, llm_runtime, snakemake.threads),
+    threads=snakemake.threads,
+)
+records = read_sessions(snakemake.input.sessions)
+started = time.perf_counter()
+sessions, turns = scorer.score(records)
+log.info("scored %d sessions (%d turns) in %.2f s", len(sessions), len(turns), time.perf_counter() - started)
+write_parquet(pa.Table.from_pandas(sessions, preserve_index=False), snakemake.output.sessions)
+write_parquet(pa.Table.from_pandas(turns, preserve_index=False), snakemake.output.turns)
