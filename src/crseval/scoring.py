@@ -34,19 +34,23 @@ class Scorer:
     embedder: SentenceEmbedder | None
     persona_similarity: object
     stats: dict
+    families: frozenset = frozenset({"tas", "cas", "adherence", "response_stats"})
 
     def score(self, records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        families = self.families
         texts = [t[k] for r in records for t in r["turns"] for k in ("user_text", "system_text")]
-        self.similarity.prepare(texts)
-        unique = list(dict.fromkeys(texts))
-        topic_of = dict(zip(unique, self.topics(unique)))
-        self.similarity.prepare(" ".join(topic_of[t["system_text"]]) for r in records for t in r["turns"])
         system_texts = list(dict.fromkeys(t["system_text"] for r in records for t in r["turns"]))
-        vectors = self.embedder.embed([t for t in system_texts if t.strip()]) if self.embedder else {}
-        profiles = {r["session_id"]: self._profile(r) for r in records}
-        self.persona_similarity.prepare([p for p in profiles.values() if p] + system_texts)
-        llm_topics = {}
-        if self.adherence_topics is not None:
+        topic_of, vectors, profiles, llm_topics = {}, {}, {}, {}
+        if "cas" in families:
+            self.similarity.prepare(texts)
+            unique = list(dict.fromkeys(texts))
+            topic_of = dict(zip(unique, self.topics(unique)))
+            self.similarity.prepare(" ".join(topic_of[t["system_text"]]) for r in records for t in r["turns"])
+        if "response_stats" in families:
+            vectors = self.embedder.embed([t for t in system_texts if t.strip()]) if self.embedder else {}
+            profiles = {r["session_id"]: self._profile(r) for r in records}
+            self.persona_similarity.prepare([p for p in profiles.values() if p] + system_texts)
+        if "adherence" in families and self.adherence_topics is not None:
             llm_topics = dict(zip(system_texts, self.adherence_topics(system_texts)))
 
         session_rows, turn_rows = [], []
@@ -55,27 +59,39 @@ class Scorer:
             users, systems = [t["user_text"] for t in turns], [t["system_text"] for t in turns]
             ids = {"system": record["system"], "session_id": record["session_id"],
                    "session_index": record.get("session_index"), "seed": record.get("seed")}
-            tas_session, tas_turns = grounded.score_session(record, self.space)
-            cas_session, cas_turns = legacy_cas.score_dialogue(
-                users, systems, [topic_of[u] for u in users], [topic_of[s] for s in systems], self.similarity, self.cas)
-            if self.adherence_topics is None:
-                system_topics = [set(self.space.mentions(s)) for s in systems]
-            else:
-                system_topics = [set(llm_topics[s]) for s in systems]
-            stats = response_stats.score_session(systems, self.lm, self.stats["self_bleu_sample"],
-                                                 self.stats["seed"] + (record.get("session_index") or 0))
-            profile = profiles[record["session_id"]]
-            persona = [self.persona_similarity(profile, s) for s in systems] if profile else []
-            session_rows.append({
-                **ids, "turns": len(turns),
-                "shifts": sum(1 for t in turns if (t.get("user_meta") or {}).get("shift_event")) if turns and turns[0].get("user_meta") else math.nan,
-                **tas_session, **cas_session, **adherence.score_session(turns, system_topics), **stats,
-                "embedding_diversity": response_stats.embedding_diversity([vectors[s] for s in systems if s in vectors]) if self.embedder else math.nan,
-                "persona_similarity": float(np.mean(persona)) if persona else math.nan,
-            })
-            for tas_row, cas_row, persona_value in zip(tas_turns, cas_turns, persona or [math.nan] * len(turns)):
-                turn_rows.append({**ids, **tas_row, "cas_sim": cas_row["cas_sim"], "cas_shift": cas_row["cas_shift"],
-                                  "persona_similarity": persona_value})
+            has_truth = bool(turns) and all(t.get("user_meta") for t in turns)
+            session = {**ids, "turns": len(turns),
+                       "shifts": sum(1 for t in turns if t["user_meta"]["shift_event"]) if has_truth else math.nan}
+            per_turn = [{**ids, "turn": t["turn"]} for t in turns]
+            if "tas" in families:
+                tas_session, tas_turns = grounded.score_session(record, self.space)
+                session.update(tas_session)
+                for row, values in zip(per_turn, tas_turns):
+                    row.update(values)
+            if "cas" in families:
+                cas_session, cas_turns = legacy_cas.score_dialogue(
+                    users, systems, [topic_of[u] for u in users], [topic_of[s] for s in systems], self.similarity, self.cas)
+                session.update(cas_session)
+                for row, values in zip(per_turn, cas_turns):
+                    row.update(cas_sim=values["cas_sim"], cas_shift=values["cas_shift"])
+            if "adherence" in families:
+                if self.adherence_topics is None:
+                    system_topics = [set(self.space.mentions(s)) for s in systems]
+                else:
+                    system_topics = [set(llm_topics[s]) for s in systems]
+                session.update(adherence.score_session(turns, system_topics))
+            if "response_stats" in families:
+                session.update(response_stats.score_session(systems, self.lm, self.stats["self_bleu_sample"],
+                                                            self.stats["seed"] + (record.get("session_index") or 0)))
+                session["embedding_diversity"] = (response_stats.embedding_diversity([vectors[s] for s in systems if s in vectors])
+                                                  if self.embedder else math.nan)
+                profile = profiles[record["session_id"]]
+                persona = [self.persona_similarity(profile, s) for s in systems] if profile else [math.nan] * len(systems)
+                session["persona_similarity"] = float(np.nanmean(persona)) if profile and persona else math.nan
+                for row, value in zip(per_turn, persona):
+                    row["persona_similarity"] = value
+            session_rows.append(session)
+            turn_rows.extend(per_turn)
         return pd.DataFrame(session_rows), pd.DataFrame(turn_rows)
 
     def _profile(self, record: dict) -> str:
@@ -102,9 +118,12 @@ def build_scorer(*, films, concepts, lda_dir, settings: dict, embedding_cache: s
             embedder = SentenceEmbedder(EmbeddingCache(embedding_cache) if embedding_cache else None, threads=threads)
         return embedder
 
+    families = set(settings["metrics"])
     tfidf = TfidfSimilarity(index.films["name"].tolist(), index.films["plot"].tolist())
     similarity = tfidf if cas_section["similarity"] == "tfidf" else EmbeddingSimilarity(get_embedder())
-    if cas_section["topics"] == "lda":
+    if "cas" not in families:
+        topics = None
+    elif cas_section["topics"] == "lda":
         topics = LdaTopics(TopicModel.load(lda_dir))
     elif cas_section["topics"] == "heuristic":
         topics = HeuristicTopics(index.films["plot"].tolist())
@@ -112,13 +131,13 @@ def build_scorer(*, films, concepts, lda_dir, settings: dict, embedding_cache: s
         topics = LlmTopics(llm_factory(cas_section["llm"]["backend"]), cas_section["llm"]["options"])
     adherence_section = settings["adherence"]
     adherence_topics = None
-    if adherence_section["extractor"] == "llm":
+    if "adherence" in families and adherence_section["extractor"] == "llm":
         adherence_topics = LlmTopics(llm_factory(adherence_section["llm"]["backend"]), adherence_section["llm"]["options"])
     stats = settings["response_stats"]
     lm = response_stats.TrigramLM(k=stats["lm"]["k"], lambdas=tuple(stats["lm"]["lambdas"])).fit(index.films["plot"].tolist())
     persona = tfidf if stats["persona_similarity"] == "tfidf" else EmbeddingSimilarity(get_embedder())
     return Scorer(index, space, legacy_cas.CasSettings.from_config(cas_section), similarity, topics, adherence_topics, lm,
-                  get_embedder() if stats["embeddings"] else None, persona, stats)
+                  get_embedder() if stats["embeddings"] and "response_stats" in families else None, persona, stats, frozenset(settings["metrics"]))
 
 
 def read_sessions(path: str | Path) -> list[dict]:

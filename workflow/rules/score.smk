@@ -12,7 +12,7 @@ def score_inputs(wildcards):
         "films": f"{RESULTS}/catalog/films.parquet",
         "concepts": f"{RESULTS}/catalog/concepts.parquet",
     }
-    if config["scoring"]["cas"]["topics"] == "lda":
+    if "cas" in config["scoring"]["metrics"] and config["scoring"]["cas"]["topics"] == "lda":
         inputs["lda"] = f"{RESULTS}/topics/lda"
     return inputs
 
