@@ -119,3 +119,19 @@ def test_tfidf_similarity_follows_the_thesis_conventions():
     assert sim(a, a) == pytest.approx(1.0)
     assert sim("zzz qqq", a) == 0.0 and sim("", a) == 0.0
     assert sim(a, b) == pytest.approx(sim(b, a))
+
+
+@pytest.mark.llm
+def test_embedding_similarity_is_cached_by_text(tmp_path):
+    from crseval.metrics.similarity import EmbeddingCache, EmbeddingSimilarity, SentenceEmbedder
+
+    cache = EmbeddingCache(tmp_path / "emb.sqlite")
+    sim = EmbeddingSimilarity(SentenceEmbedder(cache))
+    close = sim("a gangster film set in New York", "a mafia movie in New York City")
+    far = sim("a gangster film set in New York", "a cartoon about talking toys")
+    assert 0 < far < close <= 1.0 and sim("same text", "same text") == pytest.approx(1.0, abs=1e-5)
+    assert sim("", "anything") == 0.0
+    again = SentenceEmbedder(cache)
+    again._load = lambda: pytest.fail("a cached text reached the model")
+    vectors = again.embed(["a gangster film set in New York", "a cartoon about talking toys"])
+    assert vectors["a cartoon about talking toys"].shape == (384,)
