@@ -29,6 +29,7 @@ include: "workflow/rules/catalog.smk"
 include: "workflow/rules/topics.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/score.smk"
+include: "workflow/rules/judge.smk"
 
 
 rule all:
@@ -37,4 +38,5 @@ rule all:
         topic_outputs(),
         session_shards(),
         score_outputs(),
+        judge_outputs(),
     default_target: True

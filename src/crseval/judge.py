@@ -1,0 +1,140 @@
+"""PEPPER-style LLM judge: proactiveness, coherence and personalization, integers 1-5.
+
+The judge sees the whole conversation and a summary of the user's preferences taken from the
+user turns (the catalog values they name, in order). Its reply must be JSON matching
+`JUDGE_SCHEMA`, which backends with structured output enforce while decoding; every reply is
+also parsed strictly. A reply that does not parse gets one repair prompt, then up to `retries`
+fresh attempts with other seeds; after that the session's judgement is recorded as missing with
+the raw reply and the reason. No score is ever filled in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+import jsonschema
+
+from crseval.concepts import ConceptMatcher
+from crseval.crs import PromptTemplate
+from crseval.llm import LLMClient, LLMRequest
+from crseval.simulator import display
+
+CRITERIA = ("proactiveness", "coherence", "personalization")
+_CRITERION = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["score", "rationale"],
+    "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5},
+                   "rationale": {"type": "string", "minLength": 1, "maxLength": 100}},
+}
+JUDGE_SCHEMA = {"type": "object", "additionalProperties": False, "required": list(CRITERIA),
+                "properties": {c: _CRITERION for c in CRITERIA}}
+_VALIDATOR = jsonschema.Draft202012Validator(JUDGE_SCHEMA)
+
+
+class JudgeParseError(ValueError):
+    """The reply is not a valid judgement; the message says why."""
+
+
+def parse_judgement(reply: str) -> dict[str, tuple[int, str]]:
+    """criterion -> (score, rationale) from a reply; raises JudgeParseError."""
+    text = reply.strip()
+    if text.startswith("```"):
+        text = text.strip("`").removeprefix("json").strip()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise JudgeParseError(f"not JSON ({error.msg} at character {error.pos})") from None
+    problems = sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(e.path))
+    if problems:
+        first = problems[0]
+        where = "/".join(str(p) for p in first.path) or "reply"
+        raise JudgeParseError(f"{where}: {first.message}")
+    for criterion in CRITERIA:
+        if isinstance(data[criterion]["score"], bool):
+            raise JudgeParseError(f"{criterion}/score: a boolean is not a score")
+    return {c: (data[c]["score"], data[c]["rationale"].strip()) for c in CRITERIA}
+
+
+def preference_summary(turns: list[dict], matcher: ConceptMatcher) -> str:
+    """The wishes the user's turns name, in order, with the turns that name them."""
+    lines: list[str] = []
+    for turn in turns:
+        wishes = []
+        for mention in matcher.values(turn["user_text"]):
+            phrase = f"{mention.field} {display(mention.field, mention.value)}"
+            if phrase not in wishes:
+                wishes.append(phrase)
+        if wishes:
+            lines.append(f"- turn {turn['turn']}: " + "; ".join(wishes))
+    return "\n".join(lines) or "- (the user named no catalog value)"
+
+
+def conversation_text(turns: list[dict]) -> str:
+    return "\n".join(f"User: {t['user_text']}\nSystem: {t['system_text'] or '(empty reply)'}" for t in turns)
+
+
+@dataclass
+class Judge:
+    client: LLMClient
+    prompt: PromptTemplate
+    matcher: ConceptMatcher
+    options: dict
+    samples: int
+    retries: int
+    seed: int
+
+    def judge_session(self, record: dict) -> dict:
+        """One row: mean and spread of each criterion over valid samples, or the reason they are missing."""
+        prompt = self.prompt.render(preferences=preference_summary(record["turns"], self.matcher),
+                                    conversation=conversation_text(record["turns"]))
+        base_seed = self.seed * 100_003 + (record.get("session_index") or 0) * 101
+        valid, failures, rationales = [], [], {}
+        for sample in range(self.samples):
+            result, reason, raw = self._one_sample(prompt, base_seed + sample * 7919)
+            if result is None:
+                failures.append((reason, raw))
+                continue
+            valid.append({c: result[c][0] for c in CRITERIA})
+            if not rationales:
+                rationales = {c: result[c][1] for c in CRITERIA}
+        row = {"system": record["system"], "session_id": record["session_id"], "session_index": record.get("session_index"),
+               "judge_samples": self.samples, "judge_valid_samples": len(valid)}
+        for criterion in CRITERIA:
+            scores = [v[criterion] for v in valid]
+            row[f"judge_{criterion}"] = statistics.fmean(scores) if scores else math.nan
+            row[f"judge_{criterion}_sd"] = statistics.stdev(scores) if len(scores) > 1 else math.nan
+            row[f"judge_{criterion}_rationale"] = rationales.get(criterion)
+        row["judge_missing_reason"] = None if valid else failures[-1][0]
+        row["judge_raw_reply"] = None if valid else failures[-1][1]
+        return row
+
+    def _one_sample(self, prompt: str, seed: int) -> tuple[dict | None, str | None, str | None]:
+        """A judgement, or (None, reason, raw reply) after the repair prompt and the retries."""
+        reason = raw = None
+        for attempt in range(1 + self.retries):
+            messages = [{"role": "user", "content": prompt}]
+            reply = self._ask(messages, seed + attempt)
+            try:
+                return parse_judgement(reply), None, None
+            except JudgeParseError as error:
+                reason, raw = str(error), reply
+            if attempt == 0:  # one repair prompt: show the model its reply and what is wrong
+                repair = messages + [{"role": "assistant", "content": reply},
+                                     {"role": "user", "content": f"That reply is not valid ({reason}). Answer again with the JSON object only."}]
+                reply = self._ask(repair, seed)
+                try:
+                    return parse_judgement(reply), None, None
+                except JudgeParseError as error:
+                    reason, raw = f"after repair: {error}", reply
+        return None, reason, raw
+
+    def _ask(self, messages: list[dict], seed: int) -> str:
+        request = LLMRequest.chat(messages, temperature=self.options["temperature"], top_p=self.options["top_p"],
+                                  max_tokens=self.options["max_tokens"], seed=seed, json_schema=JUDGE_SCHEMA,
+                                  tag=f"{self.prompt.path.name}@{self.prompt.version}")
+        return self.client.complete(request).text

@@ -1,0 +1,40 @@
+"""Judge stage: the PEPPER-style LLM judge on each simulated shard (skipped when disabled)."""
+
+JUDGE = config["judge"]
+
+
+def judge_outputs():
+    if not JUDGE["enabled"]:
+        return []
+    return expand(f"{RESULTS}/judge/{{system}}/shard-{{shard}}.parquet", system=list(SYSTEMS), shard=SHARDS)
+
+
+def judge_threads():
+    return config["llm"]["threads"] if JUDGE.get("backend", {}).get("type") == "llamacpp" else 1
+
+
+if JUDGE["enabled"]:
+
+    rule judge:
+        input:
+            sessions=f"{RESULTS}/sessions/{{system}}/shard-{{shard}}.jsonl",
+            films=f"{RESULTS}/catalog/films.parquet",
+            concepts=f"{RESULTS}/catalog/concepts.parquet",
+            prompt=JUDGE["prompt"],
+        output:
+            f"{RESULTS}/judge/{{system}}/shard-{{shard}}.parquet",
+        wildcard_constraints:
+            system="[A-Za-z0-9._-]+",
+            shard=r"\d+",
+        params:
+            judge=config_slice("judge"),
+        threads: judge_threads()
+        resources:
+            llm_slots=1,
+            cpu_threads=cpu_threads,
+        log:
+            f"{RESULTS}/logs/judge/{{system}}/shard-{{shard}}.log",
+        conda:
+            ENV
+        script:
+            "../scripts/judge.py"

@@ -1,0 +1,26 @@
+"""Rule judge: one shard of sessions -> one judgement row per session (scores or the reason they are missing)."""
+
+import json
+
+import pandas as pd
+import pyarrow as pa
+
+from crseval.catalog import CatalogIndex
+from crseval.concepts import ConceptMatcher
+from crseval.crs import PromptTemplate
+from crseval.io import log_to, write_parquet
+from crseval.judge import Judge
+from crseval.scoring import read_sessions
+from crseval.simulation import make_client
+
+log = log_to(snakemake.log[0])
+settings = json.loads(snakemake.params.judge)
+index = CatalogIndex.read(snakemake.input.films, snakemake.input.concepts)
+client = make_client(settings["backend"], snakemake.config["llm"], snakemake.threads)
+judge = Judge(client, PromptTemplate(snakemake.input.prompt), ConceptMatcher(index.concepts, index.films),
+              settings["options"], settings["samples"], settings["retries"], settings["seed"])
+rows = [judge.judge_session(record) for record in read_sessions(snakemake.input.sessions)]
+table = pd.DataFrame(rows)
+missing = int((table["judge_valid_samples"] == 0).sum())
+log.info("%d sessions judged, %d missing; LLM calls %d, cache hits %d", len(table), missing, client.calls, client.cache_hits)
+write_parquet(pa.Table.from_pandas(table, preserve_index=False), snakemake.output[0])
