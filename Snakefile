@@ -12,7 +12,11 @@ from snakemake.utils import min_version, validate
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The default experiment, unless --configfile names another (which then replaces it whole, so
+# that no key of the default leaks into another experiment); --config overrides single keys.
+if not workflow.config_settings.configfiles:
+
+    configfile: "config/config.yaml"
 
 
 validate(config, "workflow/schemas/config.schema.yaml")
@@ -30,6 +34,7 @@ include: "workflow/rules/topics.smk"
 include: "workflow/rules/simulate.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/judge.smk"
+include: "workflow/rules/aggregate.smk"
 
 
 rule all:
@@ -39,4 +44,6 @@ rule all:
         session_shards(),
         score_outputs(),
         judge_outputs(),
+        aggregate_outputs(),
+        stats_outputs(),
     default_target: True

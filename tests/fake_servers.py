@@ -58,6 +58,9 @@ class FakeOllama:
         title = self.titles[int(digest, 16) % len(self.titles)]
         if self.content is not None:
             content = self.content(body)
+        elif body.get("format") and "proactiveness" in body["format"].get("required", []):
+            content = json.dumps({name: {"score": int(digest[i], 16) % 5 + 1, "rationale": "a fake judgement"}
+                                  for i, name in enumerate(("proactiveness", "coherence", "personalization"))})
         elif body.get("format"):
             content = json.dumps({"score": int(digest, 16) % 5 + 1})
         else:

@@ -17,6 +17,8 @@ def fast_config(ollama_host):
     config["lda"]["passes"] = 3
     config["sessions"].update(count=4, turns=3, shard_size=2)
     config["scoring"]["response_stats"]["embeddings"] = False  # keep the scratch run fast
+    config["judge"]["backend"] = {"type": "ollama", "model": "fake-judge:1b", "host": ollama_host}
+    config["stats"]["bootstrap_resamples"] = 100
     config["systems"] = [
         {"name": "template", "agent": "template"},
         {"name": "fake-llm", "agent": "llm", "prompt": "resources/prompts/crs_grounded.txt",
@@ -73,27 +75,28 @@ def test_lda_setting_reruns_train_lda_only(finished_run):
     workdir, config = finished_run
     config = json.loads(json.dumps(config))
     config["lda"]["passes"] = 4
-    assert dry_run(workdir, config) == {"train_lda": 1, "score": 4, "all": 1}
+    assert dry_run(workdir, config) == {"train_lda": 1, "score": 4, "aggregate": 1, "stats": 1, "all": 1}
 
 
 def test_catalog_setting_reruns_index_and_downstream(finished_run):
     workdir, config = finished_run
     config = json.loads(json.dumps(config))
     config["catalog"]["plot_keywords"]["per_film"] = 4
-    assert dry_run(workdir, config) == {"index_catalog": 1, "train_lda": 1, "simulate": 4, "score": 4, "all": 1}
+    assert dry_run(workdir, config) == {"index_catalog": 1, "train_lda": 1, "simulate": 4, "score": 4, "judge": 4,
+                                        "aggregate": 1, "stats": 1, "all": 1}
 
 
 def test_simulator_setting_reruns_simulation_only(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["simulator"].update(shift_every=c["simulator"]["shift_every"] + 1))
-    assert dry_run(workdir, config) == {"simulate": 4, "score": 4, "all": 1}
+    assert dry_run(workdir, config) == {"simulate": 4, "score": 4, "judge": 4, "aggregate": 1, "stats": 1, "all": 1}
 
 
 def test_system_setting_reruns_that_systems_shards_only(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["systems"][1]["options"].update(temperature=0.2))
     jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
-    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "all": 1}
+    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "all": 1}
     assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/fake-llm/shard-{k}.jsonl" for k in (0, 1)}
 
 
@@ -101,7 +104,7 @@ def test_more_sessions_add_only_new_shards(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["sessions"].update(count=6))
     jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
-    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "all": 1}
+    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "all": 1}
     assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/{s}/shard-2.jsonl" for s in ("template", "fake-llm")}
 
 
@@ -112,7 +115,7 @@ def test_more_sessions_add_only_new_shards(finished_run):
 ])
 def test_scoring_setting_reruns_scoring_only(finished_run, mutate):
     workdir, config = finished_run
-    assert dry_run(workdir, changed(config, mutate)) == {"score": 4, "all": 1}
+    assert dry_run(workdir, changed(config, mutate)) == {"score": 4, "aggregate": 1, "stats": 1, "all": 1}
 
 
 def test_scores_cover_every_session(finished_run):
@@ -152,3 +155,30 @@ def test_key_order_does_not_trigger_a_rerun(finished_run):
     reordered = dict(config)
     reordered["lda"] = dict(reversed(list(config["lda"].items())))
     assert dry_run(workdir, reordered) == {}
+
+
+def test_tables_and_statistics(finished_run):
+    workdir, _ = finished_run
+    results = workdir / "results" / "rerun"
+    sessions = pd.read_parquet(results / "tables" / "sessions.parquet")
+    assert len(sessions) == 8 and set(sessions["system"]) == {"template", "fake-llm"}
+    assert sessions["judge_coherence"].between(1, 5).all() and (sessions["judge_valid_samples"] == 1).all()
+    assert sorted(sessions["shard"].unique()) == [0, 1]
+    metrics = pd.read_csv(results / "tables" / "model_metrics.csv")
+    assert list(metrics["model"]) == ["fake-llm", "template"]
+    assert {"tas", "tas_ci_low", "context_adaptation_score", "coherence", "judge_missing_share"} <= set(metrics.columns)
+    summary = (results / "stats" / "summary.md").read_text()
+    assert "## Omnibus tests" in summary and "| tas |" in summary
+    anova = pd.read_csv(results / "stats" / "anova.csv")
+    assert "judge_coherence" in set(anova["metric"])
+
+
+def test_stats_setting_reruns_stats_only(finished_run):
+    workdir, config = finished_run
+    assert dry_run(workdir, changed(config, lambda c: c["stats"].update(alpha=0.01))) == {"stats": 1, "all": 1}
+
+
+def test_judge_disabled_drops_the_judge_and_adapts(finished_run):
+    workdir, config = finished_run
+    jobs = dry_run(workdir, changed(config, lambda c: c.update(judge={"enabled": False})))
+    assert "judge" not in jobs and jobs.get("aggregate") == 1

@@ -1,0 +1,48 @@
+"""Aggregation and statistics: experiment tables, then the comparison of systems."""
+
+
+def aggregate_outputs():
+    return [f"{RESULTS}/tables/sessions.parquet", f"{RESULTS}/tables/turns.parquet", f"{RESULTS}/tables/model_metrics.csv"]
+
+
+def stats_outputs():
+    return [f"{RESULTS}/stats/{name}" for name in ("anova.csv", "tukey.csv", "paired.csv", "correlations.csv", "summary.md")]
+
+
+rule aggregate:
+    input:
+        sessions=expand(f"{RESULTS}/scores/{{system}}/shard-{{shard}}.sessions.parquet", system=list(SYSTEMS), shard=SHARDS),
+        turns=expand(f"{RESULTS}/scores/{{system}}/shard-{{shard}}.turns.parquet", system=list(SYSTEMS), shard=SHARDS),
+        judge=judge_outputs(),
+    output:
+        sessions=f"{RESULTS}/tables/sessions.parquet",
+        turns=f"{RESULTS}/tables/turns.parquet",
+        model_metrics=report(f"{RESULTS}/tables/model_metrics.csv", caption="../report/model_metrics.rst", category="Tables"),
+    params:
+        sessions_per_system=config["sessions"]["count"],
+    log:
+        f"{RESULTS}/logs/aggregate.log",
+    conda:
+        ENV
+    script:
+        "../scripts/aggregate.py"
+
+
+rule stats:
+    input:
+        sessions=f"{RESULTS}/tables/sessions.parquet",
+    output:
+        anova=f"{RESULTS}/stats/anova.csv",
+        tukey=f"{RESULTS}/stats/tukey.csv",
+        paired=f"{RESULTS}/stats/paired.csv",
+        correlations=f"{RESULTS}/stats/correlations.csv",
+        summary=report(f"{RESULTS}/stats/summary.md", caption="../report/stats_summary.rst", category="Statistics"),
+    params:
+        stats=config_slice("stats"),
+        judged=JUDGE["enabled"],
+    log:
+        f"{RESULTS}/logs/stats.log",
+    conda:
+        ENV
+    script:
+        "../scripts/stats.py"
