@@ -153,3 +153,16 @@ def test_full_catalog_counts():
     dropped = summary["dropped_values"]
     assert dropped["year"]["not a four-digit year"]["count"] >= 1
     assert dropped["genre"]["place listed as genre"]["count"] > 100
+
+
+def test_atomic_writes_have_ordinary_permissions(tmp_path):
+    import os
+    import stat
+
+    from crseval.io import write_json
+
+    write_json({"a": 1}, tmp_path / "out.json")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert stat.S_IMODE((tmp_path / "out.json").stat().st_mode) == 0o666 & ~mask
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]  # no temporary file left behind

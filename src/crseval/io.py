@@ -13,15 +13,26 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()
+
+
 @contextmanager
 def atomic_path(path: str | Path):
-    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds."""
+    """Yield a temporary path beside `path`; rename it onto `path` only if the block succeeds.
+    The file gets the permissions an ordinary new file would (mkstemp makes it private)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     os.close(handle)
     try:
         yield Path(temporary)
+        os.chmod(temporary, _FILE_MODE)
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):
