@@ -21,6 +21,9 @@ if not workflow.config_settings.configfiles:
 
 validate(config, "workflow/schemas/config.schema.yaml")
 
+
+report: "workflow/report/workflow.rst"
+
 # Rule scripts import the library from this source tree in whatever environment runs them
 # (the project venv, a conda env per rule group, or a cluster node).
 os.environ["PYTHONPATH"] = os.pathsep.join(
@@ -35,6 +38,7 @@ include: "workflow/rules/simulate.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/judge.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/plots.smk"
 
 
 rule all:
@@ -46,4 +50,5 @@ rule all:
         judge_outputs(),
         aggregate_outputs(),
         stats_outputs(),
+        plot_outputs(),
     default_target: True

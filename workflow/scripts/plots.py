@@ -1,0 +1,29 @@
+"""Rule plots: every figure of the experiment from the aggregated tables."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from crseval import plots
+from crseval.io import atomic_path, log_to
+
+log = log_to(snakemake.log[0])
+sessions = pd.read_parquet(snakemake.input.sessions)
+turns = pd.read_parquet(snakemake.input.turns)
+model_metrics = pd.read_csv(snakemake.input.model_metrics)
+colours = plots.palette(sorted(sessions["system"].unique()))
+judges = list(plots.JUDGE) if snakemake.params.judged else []
+metrics = [m for m in snakemake.params.metrics if m in sessions] + [j for j in judges if j in sessions]
+stem = lambda name: Path(snakemake.output[name]).with_suffix("")
+
+plots.metric_bars(model_metrics, metrics, colours, stem("metric_bars"))
+plots.correlation_heatmap(sessions, metrics, stem("correlation_heatmap"))
+plots.recovery_box(sessions, colours, stem("recovery_delay_box"))
+plots.tas_over_turns(turns, colours, stem("tas_over_turns"), snakemake.params.seed)
+plots.distributions(sessions, ["tas", "context_adaptation_score", "rec_satisfaction"], colours, stem("distributions"))
+table = plots.weight_sensitivity(turns, stem("weight_sensitivity"))
+with atomic_path(snakemake.output.sensitivity) as temporary:
+    table.to_csv(temporary, index=False)
+if judges:
+    plots.judge_radar(model_metrics, colours, stem("judge_radar"))
+log.info("figures written for %d systems", len(colours))
