@@ -29,7 +29,7 @@ _CRITERION = {
     "additionalProperties": False,
     "required": ["score", "rationale"],
     "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5},
-                   "rationale": {"type": "string", "minLength": 1, "maxLength": 100}},
+                   "rationale": {"type": "string", "minLength": 1, "maxLength": 80}},
 }
 JUDGE_SCHEMA = {"type": "object", "additionalProperties": False, "required": list(CRITERIA),
                 "properties": {c: _CRITERION for c in CRITERIA}}
