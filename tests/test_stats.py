@@ -86,3 +86,9 @@ def test_model_metrics_names_and_explicit_types():
     arrow = to_table(sessions.assign(tas=[np.nan, np.nan, np.nan]))
     assert str(arrow.schema.field("tas").type) == "double" and str(arrow.schema.field("session_index").type) == "int64"
     assert str(arrow.schema.field("judge_missing_reason").type) == "string"
+
+
+def test_systems_without_values_are_left_out_and_named():
+    frame = pd.concat([synthetic(4, shift=1.0), pd.DataFrame({"system": ["d", "d"], "session_index": [0, 1], "metric": [np.nan, np.nan]})])
+    result = stats.omnibus(frame, "metric")
+    assert result["systems"] == 3 and result["left_out"] == "d" and "d" in result["note"] and result["anova_p"] < 1e-6

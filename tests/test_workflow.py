@@ -182,3 +182,15 @@ def test_judge_disabled_drops_the_judge_and_adapts(finished_run):
     workdir, config = finished_run
     jobs = dry_run(workdir, changed(config, lambda c: c.update(judge={"enabled": False})))
     assert "judge" not in jobs and jobs.get("aggregate") == 1
+
+
+def test_figures_and_report(finished_run):
+    workdir, config = finished_run
+    figures = workdir / "results" / "rerun" / "figures"
+    for name in ("metric_bars", "judge_radar", "correlation_heatmap", "recovery_delay_box", "tas_over_turns",
+                 "distributions", "weight_sensitivity"):
+        assert (figures / f"{name}.png").stat().st_size > 5000 and (figures / f"{name}.svg").exists(), name
+    report = workdir / "report.html"
+    run_snakemake(workdir, "--configfile", str(write_config(workdir, config)), "--report", str(report))
+    html = report.read_text(errors="replace")
+    assert len(html) > 100_000 and "tas_over_turns.png" in html and "model_metrics.csv" in html

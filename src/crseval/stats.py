@@ -31,9 +31,12 @@ def _groups(frame: pd.DataFrame, metric: str) -> dict[str, np.ndarray]:
 
 
 def omnibus(frame: pd.DataFrame, metric: str, alpha: float = ALPHA) -> dict:
-    groups = {k: v for k, v in _groups(frame, metric).items() if len(v)}
-    row = {"metric": metric, "systems": len(groups), "n": int(sum(len(v) for v in groups.values()))}
-    if len(groups) < 2 or any(len(v) < 2 for v in groups.values()):
+    all_groups = _groups(frame, metric)
+    groups = {k: v for k, v in all_groups.items() if len(v) >= 2}
+    left_out = sorted(set(all_groups) - set(groups))
+    row = {"metric": metric, "systems": len(groups), "n": int(sum(len(v) for v in groups.values())),
+           "left_out": ", ".join(left_out)}
+    if len(groups) < 2:
         return {**row, "note": "fewer than two systems with two or more values"}
     values = np.concatenate(list(groups.values()))
     if np.allclose(values, values[0]):
@@ -59,7 +62,7 @@ def omnibus(frame: pd.DataFrame, metric: str, alpha: float = ALPHA) -> dict:
         "welch_f": float(welch.statistic), "welch_p": float(welch.pvalue), "kruskal_p": kruskal_p,
         "recommended": recommended,
         "recommended_p": {"anova": anova_p, "welch": float(welch.pvalue), "kruskal": kruskal_p}[recommended],
-        "note": "",
+        "note": f"left out (fewer than two values): {row['left_out']}" if left_out else "",
     }
 
 
@@ -128,10 +131,11 @@ def markdown_summary(anova: pd.DataFrame, tukey_table: pd.DataFrame, paired_tabl
               "|---|---|---|---|---|---|---|---|---|---|"]
     fmt = lambda v: "" if v is None or (isinstance(v, float) and math.isnan(v)) else (f"{v:.3g}" if isinstance(v, float) else str(v))
     for _, r in anova.iterrows():
-        if r.get("note"):
+        if r.get("note") and pd.isna(r.get("recommended")):
             lines.append(f"| {r['metric']} | {r['n']} | – ({r['note']}) | | | | | | | |")
             continue
-        lines.append(f"| {r['metric']} | {r['n']} | {r['recommended']} | {fmt(r['recommended_p'])} | {fmt(r['eta_squared'])} | "
+        metric = r["metric"] + (f" ({r['note']})" if r.get("note") else "")
+        lines.append(f"| {metric} | {r['n']} | {r['recommended']} | {fmt(r['recommended_p'])} | {fmt(r['eta_squared'])} | "
                      f"{fmt(r['anova_p'])} | {fmt(r['welch_p'])} | {fmt(r['kruskal_p'])} | {fmt(r['levene_p'])} | {fmt(r['shapiro_min_p'])} |")
     if len(tukey_table):
         significant = tukey_table[tukey_table["reject"].astype(bool)]

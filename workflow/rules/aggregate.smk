@@ -36,7 +36,7 @@ rule stats:
         tukey=f"{RESULTS}/stats/tukey.csv",
         paired=f"{RESULTS}/stats/paired.csv",
         correlations=f"{RESULTS}/stats/correlations.csv",
-        summary=report(f"{RESULTS}/stats/summary.md", caption="../report/stats_summary.rst", category="Statistics"),
+        summary=report(f"{RESULTS}/stats/summary.md", caption="../report/stats_summary.rst", category="Statistical tests"),
     params:
         stats=config_slice("stats"),
         judged=JUDGE["enabled"],

@@ -1,6 +1,8 @@
 """Figures (PNG for the report, SVG beside each) and the HTML report's captions."""
 
-FIGURES = ["metric_bars", "correlation_heatmap", "recovery_delay_box", "tas_over_turns", "distributions", "weight_sensitivity"]
+FIGURES = ["metric_bars", "correlation_heatmap", "recovery_delay_box", "distributions"]
+if "tas" in config["scoring"]["metrics"]:
+    FIGURES += ["tas_over_turns", "weight_sensitivity"]
 if JUDGE["enabled"]:
     FIGURES.append("judge_radar")
 
@@ -17,7 +19,7 @@ rule plots:
     output:
         **{name: report(f"{RESULTS}/figures/{name}.png", caption=f"../report/{name}.rst", category="Figures") for name in FIGURES},
         svg=expand(f"{RESULTS}/figures/{{name}}.svg", name=FIGURES),
-        sensitivity=f"{RESULTS}/tables/weight_sensitivity.csv",
+        **({"sensitivity": f"{RESULTS}/tables/weight_sensitivity.csv"} if "tas_over_turns" in FIGURES else {}),
     params:
         metrics=config["stats"]["metrics"],
         seed=config["stats"]["seed"],

@@ -16,14 +16,16 @@ judges = list(plots.JUDGE) if snakemake.params.judged else []
 metrics = [m for m in snakemake.params.metrics if m in sessions] + [j for j in judges if j in sessions]
 stem = lambda name: Path(snakemake.output[name]).with_suffix("")
 
+wanted = set(snakemake.output.keys())
 plots.metric_bars(model_metrics, metrics, colours, stem("metric_bars"))
 plots.correlation_heatmap(sessions, metrics, stem("correlation_heatmap"))
 plots.recovery_box(sessions, colours, stem("recovery_delay_box"))
-plots.tas_over_turns(turns, colours, stem("tas_over_turns"), snakemake.params.seed)
 plots.distributions(sessions, ["tas", "context_adaptation_score", "rec_satisfaction"], colours, stem("distributions"))
-table = plots.weight_sensitivity(turns, stem("weight_sensitivity"))
-with atomic_path(snakemake.output.sensitivity) as temporary:
-    table.to_csv(temporary, index=False)
-if judges:
+if "tas_over_turns" in wanted:
+    plots.tas_over_turns(turns, colours, stem("tas_over_turns"), snakemake.params.seed)
+    table = plots.weight_sensitivity(turns, stem("weight_sensitivity"))
+    with atomic_path(snakemake.output.sensitivity) as temporary:
+        table.to_csv(temporary, index=False)
+if "judge_radar" in wanted:
     plots.judge_radar(model_metrics, colours, stem("judge_radar"))
 log.info("figures written for %d systems", len(colours))
