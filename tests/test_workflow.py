@@ -75,7 +75,7 @@ def test_lda_setting_reruns_train_lda_only(finished_run):
     workdir, config = finished_run
     config = json.loads(json.dumps(config))
     config["lda"]["passes"] = 4
-    assert dry_run(workdir, config) == {"train_lda": 1, "score": 4, "aggregate": 1, "stats": 1, "all": 1}
+    assert dry_run(workdir, config) == {"train_lda": 1, "score": 4, "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
 
 
 def test_catalog_setting_reruns_index_and_downstream(finished_run):
@@ -83,20 +83,20 @@ def test_catalog_setting_reruns_index_and_downstream(finished_run):
     config = json.loads(json.dumps(config))
     config["catalog"]["plot_keywords"]["per_film"] = 4
     assert dry_run(workdir, config) == {"index_catalog": 1, "train_lda": 1, "simulate": 4, "score": 4, "judge": 4,
-                                        "aggregate": 1, "stats": 1, "all": 1}
+                                        "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
 
 
 def test_simulator_setting_reruns_simulation_only(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["simulator"].update(shift_every=c["simulator"]["shift_every"] + 1))
-    assert dry_run(workdir, config) == {"simulate": 4, "score": 4, "judge": 4, "aggregate": 1, "stats": 1, "all": 1}
+    assert dry_run(workdir, config) == {"simulate": 4, "score": 4, "judge": 4, "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
 
 
 def test_system_setting_reruns_that_systems_shards_only(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["systems"][1]["options"].update(temperature=0.2))
     jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
-    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "all": 1}
+    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
     assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/fake-llm/shard-{k}.jsonl" for k in (0, 1)}
 
 
@@ -104,7 +104,7 @@ def test_more_sessions_add_only_new_shards(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["sessions"].update(count=6))
     jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
-    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "all": 1}
+    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
     assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/{s}/shard-2.jsonl" for s in ("template", "fake-llm")}
 
 
@@ -115,7 +115,7 @@ def test_more_sessions_add_only_new_shards(finished_run):
 ])
 def test_scoring_setting_reruns_scoring_only(finished_run, mutate):
     workdir, config = finished_run
-    assert dry_run(workdir, changed(config, mutate)) == {"score": 4, "aggregate": 1, "stats": 1, "all": 1}
+    assert dry_run(workdir, changed(config, mutate)) == {"score": 4, "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
 
 
 def test_scores_cover_every_session(finished_run):
