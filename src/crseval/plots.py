@@ -104,7 +104,12 @@ def recovery_box(sessions: pd.DataFrame, colours: dict, stem: Path) -> None:
     long = sessions.melt(id_vars=["system"], value_vars=columns, var_name="measure", value_name="delay").dropna()
     figure, ax = plt.subplots(figsize=(8, 4))
     if len(long):
-        sns.boxplot(data=long, x="measure", y="delay", hue="system", palette=colours, ax=ax)
+        order = sorted(colours)
+        sns.boxplot(data=long, x="measure", y="delay", hue="system", hue_order=order, palette=colours, ax=ax,
+                    fliersize=0, boxprops={"alpha": 0.4})
+        sns.stripplot(data=long, x="measure", y="delay", hue="system", hue_order=order, palette=colours, ax=ax,
+                      dodge=True, jitter=0.15, size=4, legend=False)
+        ax.text(0.01, 0.98, "each dot: one session's mean delay", transform=ax.transAxes, va="top", fontsize=8, color="grey")
     ax.set_xticks(range(len(columns)), ["grounded, cosine (turns after shift)", "grounded, Jaccard", "legacy CAS (system turns)"][:len(columns)])
     ax.set_xlabel("")
     ax.set_ylabel("recovery delay")
