@@ -1,6 +1,7 @@
 """The Snakemake CLI end to end: outputs, and which rules a config change re-runs."""
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -194,3 +195,14 @@ def test_figures_and_report(finished_run):
     run_snakemake(workdir, "--configfile", str(write_config(workdir, config)), "--report", str(report))
     html = report.read_text(errors="replace")
     assert len(html) > 100_000 and "tas_over_turns.png" in html and "model_metrics.csv" in html
+
+
+def test_llm_jobs_take_cpu_threads_equal_to_their_threads(workflow_copy):
+    """The workflow caps `cpu_threads` at the machine's cores; each in-process LLM job takes as
+    many as it runs threads (llm.threads), every other job one."""
+    text = run_snakemake(workflow_copy, "-n", "--cores", "8").stdout
+    jobs = re.findall(r"rule (\w+):\n(?:[ \t]+.*\n)*?[ \t]+wildcards: system=([\w.-]+).*\n(?:[ \t]+threads: (\d+)\n)?[ \t]+resources: (.*)", text)
+    simulate = {system: (threads, resources) for rule, system, threads, resources in jobs if rule == "simulate"}
+    assert simulate["qwen-grounded"][0] == "2" and "cpu_threads=2" in simulate["qwen-grounded"][1]
+    assert "llm_slots=1" in simulate["gemma-grounded"][1]
+    assert simulate["template"][0] == "" and "cpu_threads=1" in simulate["template"][1] and "llm_slots=0" in simulate["template"][1]
