@@ -124,12 +124,12 @@ def model_metrics(sessions: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def check_complete(sessions: pd.DataFrame, expected_per_system: int) -> None:
+def check_complete(sessions: pd.DataFrame, expected: dict[str, int]) -> None:
     """Every system must have every session: a silent gap would bias every mean."""
-    counts = sessions.groupby("system").size()
-    short = counts[counts != expected_per_system]
-    if len(short):
-        raise ValueError(f"sessions per system differ from {expected_per_system}: {short.to_dict()}")
+    counts = sessions.groupby("system").size().to_dict()
+    wrong = {system: (counts.get(system, 0), n) for system, n in expected.items() if counts.get(system, 0) != n}
+    if wrong:
+        raise ValueError(f"sessions per system (found, expected): {wrong}")
     duplicated = sessions["session_id"].duplicated()
     if duplicated.any():
         raise ValueError(f"duplicated sessions: {sessions.loc[duplicated, 'session_id'].tolist()[:5]}")

@@ -11,15 +11,15 @@ def stats_outputs():
 
 rule aggregate:
     input:
-        sessions=expand(f"{RESULTS}/scores/{{system}}/shard-{{shard}}.sessions.parquet", system=list(SYSTEMS), shard=SHARDS),
-        turns=expand(f"{RESULTS}/scores/{{system}}/shard-{{shard}}.turns.parquet", system=list(SYSTEMS), shard=SHARDS),
+        sessions=per_shard(f"{RESULTS}/scores/{{system}}/shard-{{shard}}.sessions.parquet"),
+        turns=per_shard(f"{RESULTS}/scores/{{system}}/shard-{{shard}}.turns.parquet"),
         judge=judge_outputs(),
     output:
         sessions=f"{RESULTS}/tables/sessions.parquet",
         turns=f"{RESULTS}/tables/turns.parquet",
         model_metrics=report(f"{RESULTS}/tables/model_metrics.csv", caption="../report/model_metrics.rst", category="Tables"),
     params:
-        sessions_per_system=config["sessions"]["count"],
+        sessions_per_system=SESSION_COUNTS,
     log:
         f"{RESULTS}/logs/aggregate.log",
     conda:

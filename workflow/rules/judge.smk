@@ -6,7 +6,7 @@ JUDGE = config["judge"]
 def judge_outputs():
     if not JUDGE["enabled"]:
         return []
-    return expand(f"{RESULTS}/judge/{{system}}/shard-{{shard}}.parquet", system=list(SYSTEMS), shard=SHARDS)
+    return per_shard(f"{RESULTS}/judge/{{system}}/shard-{{shard}}.parquet")
 
 
 def judge_threads():
@@ -24,7 +24,7 @@ if JUDGE["enabled"]:
         output:
             f"{RESULTS}/judge/{{system}}/shard-{{shard}}.parquet",
         wildcard_constraints:
-            system="[A-Za-z0-9._-]+",
+            system="[A-Za-z0-9._:-]+",
             shard=r"\d+",
         params:
             judge=config_slice("judge"),

@@ -2,8 +2,8 @@
 
 
 def score_outputs():
-    return expand(f"{RESULTS}/scores/{{system}}/shard-{{shard}}.{{table}}.parquet",
-                  system=list(SYSTEMS), shard=SHARDS, table=["sessions", "turns"])
+    return per_shard(f"{RESULTS}/scores/{{system}}/shard-{{shard}}.sessions.parquet") + per_shard(
+        f"{RESULTS}/scores/{{system}}/shard-{{shard}}.turns.parquet")
 
 
 def score_inputs(wildcards):
@@ -37,7 +37,7 @@ rule score:
         sessions=f"{RESULTS}/scores/{{system}}/shard-{{shard}}.sessions.parquet",
         turns=f"{RESULTS}/scores/{{system}}/shard-{{shard}}.turns.parquet",
     wildcard_constraints:
-        system="[A-Za-z0-9._-]+",
+        system="[A-Za-z0-9._:-]+",
         shard=r"\d+",
     params:
         scoring=scoring_settings(),

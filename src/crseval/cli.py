@@ -1,0 +1,48 @@
+"""Command line: `crseval import-logs` converts legacy conversation logs into session files.
+
+The workflow imports logs itself with `sessions.source: import`; this command is for looking at
+an import (or feeding sessions elsewhere) without running the workflow.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+import sys
+from pathlib import Path
+
+from crseval.catalog import CatalogIndex
+from crseval.concepts import ConceptMatcher
+from crseval.importer import LogImportError, import_logs
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="crseval")
+    commands = parser.add_subparsers(dest="command", required=True)
+    importer = commands.add_parser("import-logs", help="convert legacy conversation logs into session JSON lines")
+    importer.add_argument("paths", nargs="+", help="log files or glob patterns")
+    importer.add_argument("--catalog-index", required=True, type=Path,
+                          help="folder with films.parquet and concepts.parquet (results/<experiment>/catalog)")
+    importer.add_argument("--out", required=True, type=Path, help="output folder: <system>.jsonl per system and import_report.json")
+    args = parser.parse_args(argv)
+
+    files = sorted({f for pattern in args.paths for f in (glob.glob(pattern) or [pattern])})
+    index = CatalogIndex.read(args.catalog_index / "films.parquet", args.catalog_index / "concepts.parquet")
+    summary = json.loads((args.catalog_index / "summary.json").read_text())["catalog"]["sha256"] \
+        if (args.catalog_index / "summary.json").exists() else "0" * 64
+    try:
+        sessions, report = import_logs(files, ConceptMatcher(index.concepts, index.films), summary, "0" * 64)
+    except LogImportError as error:
+        print(f"crseval import-logs: {error}", file=sys.stderr)
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    for system, records in sessions.items():
+        (args.out / f"{system}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+    (args.out / "import_report.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps(report["sessions"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
