@@ -97,7 +97,7 @@ if not IMPORTING:
         output:
             f"{RESULTS}/sessions/{{system}}/shard-{{shard}}.jsonl",
         wildcard_constraints:
-            system="[A-Za-z0-9._-]+",
+            system="[A-Za-z0-9._:-]+",
             shard=r"\d+",
         params:
             system=lambda wc: json.dumps(SYSTEMS[wc.system], sort_keys=True, separators=(",", ":")),
