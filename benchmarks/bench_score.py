@@ -69,7 +69,7 @@ def run_family(family: str, sessions: int, shard: int, workdir: Path) -> dict:
 
 def prepare(workdir: Path) -> None:
     from crseval.catalog import build_index
-    from crseval.io import write_json, write_parquet
+    from crseval.io import write_parquet
     from crseval.topics import LdaSettings, TopicModel
 
     config = yaml.safe_load((REPO / "config" / "opendialkg.yaml").read_text())

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
 from crseval.io import write_json, write_parquet
 from crseval.catalog import build_index

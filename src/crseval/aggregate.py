@@ -14,7 +14,6 @@ import math
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 from scipy import stats

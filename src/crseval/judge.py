@@ -14,7 +14,6 @@ import json
 import math
 import statistics
 from dataclasses import dataclass
-from pathlib import Path
 
 import jsonschema
 
