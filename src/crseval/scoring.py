@@ -7,6 +7,7 @@ prepared values. Output: one row per session and one row per turn.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,6 +142,4 @@ def build_scorer(*, films, concepts, lda_dir, settings: dict, embedding_cache: s
 
 
 def read_sessions(path: str | Path) -> list[dict]:
-    import json
-
     return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -29,7 +29,7 @@ def per_shard(pattern):
     return [pattern.format(system=s, shard=k) for s in SYSTEMS for k in shard_ids(s)]
 
 
-def session_shards(system=None):
+def session_shards():
     return per_shard(f"{RESULTS}/sessions/{{system}}/shard-{{shard}}.jsonl")
 
 
