@@ -45,6 +45,7 @@ class Reply:
     text: str
     tracked: list[Constraint]
     recommended_titles: list[str]
+    mentioned_titles: list[str]
     candidates: list[str]
     llm: dict | None
 
@@ -70,22 +71,29 @@ class Agent(ABC):
         self.seed = seed
 
     def respond(self, turn: int, user_text: str) -> Reply:
-        tracked = self.tracker.update(user_text)
+        shown = [self._title(f) for f in self.recommended]
+        tracked = self.tracker.update(user_text, titles=shown)
         candidate_ids = self.retriever.rank(tracked, self.recommended, self.settings.candidates, self.rng,
                                             emphasis=self.tracker.latest)
         text, llm = self.phrase(turn, user_text, tracked, candidate_ids)
-        titles = self.matcher.titles(text)
-        self.recommended.update(self.index.film_id(t) for t in titles)
+        candidates = [self._title(f) for f in candidate_ids]
+        titles = self.matcher.title_recognizer.recognise(text, candidates=candidates + shown, user_text=user_text)
+        self.recommended.update(self.index.film_id(t) for t in titles.recommended)
         self.history += [{"role": "user", "content": user_text}, {"role": "assistant", "content": text}]
-        return Reply(text, tracked, titles, [self._title(f) for f in candidate_ids], llm)
+        return Reply(text, tracked, titles.recommended, titles.mentioned, candidates, llm)
 
     def _title(self, film_id: int) -> str:
         return self.index.title(film_id)
 
+    def _named(self, film_id: int) -> str:
+        """A film as a reply names it: its title, in quotes when it could be read as an
+        ordinary word, and its year in parentheses."""
+        year = self.index.year(film_id)
+        return self.matcher.title_recognizer.quoted(self._title(film_id)) + (f" ({year})" if year else "")
+
     def _card(self, film_id: int) -> str:
         row = self.index.films.loc[film_id]
-        year = self.index.year(film_id)
-        parts = [row["title"] + (f" ({year})" if year else "")]
+        parts = [self._named(film_id)]
         if len(row["genre"]):
             parts.append(", ".join(row["genre"][:3]))
         if len(row["director"]):
@@ -111,7 +119,7 @@ class TemplateAgent(Agent):
         if not candidate_ids:
             return f"I could not find a film in the catalog for {wish}.", None
         shown = candidate_ids[:2]
-        films = " and ".join(self._card(f).split(";")[0] for f in shown)
+        films = " and ".join(self._named(f) for f in shown)
         return self.OPENERS[turn % len(self.OPENERS)].format(wish=wish, films=films), None
 
 

@@ -98,14 +98,15 @@ class SessionContext:
 
 
 def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: int, seed: int, config_sha: str) -> dict:
-    user = UserSimulator(ctx.index, ctx.simulator, ctx.templates, seed)
+    user = UserSimulator(ctx.index, ctx.simulator, ctx.templates, seed, ctx.matcher)
     turns = []
     last_recommended: list[str] = []
+    last_mentioned: list[str] = []
     for number in range(1, ctx.turns + 1):
-        user_turn = user.turn(number, last_recommended)
+        user_turn = user.turn(number, last_recommended, last_mentioned)
         text, paraphrase = user_turn.text, None
         if ctx.paraphraser is not None:
-            required = [user_turn.meta["focus_value"]] + ctx.matcher.titles(text)
+            required = [user_turn.meta["focus_value"]] + user_turn.meta["titles"]
             if user_turn.meta["bridge"]:
                 required.append(user_turn.meta["bridge"]["value"])
             required = [display(user_turn.meta["focus_field"], required[0]), *required[1:]]
@@ -120,9 +121,10 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
             "system_constraints": [c.as_dict() for c in reply.tracked],
             "candidate_titles": reply.candidates,
             "recommended_titles": reply.recommended_titles,
+            "mentioned_titles": reply.mentioned_titles,
             "llm": reply.llm,
         })
-        last_recommended = reply.recommended_titles
+        last_recommended, last_mentioned = reply.recommended_titles, reply.mentioned_titles
     return {
         "session_id": f"{system}/s{session_index:05d}",
         "session_index": session_index,

@@ -7,6 +7,12 @@ focus. The gold constraints are the new focus plus the earlier wishes the new an
 satisfies, so right after a shift the catalog holds a film that meets them all. Between shifts the user
 accepts or rejects what the system recommended, asks for more, or (at `contradiction_rate`)
 takes back an earlier wish. Every turn carries this state as `user_meta`.
+
+The user says exactly what it means: each utterance is checked with the same extractors the
+CRS tracker and the metrics use, and its concepts (with their role: wish, exclusion, or
+context for the bridge) and titles must equal the ones the simulator intends (`user_meta.stated`,
+`user_meta.titles`); a wording that reads differently is re-drawn (other template, other
+title), and an utterance that cannot be worded faithfully stops the run with the difference.
 """
 
 from __future__ import annotations
@@ -20,9 +26,16 @@ import numpy as np
 import yaml
 
 from crseval.catalog import CatalogIndex
-from crseval.tracker import Constraint
+from crseval.concepts import ConceptMatcher
+from crseval.tracker import Constraint, extract_statements
 
 SIMULATOR_FIELDS = ("genre", "actor", "director", "writer", "language", "year")
+MAX_REDRAWS = 40
+ORDINARY_STAGES = ("accept", "reject", "ask", "no_title", "contradict")
+
+
+class SimulatorTextError(RuntimeError):
+    """No wording of an utterance says exactly what the simulated user means."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,18 @@ class UserTurn:
     meta: dict
 
 
+@dataclass(frozen=True)
+class Statement:
+    """A concept an utterance names, and as what: a wish, an exclusion, or context (a bridge)."""
+
+    field: str
+    value: str
+    role: str  # "wish", "exclusion" or "context"
+
+    def as_dict(self) -> dict:
+        return {"field": self.field, "value": self.value, "role": self.role}
+
+
 @dataclass
 class UserSimulator:
     """One simulated user for one session; all randomness comes from `seed`."""
@@ -95,13 +120,16 @@ class UserSimulator:
     settings: SimulatorSettings
     templates: Templates
     seed: int
+    matcher: ConceptMatcher
     plan_rng: np.random.Generator = field(init=False)  # anchors, foci, shifts, contradictions
     text_rng: np.random.Generator = field(init=False)  # wording and reactions to replies
     anchor: int = field(init=False)
     focus: tuple[str, str] = field(init=False)
     constraints: list[Constraint] = field(init=False)
     liked: list[str] = field(init=False, default_factory=list)
+    seen_titles: set[str] = field(init=False, default_factory=set)  # titles that appeared in the dialogue
     shift_events: list[dict] = field(init=False, default_factory=list)
+    redraws: int = field(init=False, default=0)
 
     def __post_init__(self):
         # Two streams, so that the plan (what the user wants when) is the same whatever the
@@ -109,6 +137,7 @@ class UserSimulator:
         plan_seed, text_seed = np.random.SeedSequence(self.seed).spawn(2)
         self.plan_rng = np.random.default_rng(plan_seed)
         self.text_rng = np.random.default_rng(text_seed)
+        self.recognizer = self.matcher.title_recognizer
         first_field = self.settings.field_order[0]
         with_values = [f for f in self.index.films["film_id"] if self._values(int(f), first_field)]
         if not with_values:
@@ -140,31 +169,71 @@ class UserSimulator:
 
     # ------------------------------------------------------------ text
 
+    def _phrase(self, group: str, field_name: str, value: str) -> str:
+        return with_article(self.templates.pick(self.text_rng, group, field_name).format(value=display(field_name, value)))
+
     def _focus_phrase(self) -> str:
-        field_name, value = self.focus
-        return with_article(self.templates.pick(self.text_rng, "focus", field_name).format(value=display(field_name, value)))
+        return self._phrase("focus", *self.focus)
+
+    def _film(self, title: str) -> str:
+        """A title as the user writes it: in quotes when it could be read as an ordinary word."""
+        return self.recognizer.quoted(title)
+
+    def _say(self, compose, candidates: list[str], number: int) -> tuple[str, list[Statement], list[str]]:
+        """Word an utterance with `compose()` -> (text, statements, titles), re-drawing until the
+        extractors read back exactly the statements and titles meant."""
+        problem = ""
+        for _ in range(MAX_REDRAWS):
+            text, statements, titles = compose()
+            problem = self._misread(text, statements, titles, candidates)
+            if not problem:
+                return text, statements, titles
+            self.redraws += 1
+        raise SimulatorTextError(f"session seed {self.seed}, turn {number}: no wording says exactly what the user means; "
+                                 f"last try {text!r}: {problem}")
+
+    def _misread(self, text: str, statements: list[Statement], titles: list[str], candidates: list[str]) -> str:
+        read = {(m.field, m.value, role) for m, role in extract_statements(self.matcher, text, candidates)}
+        meant = {(s.field, s.value, s.role) for s in statements}
+        read_titles = set(self.recognizer.recognise(text, candidates=candidates).all)
+        problems = []
+        if read != meant:
+            problems.append(f"concepts read {sorted(read)} but meant {sorted(meant)}")
+        if read_titles != set(titles):
+            problems.append(f"titles read {sorted(read_titles)} but meant {sorted(titles)}")
+        return "; ".join(problems)
 
     # ------------------------------------------------------------ turns
 
-    def turn(self, number: int, last_recommended: list[str]) -> UserTurn:
+    def turn(self, number: int, last_recommended: list[str], last_mentioned: list[str] = ()) -> UserTurn:
         """The user's utterance at turn `number` (from 1), reacting to the titles the system
         recommended in its previous reply."""
+        self.seen_titles.update(last_recommended)
+        self.seen_titles.update(last_mentioned)
+        candidates = list(last_recommended)
         shift_event = None
         bridge = None
+        focus_wish = lambda: Statement(self.focus[0], self.focus[1], "wish")  # noqa: E731
         if number == 1:
             stage = "open"
-            text = self.templates.pick(self.text_rng, "open").format(focus=self._focus_phrase())
+            compose = lambda: (self.templates.pick(self.text_rng, "open").format(focus=self._focus_phrase()),  # noqa: E731
+                               [focus_wish()], [])
         elif self.settings.is_shift_turn(number) and (shift := self._shift()) is not None:
             stage = "shift"
             shift_event, bridge = shift, shift["bridge"]
-            text = self.templates.pick(self.text_rng, "shift").format(
-                anchor=shift["from_anchor"], bridge=display(bridge["field"], bridge["value"]), focus=self._focus_phrase()
-            )
-        elif (contradiction := self._maybe_contradict()) is not None:
+            compose = lambda: self._shift_text(shift)  # noqa: E731
+        elif (excluded := self._maybe_contradict()) is not None:
             stage = "contradict"
-            text = self.templates.pick(self.text_rng, "contradict").format(not_focus=contradiction, focus=self._focus_phrase())
+            compose = lambda: (self.templates.pick(self.text_rng, "contradict").format(  # noqa: E731
+                not_focus=self.templates.pick(self.text_rng, "reject_value", excluded.field).format(
+                    value=display(excluded.field, excluded.value)),
+                focus=self._focus_phrase()), [Statement(excluded.field, excluded.value, "exclusion"), focus_wish()], [])
         else:
-            stage, text = self._react(last_recommended)
+            stage, compose = self._react(last_recommended)
+        text, statements, titles = self._say(compose, candidates, number)
+        self.seen_titles.update(titles)
+        if stage == "accept" and titles[0] not in self.liked:
+            self.liked.append(titles[0])
         meta = {
             "focus_field": self.focus[0],
             "focus_value": self.focus[1],
@@ -173,57 +242,106 @@ class UserSimulator:
             "bridge": bridge,
             "anchor_title": self._title(self.anchor),
             "stage": stage,
+            "stated": [s.as_dict() for s in statements],
+            "titles": titles,
         }
         if shift_event is not None:
             self.shift_events.append({"turn": number, **shift_event})
         return UserTurn(text=text, meta=meta)
 
-    def _react(self, recommended: list[str]) -> tuple[str, str]:
+    def _react(self, recommended: list[str]):
+        """Stage and composer of a reaction to the system's last recommendations."""
+        focus = [Statement(self.focus[0], self.focus[1], "wish")]
         if not recommended:
-            return "no_title", self.templates.pick(self.text_rng, "no_title").format(focus=self._focus_phrase())
+            return "no_title", lambda: (self.templates.pick(self.text_rng, "no_title").format(focus=self._focus_phrase()), focus, [])
         fitting = [t for t in recommended if self.title_satisfies(t)]
         if fitting and self.text_rng.random() < self.settings.accept_rate:
-            title = fitting[0]
-            if title not in self.liked:
-                self.liked.append(title)
-            return "accept", self.templates.pick(self.text_rng, "accept").format(title=title, focus=self._focus_phrase())
+            return "accept", self._title_reaction("accept", fitting, focus)
         if not fitting:
-            title = recommended[0]
-            return "reject", self.templates.pick(self.text_rng, "reject").format(title=title, focus=self._focus_phrase())
-        return "ask", self.templates.pick(self.text_rng, "ask").format(focus=self._focus_phrase())
+            return "reject", self._title_reaction("reject", recommended, focus)
+        return "ask", lambda: (self.templates.pick(self.text_rng, "ask").format(focus=self._focus_phrase()), focus, [])
 
-    def _maybe_contradict(self) -> str | None:
-        """Take back an earlier wish other than the focus: it becomes an exclusion."""
+    def _title_reaction(self, group: str, titles: list[str], focus: list[Statement]):
+        """The first title on the first try; another one of `titles` when a wording is re-drawn."""
+        tries = iter(range(10**9))
+
+        def compose():
+            title = titles[0] if next(tries) == 0 else titles[int(self.text_rng.integers(len(titles)))]
+            text = self.templates.pick(self.text_rng, group).format(title=self._film(title), focus=self._focus_phrase())
+            return text, focus, [title]
+        return compose
+
+    def _shift_text(self, shift: dict):
+        bridge = shift["bridge"]
+        kept = [c for c in self.constraints if not c.negated and (c.field, c.value) != self.focus]
+        seen = shift["from_anchor"] in self.seen_titles
+        text = self.templates.pick(self.text_rng, "shift" if seen else "shift_new").format(
+            anchor=self._film(shift["from_anchor"]), bridge=self._phrase("bridge", bridge["field"], bridge["value"]),
+            focus=self._focus_phrase())
+        if kept:
+            text += " " + self.templates.pick(self.text_rng, "keep").format(
+                kept=" and ".join(self._phrase("kept", c.field, c.value) for c in kept))
+        statements = [Statement(bridge["field"], bridge["value"], "context"), Statement(self.focus[0], self.focus[1], "wish"),
+                      *(Statement(c.field, c.value, "wish") for c in kept)]
+        return text, statements, [shift["from_anchor"]]
+
+    def _maybe_contradict(self) -> Constraint | None:
+        """At `contradiction_rate` of ordinary turns the user rules something out: an earlier
+        wish other than the focus when it has one (taken back), else a value of the focus field
+        its anchor film does not have (so the anchor still fits). Plan stream only."""
         if self.plan_rng.random() >= self.settings.contradiction_rate:
             return None
         others = [c for c in self.constraints if not c.negated and (c.field, c.value) != self.focus]
-        if not others:
+        if others:
+            dropped = others[int(self.plan_rng.integers(len(others)))]
+            self.constraints = [c for c in self.constraints if c != dropped]
+        else:
+            dropped = self._foreign_value(self.focus[0])
+            if dropped is None:
+                return None
+        excluded = Constraint(dropped.field, dropped.value, True)
+        if excluded not in self.constraints:
+            self.constraints = self.constraints + [excluded]
+        return excluded
+
+    def _foreign_value(self, field_name: str) -> Constraint | None:
+        """A value of `field_name` that the anchor does not have and the user does not exclude yet."""
+        own = set(self._values(self.anchor, field_name))
+        taken = {c.value for c in self.constraints if c.field == field_name}
+        values = [v for v in self.index.values(field_name) if v not in own and v not in taken]
+        if not values:
             return None
-        dropped = others[int(self.plan_rng.integers(len(others)))]
-        self.constraints = [c for c in self.constraints if c != dropped] + [Constraint(dropped.field, dropped.value, True)]
-        return self.templates.pick(self.text_rng, "reject_value", dropped.field).format(value=display(dropped.field, dropped.value))
+        return Constraint(field_name, values[int(self.plan_rng.integers(len(values)))])
 
     def _shift(self) -> dict | None:
-        """Move the focus to the next field through a bridge film; None when no film bridges."""
+        """Move the focus to the next field through a bridge film; None when no film bridges.
+        The bridge is a value the old and new anchor share other than the old focus and the new
+        focus; the new anchor has no excluded value, so the gold constraints stay satisfiable."""
         order = self.settings.field_order
         start = (order.index(self.focus[0]) + 1) % len(order) if self.focus[0] in order else 0
         anchor_concepts = self._concepts(self.anchor)
+        exclusions = [c for c in self.constraints if c.negated]
+        excluded = {(c.field, c.value) for c in exclusions}
         for step in range(len(order)):
             new_field = order[(start + step) % len(order)]
             options = []
-            for film_id, concepts in self._films_sharing(anchor_concepts):
-                values = [v for v in self._values(film_id, new_field) if (new_field, v) != self.focus]
-                if values:
-                    options.append((film_id, concepts, values))
+            for film_id, shared in self._films_sharing(anchor_concepts):
+                if not self._satisfies(film_id, exclusions):
+                    continue
+                for value in self._values(film_id, new_field):
+                    if (new_field, value) == self.focus or (new_field, value) in excluded:
+                        continue
+                    bridges = shared - {(new_field, value)}
+                    if bridges:
+                        options.append((film_id, bridges, value))
             # prefer films linked by a distinctive value (a director, a cast member) over
             # films that merely share a value most of the catalog has (english, drama)
             distinctive = [o for o in options if self._share(self._rarest(o[1])) <= self.settings.max_bridge_share]
             options = distinctive or options
             if not options:
                 continue
-            film_id, shared, values = options[int(self.plan_rng.integers(len(options)))]
+            film_id, shared, new_value = options[int(self.plan_rng.integers(len(options)))]
             bridge_field, bridge_value = self._rarest(shared)
-            new_value = values[int(self.plan_rng.integers(len(values)))]
             event = {
                 "from_focus": {"field": self.focus[0], "value": self.focus[1]},
                 "to_focus": {"field": new_field, "value": new_value},
@@ -231,7 +349,8 @@ class UserSimulator:
                 "from_anchor": self._title(self.anchor),
                 "to_anchor": self._title(film_id),
             }
-            kept = [c for c in self.constraints if c.field != new_field and self._satisfies(film_id, [c])]
+            kept = [c for c in self.constraints
+                    if c.negated or (c.field != new_field and self._satisfies(film_id, [c]))]
             self.constraints = kept + [Constraint(new_field, new_value)]
             self.focus = (new_field, new_value)
             self.anchor = film_id

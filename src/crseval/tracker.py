@@ -2,8 +2,11 @@
 
 Each user turn updates the state: a value named positively replaces that field's earlier
 wish ("now a comedy" after "a drama" means comedy); a value named after a negation cue
-("not horror", "nothing with X", "no longer", "don't want") is excluded instead. Film titles
-are recorded as mentions, not constraints.
+("not horror", "nothing with X", "no longer", "don't want") is excluded instead. A value named
+as a point of reference ("X reminds me of Y", "thinking of Y", "via Y") is context, not a wish.
+A turn that says the user starts afresh ("I've changed my mind", "a new idea", "let's go
+another way") replaces all earlier wishes by the ones it names; exclusions stay. Nothing
+inside a film title counts (the concept matcher skips title spans).
 """
 
 from __future__ import annotations
@@ -16,6 +19,17 @@ from crseval.concepts import ConceptMatcher, Mention
 NEGATION = re.compile(
     r"(?:\bnot\b|\bno\b|\bnothing\b|\bwithout\b|n't\b|\bnever\b|\banything but\b|\bno more\b|\bno longer\b|\bexcept\b)"
     r"(?:\W+\w+){0,3}\W*$",
+    re.IGNORECASE,
+)
+# A value right after one of these is a point of reference, not a wish.
+CONTEXT = re.compile(
+    r"(?:\breminds?\s+me\s+of|\bthinking\s+of|\bspeaking\s+of|\bvia|\bbecause\s+of|\bas\s+in|\blike\s+in"
+    r"|\bthe\s+link\s+is|\bconnected\s+by|\bthrough)(?:\W+\w+){0,2}\W*$",
+    re.IGNORECASE,
+)
+# The user starts afresh: earlier wishes give way to the ones this turn names.
+FRESH_START = re.compile(
+    r"\b(?:changed?\s+my\s+mind|new\s+idea|another\s+way|something\s+different|start\s+over|different\s+direction)\b",
     re.IGNORECASE,
 )
 # A clause break ends a negation's reach: "not that one. I want a drama" is positive.
@@ -34,13 +48,36 @@ class Constraint:
         return {"field": self.field, "value": self.value, "negated": self.negated}
 
 
-def is_negated(text: str, mention: Mention) -> bool:
-    """Whether a negation cue stands within three words before the mention, in the same clause."""
+def _clause_before(text: str, mention: Mention) -> str:
     before = text[max(0, mention.start - 40):mention.start]
     breaks = list(CLAUSE_BREAK.finditer(before))
-    if breaks:
-        before = before[breaks[-1].end():]
-    return NEGATION.search(before) is not None
+    return before[breaks[-1].end():] if breaks else before
+
+
+def is_negated(text: str, mention: Mention) -> bool:
+    """Whether a negation cue stands within three words before the mention, in the same clause."""
+    return NEGATION.search(_clause_before(text, mention)) is not None
+
+
+def is_context(text: str, mention: Mention) -> bool:
+    """Whether the mention is a point of reference ("reminds me of X"), within the same clause."""
+    return CONTEXT.search(_clause_before(text, mention)) is not None
+
+
+def extract_statements(matcher: ConceptMatcher, text: str, titles=()) -> list[tuple[Mention, str]]:
+    """The values a user turn names, left to right, each with its role: "wish", "exclusion"
+    (after a negation cue) or "context" (a point of reference). Values inside film titles are
+    skipped; years the catalog may not hold still count ("something from 1932")."""
+    mentions = matcher.values(text, titles)
+    covered = [(m.start, m.end) for m in mentions] + matcher.title_recognizer.spans(text, titles)
+    for match in YEAR.finditer(text):
+        if not any(start <= match.start() < end for start, end in covered):
+            mentions.append(Mention("year", match.group(1), match.start(), match.end()))
+    statements = []
+    for mention in sorted(mentions, key=lambda m: m.start):
+        role = "context" if is_context(text, mention) else "exclusion" if is_negated(text, mention) else "wish"
+        statements.append((mention, role))
+    return statements
 
 
 @dataclass
@@ -50,16 +87,16 @@ class ConstraintTracker:
     excluded: dict[str, list[str]] = field(default_factory=dict)
     latest: set[tuple[str, str]] = field(default_factory=set)  # wishes stated in the last turn
 
-    def update(self, text: str) -> list[Constraint]:
-        """Apply one user turn; returns the tracked constraints after it."""
+    def update(self, text: str, titles=()) -> list[Constraint]:
+        """Apply one user turn; returns the tracked constraints after it. `titles`: films the
+        user may name (the system's recommendations), so their titles are read as titles."""
         positive: dict[str, list[str]] = {}
-        mentions = self.matcher.values(text)
-        covered = [(m.start, m.end) for m in mentions]
-        for match in YEAR.finditer(text):
-            if not any(start <= match.start() < end for start, end in covered):
-                mentions.append(Mention("year", match.group(1), match.start(), match.end()))
-        for mention in sorted(mentions, key=lambda m: m.start):
-            if is_negated(text, mention):
+        if FRESH_START.search(text):
+            self.included = {}
+        for mention, role in extract_statements(self.matcher, text, titles):
+            if role == "context":
+                continue
+            if role == "exclusion":
                 self._exclude(mention.field, mention.value)
             else:
                 values = positive.setdefault(mention.field, [])
