@@ -81,7 +81,7 @@ def audit(records: list[dict], folder: Path) -> dict:
             if meta["shift_event"]:
                 shifts += 1
                 event = next(e for e in record["shift_events"] if e["turn"] == turn["turn"])
-                if event["from_anchor"] not in dialogue_titles:
+                if event["from_anchor"] not in dialogue_titles and not event.get("anchor_new"):
                     unseen_anchor += 1
                 if event["bridge"] == event["to_focus"]:
                     bridge_is_focus += 1
@@ -111,9 +111,10 @@ def audit(records: list[dict], folder: Path) -> dict:
         "dst_recall_micro": round(tp / gold, 3) if gold else None,
         "dst_joint_accuracy": round(float(scores["dst_joint_accuracy"].mean()), 3),
         "repeat_rate": round(float(scores["repeat_rate"].mean()), 3),
-        "shifts_naming_an_anchor_not_in_the_dialogue": f"{unseen_anchor} of {shifts}",
+        "shifts_naming_an_unseen_anchor_as_if_seen": f"{unseen_anchor} of {shifts}",
         "bridges_equal_to_new_focus": bridge_is_focus,
         "contradictions": f"{contradictions} of {ordinary} ordinary turns",
+        "shifts_announcing_a_new_anchor": sum(bool(e.get("anchor_new")) for r in records for e in r["shift_events"]),
     }
 
 

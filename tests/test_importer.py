@@ -98,7 +98,7 @@ def test_cli_import(tmp_path, small_index):
     index_dir.mkdir()
     write_parquet(pa.Table.from_pandas(small_index.films.reset_index(drop=True), preserve_index=False), index_dir / "films.parquet")
     write_parquet(pa.Table.from_pandas(small_index.concepts, preserve_index=False), index_dir / "concepts.parquet")
-    log(tmp_path / "a_1.json", [msg("USER", "Crime?"), msg("SYSTEM", "Heat.")])
+    log(tmp_path / "a_1.json", [msg("USER", "Crime?"), msg("SYSTEM", 'I recommend "Heat".')])
     assert main(["import-logs", str(tmp_path / "*.json"), "--catalog-index", str(index_dir), "--out", str(tmp_path / "out")]) == 0
     assert json.loads((tmp_path / "out" / "mini:1b.jsonl").read_text())["turns"][0]["recommended_titles"] == ["Heat"]
     assert main(["import-logs", str(tmp_path / "missing.json"), "--catalog-index", str(index_dir), "--out", str(tmp_path / "o2")]) == 2

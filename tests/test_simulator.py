@@ -35,8 +35,9 @@ def test_same_seed_same_session(demo_index):
 
 
 def test_first_turn_and_focus_do_not_depend_on_the_system(demo_index):
-    user_a = UserSimulator(demo_index, SETTINGS, TEMPLATES, 5)
-    user_b = UserSimulator(demo_index, SETTINGS, TEMPLATES, 5)
+    matcher = ConceptMatcher(demo_index.concepts, demo_index.films)
+    user_a = UserSimulator(demo_index, SETTINGS, TEMPLATES, 5, matcher)
+    user_b = UserSimulator(demo_index, SETTINGS, TEMPLATES, 5, matcher)
     assert user_a.turn(1, []).text == user_b.turn(1, ["Heat"]).text
 
 
@@ -73,20 +74,28 @@ def test_user_text_names_the_focus_verbatim_and_carries_no_structure(demo_index,
         assert {"field": meta["focus_field"], "value": meta["focus_value"], "negated": False} in meta["constraints"]
 
 
-def test_contradictions_turn_a_wish_into_an_exclusion(demo_index):
+def test_contradictions_rule_out_a_value_and_keep_the_anchor_valid(demo_index):
     always = replace(SETTINGS, contradiction_rate=1.0)
-    seen = 0
+    taken_back = foreign = 0
     for seed in range(30):
         record = session(demo_index, seed, settings=always, turns=8)
         for before, turn in zip(record["turns"], record["turns"][1:]):
-            if turn["user_meta"]["stage"] != "contradict":
+            meta = turn["user_meta"]
+            if meta["stage"] in ("accept", "reject", "ask", "no_title"):
+                raise AssertionError(f"at rate 1.0 every ordinary turn is a contradiction, got {meta['stage']}")
+            if meta["stage"] != "contradict":
                 continue
-            seen += 1
-            negated = [c for c in turn["user_meta"]["constraints"] if c["negated"]]
-            dropped = [c for c in negated if {**c, "negated": False} in before["user_meta"]["constraints"]]
-            assert len(dropped) == 1
-            assert display(dropped[0]["field"], dropped[0]["value"]).lower() in turn["user_text"].lower()
-    assert seen >= 10
+            new = [c for c in meta["constraints"] if c["negated"] and c not in before["user_meta"]["constraints"]]
+            assert len(new) == 1
+            value = (new[0]["field"], new[0]["value"])
+            if {**new[0], "negated": False} in before["user_meta"]["constraints"]:
+                taken_back += 1  # an earlier wish, taken back
+            else:
+                foreign += 1  # no earlier wish to take back: a value the anchor film does not have
+                assert value not in concepts_of(demo_index, meta["anchor_title"])
+            assert {"field": value[0], "value": value[1], "role": "exclusion"} in meta["stated"]
+            assert display(*value).lower() in turn["user_text"].lower()
+    assert taken_back >= 5 and foreign >= 5
 
 
 def test_no_contradiction_at_rate_zero(demo_index):
@@ -113,7 +122,9 @@ def test_the_users_plan_does_not_depend_on_the_system(demo_index, seed):
     ctx = SessionContext(demo_index, matcher, TEMPLATES, replace(SETTINGS, contradiction_rate=0.3), 10, "0" * 64)
     talkative = run_session(ctx, "a", TemplateAgent(demo_index, matcher, AgentSettings(), seed), 0, seed, "0" * 64)
     silent = run_session(ctx, "b", SilentAgent(demo_index, matcher, AgentSettings(), seed), 0, seed, "0" * 64)
-    plan = lambda record: [{k: v for k, v in t["user_meta"].items() if k != "stage"} for t in record["turns"]]
+    reaction = ("stage", "stated", "titles")  # how the user words its reaction to the replies
+    plan = lambda record: [{k: v for k, v in t["user_meta"].items() if k not in reaction} for t in record["turns"]]
     assert plan(talkative) == plan(silent)
-    assert talkative["shift_events"] == silent["shift_events"]
+    strip = lambda events: [{k: v for k, v in e.items() if k != "anchor_new"} for e in events]  # noqa: E731
+    assert strip(talkative["shift_events"]) == strip(silent["shift_events"])
     assert {t["user_meta"]["stage"] for t in silent["turns"]} <= {"open", "shift", "contradict", "no_title"}

@@ -131,16 +131,23 @@ def import_logs(paths: list[str | Path], matcher: ConceptMatcher | None, catalog
         seen[digest] = path.name
         file_report: Counter = Counter()
         turns = []
+        user_named: list[str] = []  # films the user named so far: the reply may refer back to them
         for number, pair in enumerate(pair_turns(data["conversation"], file_report), start=1):
             user_text = repair_user_text(pair["user"]["text"], file_report)
             if not user_text:
                 file_report["user turn empty after repair: pair dropped"] += 1
                 continue
             system_text = pair["system"]["text"]
+            titles = None
+            if matcher is not None:
+                recognizer = matcher.title_recognizer
+                user_named += [t for t in recognizer.recognise(user_text).all if t not in user_named]
+                titles = recognizer.recognise(system_text, user_text=user_text, context_titles=user_named)
             turns.append({
                 "turn": len(turns) + 1, "user_text": user_text, "user_meta": None, "system_text": system_text,
                 "system_constraints": tracked_constraints(pair["system"].get("constraints"), file_report),
-                "candidate_titles": [], "recommended_titles": matcher.titles(system_text) if matcher else [], "llm": None,
+                "candidate_titles": [], "recommended_titles": titles.recommended if titles else [],
+                "mentioned_titles": titles.mentioned if titles else [], "llm": None,
             })
         report.update(file_report)
         if not turns:

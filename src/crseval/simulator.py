@@ -220,6 +220,7 @@ class UserSimulator:
                                [focus_wish()], [])
         elif self.settings.is_shift_turn(number) and (shift := self._shift()) is not None:
             stage = "shift"
+            shift["anchor_new"] = shift["from_anchor"] not in self.seen_titles  # the wording then says it is new
             shift_event, bridge = shift, shift["bridge"]
             compose = lambda: self._shift_text(shift)  # noqa: E731
         elif (excluded := self._maybe_contradict()) is not None:
@@ -274,8 +275,7 @@ class UserSimulator:
     def _shift_text(self, shift: dict):
         bridge = shift["bridge"]
         kept = [c for c in self.constraints if not c.negated and (c.field, c.value) != self.focus]
-        seen = shift["from_anchor"] in self.seen_titles
-        text = self.templates.pick(self.text_rng, "shift" if seen else "shift_new").format(
+        text = self.templates.pick(self.text_rng, "shift_new" if shift["anchor_new"] else "shift").format(
             anchor=self._film(shift["from_anchor"]), bridge=self._phrase("bridge", bridge["field"], bridge["value"]),
             focus=self._focus_phrase())
         if kept:

@@ -55,6 +55,7 @@ _FILM_WORD = re.compile(
 _PERSON_CUE = re.compile(
     r"\b(?:by|with|starring|featuring|actor|actress|director|directors|writer|author|novelist|mr|mrs|ms|dr)"
     r"\.?[\s\"'“‘*_]*$", re.I)
+_WEAK = "weak"  # no cue of its own: a reference only when a list joins it to a recognised film
 _PLACE_PREPOSITION = re.compile(r"\b(?:in|at|near|across|around|from|to|into|outside|of)\s+$")
 _CHARACTER_BEFORE = re.compile(r"(?<!such)\s+as\s+$", re.I)
 _LIST_JOIN = re.compile(r"^[\s\"'”’*_]*(?:\(\s*(?:18|19|20)\d\d[^)]{0,20}\))?[\s\"'”’*_]*(?:,\s*(?:and|or)?|and|or|&)\s*[\"'“‘*_]*$")
@@ -217,6 +218,7 @@ class TitleRecognizer:
                 covered.append((match.start(), match.end()))
         tokens = tokenize(text)
         keys = [t for t, _, _ in tokens]
+        weak: list[TitleReference] = []
         i = 0
         while i < len(tokens):
             hit = None
@@ -234,8 +236,21 @@ class TitleRecognizer:
             if any(a <= start < b for a, b in covered):
                 continue
             cue = self._cue(text, title, start, end, candidates)
-            if cue is not None:
+            if cue == _WEAK:
+                weak.append(TitleReference(title, start, end, "", "list"))
+            elif cue is not None:
                 found.append(TitleReference(title, start, end, "", cue))
+        # "Heat and Casino": an occurrence with no cue of its own counts when a list joins it
+        # to a recognised film (repeated, so a list of several such titles is read whole)
+        added = True
+        while weak and added:
+            added = False
+            for ref in list(weak):
+                if any(_LIST_JOIN.match(text[other.end:ref.start]) or _LIST_JOIN.match(text[ref.end:other.start])
+                       for other in found):
+                    found.append(ref)
+                    weak.remove(ref)
+                    added = True
         found.sort(key=lambda r: r.start)
         return found
 
@@ -263,7 +278,7 @@ class TitleRecognizer:
         if _FILM_WORD.search(before[-40:]) and kind != "name":
             return "film word"
         if kind == "number":
-            return None
+            return _WEAK
         sentence_start = _SENTENCE_START.search(before[-12:]) is not None or not before.strip()
         capitalised_mid = text[start].isupper() and not sentence_start
         if kind == "common":
@@ -273,13 +288,13 @@ class TitleRecognizer:
                 return "capitalised"
             if title in candidates and text[start].isupper():
                 return "candidate"
-            return None
+            return _WEAK if text[start].isupper() else None
         # a person's name part
         if _PERSON_CUE.search(before[-30:]) or _POSSESSIVE_AFTER.match(after):
             return "candidate" if title in candidates and _YEAR_AFTER.match(after) else None
         if title in candidates:
             return "candidate"
-        return "capitalised" if capitalised_mid else None
+        return "capitalised" if capitalised_mid else _WEAK
 
     @staticmethod
     def _inside_longer_name(before: str, after: str) -> bool:
