@@ -121,3 +121,14 @@ def demo_index(tmp_path_factory):
 
     films, concepts, _ = build_index(DEMO_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
     return CatalogIndex(films.to_pandas(), concepts.to_pandas())
+
+
+@pytest.fixture(scope="session")
+def full_index():
+    """The 2,164-film OpenDialKG catalog, indexed (tests using it skip when it is absent)."""
+    from crseval.catalog import CatalogIndex, build_index
+
+    if not FULL_CATALOG.exists():
+        pytest.skip("the OpenDialKG catalog is not beside the repository")
+    films, concepts, _ = build_index(FULL_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
+    return CatalogIndex(films.to_pandas(), concepts.to_pandas())

@@ -451,6 +451,7 @@ class CatalogIndex:
         self.films = films.set_index("film_id", drop=False)
         self.concepts = concepts
         self._id_by_title = {t: int(f) for t, f in zip(films["title"], films["film_id"])}
+        self._field_values: dict[str, dict[int, list[str]]] = {}
         self._by_value = {
             key: np.asarray(group["film_id"].to_numpy(), dtype=np.int32)
             for key, group in concepts.groupby(["field", "value"], sort=True)
@@ -469,10 +470,14 @@ class CatalogIndex:
 
     def film_values(self, film_id: int, field_name: str) -> list[str]:
         """A film's values of one concept field ('year' included)."""
-        if field_name == "year":
-            year = self.year(film_id)
-            return [year] if year else []
-        return list(self.films.at[film_id, field_name])
+        table = self._field_values.get(field_name)
+        if table is None:  # one pass over the column instead of a DataFrame lookup per call
+            if field_name == "year":
+                table = {int(f): ([str(int(y))] if not pd.isna(y) else []) for f, y in zip(self.films["film_id"], self.films["year"])}
+            else:
+                table = {int(f): list(v) for f, v in zip(self.films["film_id"], self.films[field_name])}
+            self._field_values[field_name] = table
+        return list(table[int(film_id)])
 
     def film_id(self, title: str) -> int | None:
         return self._id_by_title.get(title)

@@ -103,9 +103,13 @@ def genre_key(raw: str) -> str:
     return GENRE_SYNONYMS.get(value, value)
 
 
+_INITIAL = re.compile(r"\b([A-Z])\.(?=[A-Z]\b)")
+
+
 def normalise_person(raw: str) -> str | None:
-    """People keep their spelling; only white space is cleaned."""
-    return clean_whitespace(raw) or None
+    """People keep their spelling; white space is cleaned and initials are spaced one way
+    ("J.K. Rowling" -> "J. K. Rowling"), because text cannot tell the two spellings apart."""
+    return _INITIAL.sub(r"\1. ", clean_whitespace(raw)) or None
 
 
 def normalise_year(raw: object) -> tuple[str | None, str | None]:

@@ -326,7 +326,7 @@ class UserSimulator:
             new_field = order[(start + step) % len(order)]
             options = []
             for film_id, shared in self._films_sharing(anchor_concepts):
-                if not self._satisfies(film_id, exclusions):
+                if exclusions and not self._satisfies(film_id, exclusions):
                     continue
                 for value in self._values(film_id, new_field):
                     if (new_field, value) == self.focus or (new_field, value) in excluded:

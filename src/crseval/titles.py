@@ -59,6 +59,8 @@ _WEAK = "weak"  # no cue of its own: a reference only when a list joins it to a 
 _PLACE_PREPOSITION = re.compile(r"\b(?:in|at|near|across|around|from|to|into|outside|of)\s+$")
 _CHARACTER_BEFORE = re.compile(r"(?<!such)\s+as\s+$", re.I)
 _LIST_JOIN = re.compile(r"^[\s\"'”’*_]*(?:\(\s*(?:18|19|20)\d\d[^)]{0,20}\))?[\s\"'”’*_]*(?:,\s*(?:and|or)?|and|or|&)\s*[\"'“‘*_]*$")
+# "X and Y" shares a role; "If you liked X, Y is..." does not (a bare comma may end a clause)
+_ROLE_JOIN = re.compile(r"^[\s\"'”’*_]*(?:\(\s*(?:18|19|20)\d\d[^)]{0,20}\))?[\s\"'”’*_]*,?\s*(?:and|or|&)\s*[\"'“‘*_]*$")
 _ARTICLE_BEFORE = re.compile(r"\b(?:The|A|An)\s+$")
 _OF_NAME_AFTER = re.compile(r"^\s+of\s+(?:the\s+)?[A-Z]")
 _SUBTITLE_AFTER = re.compile(r"^\s*[:–—-]\s*[A-Z0-9]")
@@ -79,7 +81,7 @@ _BACK_REFERENCE = re.compile(
     r"|\bsequel\s+to|\bprequel\s+to|\bremake\s+of|\bbased\s+on|\binspired\s+by|\bother\s+than|\binstead\s+of|\bbesides"
     r"|\bapart\s+from|\baside\s+from|\bcompared\s+to|\bcomparison\s+to|\bbeyond|\bafter\s+(?:watching|seeing)"
     r"|\b(?:mood|tone|story|plot|cast|ending|themes?)\s+of|\bin\s+(?:the\s+)?(?:film|movie)?)"
-    r"(?:\W+\w+){0,2}[\s\"'“‘*_,]*$",
+    r"(?:[ \t]+\w+){0,2}[\s\"'“‘*_]*$",
     re.I,
 )
 # A film the user named counts as recommended again only with one of these around it.
@@ -185,7 +187,7 @@ class TitleRecognizer:
         result = RecognisedTitles(references=[])
         for ref in references:
             previous = result.references[-1] if result.references else None
-            if previous is not None and _LIST_JOIN.match(text[previous.end:ref.start]):
+            if previous is not None and _ROLE_JOIN.match(text[previous.end:ref.start]):
                 role = previous.role  # "the director of X and Y": a list shares its role
             else:
                 role = self._role(text, ref, named_by_user)

@@ -1,0 +1,115 @@
+"""Title recognition: which films a text refers to, and whether it recommends or only mentions them.
+
+Hand-written sentences for each rule, then the hand-labelled real replies of the thesis logs.
+"""
+
+import json
+
+import pandas as pd
+import pytest
+
+from crseval.title_labels import evaluate, load_labels
+from crseval.titles import TitleRecognizer
+
+from conftest import REFERENCE_LOGS, REPO
+
+LABELS = REPO / "tests" / "data" / "title_labels" / "labels.jsonl"
+
+FILMS = pd.DataFrame({
+    "title": ["1984", "Stoker", "War", "Her", "Titanic", "The Queen", "X-Men", "Heat", "Casino", "London", "Aladdin",
+              "The Dark Knight", "Juno", "Monsters, Inc.", "Amélie", "Emma"],
+    "actor": [[], [], [], [], [], ["Helen Mirren"], [], [], [], [], [], [], ["Juno Temple", "Emma Stone"], [], [], []],
+    "director": [[], [], [], [], [], [], [], [], [], [], [], [], [], [], [], []],
+    "writer": [[], [], [], [], [], [], [], [], [], [], ["Bram Stoker"], [], [], [], [], []],
+})
+
+
+@pytest.fixture(scope="module")
+def recognizer():
+    return TitleRecognizer(FILMS)
+
+
+def found(recognizer, text, **kwargs):
+    result = recognizer.recognise(text, **kwargs)
+    return result.recommended, result.mentioned
+
+
+def test_titles_are_classified_by_what_else_they_could_be(recognizer):
+    assert recognizer.kind["1984"] == "number"
+    assert recognizer.kind["Stoker"] == "name" and recognizer.kind["Juno"] == "name"
+    assert recognizer.kind["War"] == "common" and recognizer.kind["Her"] == "common"
+    assert recognizer.kind["Titanic"] == "plain" and recognizer.kind["The Dark Knight"] == "plain"
+    assert recognizer.quoted("1984") == '"1984"' and recognizer.quoted("Titanic") == "Titanic"
+
+
+@pytest.mark.parametrize("text", [
+    "Something from 1984, please.",                       # a year
+    "A gothic novel written by Bram Stoker.",             # part of a name
+    "Her performance is wonderful.",                      # a pronoun at the start of a sentence
+    "It is set during World War II.",                     # part of a longer name
+    "X-Men: First Class is a fine prequel.",              # a longer title than the catalog's
+    "The story is set in London.",                        # a place
+    "Scott Weinger stars as Aladdin.",                    # a character
+    "Emma Stone and Juno Temple star in it.",             # names
+    "the dark knight rises again",                        # lower case, no formatting
+])
+def test_traps_are_not_films(recognizer, text):
+    assert found(recognizer, text) == ([], [])
+
+
+@pytest.mark.parametrize("text, films", [
+    ('I recommend "1984", a dystopian classic.', ["1984"]),        # formatting
+    ("Try 1984 (1984) tonight.", ["1984"]),                        # a year in parentheses
+    ("You could watch the film 1984 tonight.", ["1984"]),          # a film word
+    ("1. 1984 - a bleak dystopia\n2. Stoker: a thriller", ["1984", "Stoker"]),  # list headings
+    ("I really loved Her and you will too.", ["Her"]),             # capitalised in mid-sentence
+    ("Heat and Casino are both good.", ["Heat", "Casino"]),       # a list joins a weak title to another
+    ("Have you seen **the queen**?", ["The Queen"]),               # bold, case ignored
+    ("'Monsters Inc' (2001) is fun.", ["Monsters, Inc."]),         # quotes, punctuation ignored
+    ("“Amelie” is charming.", ["Amélie"]),                          # diacritics ignored
+    ("Spielberg's Titanic? No, Cameron's Titanic.", ["Titanic"]),  # a possessive before is fine
+])
+def test_cued_titles_are_films(recognizer, text, films):
+    recommended, mentioned = found(recognizer, text)
+    assert recommended + mentioned == films
+
+
+def test_a_candidate_title_needs_less(recognizer):
+    assert found(recognizer, "Stoker doesn't fit.") == ([], [])
+    assert found(recognizer, "Stoker doesn't fit.", candidates=["Stoker"]) == (["Stoker"], [])
+
+
+def test_roles(recognizer):
+    assert found(recognizer, "Since you liked Titanic, try Casino (1995).") == (["Casino"], ["Titanic"])
+    assert found(recognizer, "From the director of Titanic and The Dark Knight comes Heat (1995).") == (
+        ["Heat"], ["Titanic", "The Dark Knight"])
+    asked = "What's the mood of The Queen?"
+    assert found(recognizer, "The Queen is a quiet drama about Helen Mirren's queen.", user_text=asked) == ([], ["The Queen"])
+    assert found(recognizer, "I'd recommend The Queen: a quiet drama.", user_text=asked) == (["The Queen"], [])
+    assert found(recognizer, "If you enjoyed Titanic, Casino (1995) is a great choice.") == (["Casino"], ["Titanic"])
+
+
+def test_a_film_proposed_and_referred_to_is_recommended_once(recognizer):
+    result = recognizer.recognise("Titanic is great. Since you liked Titanic, watch Titanic again.")
+    assert result.recommended == ["Titanic"] and result.mentioned == []
+
+
+@pytest.mark.skipif(not REFERENCE_LOGS.exists(), reason="the thesis logs are not beside the repository")
+def test_title_recognition_on_hand_labelled_real_replies(full_index):
+    """At least 150 real replies of six models, labelled by hand (tests/data/title_labels/GUIDE.md)."""
+    replies = load_labels(LABELS, REFERENCE_LOGS)
+    assert len(replies) >= 150 and len({r.model for r in replies}) == 6
+    result = evaluate(full_index_recognizer(full_index), replies)
+    report = {k: {m: round(v, 3) if isinstance(v, float) else v for m, v in result[k].items()}
+              for k in ("referenced", "recommended", "mentioned")}
+    print(json.dumps(report, indent=1), result["traps"])
+    for key in ("referenced", "recommended"):
+        assert result[key]["precision"] >= 0.95, (key, result[key], result["errors"][:10])
+        assert result[key]["recall"] >= 0.90, (key, result[key], result["errors"][:10])
+    assert result["traps"]["taken_for_films"] <= 0.05 * result["traps"]["total"]
+
+
+def full_index_recognizer(index):
+    from crseval.concepts import ConceptMatcher
+
+    return ConceptMatcher(index.concepts, index.films).title_recognizer
