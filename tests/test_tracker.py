@@ -76,3 +76,26 @@ def test_retrieval_ranks_latest_wish_first_and_skips_exclusions(small_index):
     assert titles == ["Casino", "Heat"]
     ranked = retriever.rank(wishes, already={1}, k=5, rng=rng, emphasis={("genre", "crime")})
     assert [small_index.films.loc[f, "title"] for f in ranked] == ["Heat"]
+
+
+def test_a_point_of_reference_is_not_a_wish(matcher):
+    assert track(matcher, "Casino reminds me of Robert De Niro. That gives me a new idea: I'd now like a horror movie.") == [
+        Constraint("genre", "horror")]
+    assert track(matcher, "Let's go another way, via director Martin Scorsese in Casino: please find me a mystery film.") == [
+        Constraint("genre", "mystery")]
+
+
+def test_a_fresh_start_replaces_the_wishes_and_keeps_the_exclusions(matcher):
+    assert track(matcher, "A crime movie starring Al Pacino, but not horror.",
+                 "Thinking of Robert De Niro from Heat, I've changed my mind. Now I want a mystery film. "
+                 "It should still be starring Al Pacino.") == [
+        Constraint("actor", "Al Pacino"), Constraint("genre", "mystery"), Constraint("genre", "horror", negated=True)]
+    # without a fresh-start cue, a wish of another field stays
+    assert track(matcher, "A crime movie.", "Now something starring Al Pacino.") == [
+        Constraint("actor", "Al Pacino"), Constraint("genre", "crime")]
+
+
+def test_titles_the_system_recommended_are_read_as_titles(matcher):
+    tracker = ConstraintTracker(matcher)
+    assert tracker.update("Up sounds great. Could you suggest another one, still a crime film?", titles=["Up"]) == [
+        Constraint("genre", "crime")]

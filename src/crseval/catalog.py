@@ -307,12 +307,18 @@ def _normalise_year_field(path: Path, title: str, record: dict, report: Normalis
     return year
 
 
+# Words a catalog writes where it has no name: not people, and they would read as words in text.
+PLACEHOLDER_NAMES = frozenset({"unknown", "n/a", "na", "none", "null", "various", "anonymous", "uncredited", "tba", "tbd"})
+
+
 def _normalise_simple(values, field_name, normalise, report) -> list[str]:
     cleaned = []
     for value in values:
         normal = normalise(value)
         if normal is None:
             report.drop(field_name, "empty value", repr(value))
+        elif field_name in PEOPLE_FIELDS and normal.lower() in PLACEHOLDER_NAMES:
+            report.drop(field_name, "placeholder, not a name", normal)
         else:
             cleaned.append(normal)
     return _dedupe(cleaned, field_name, report)

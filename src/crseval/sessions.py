@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import re
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -27,7 +28,7 @@ from crseval.concepts import ConceptMatcher
 from crseval.crs import Agent
 from crseval.io import atomic_path
 from crseval.llm import LLMClient, LLMRequest
-from crseval.simulator import SimulatorSettings, Templates, UserSimulator, display
+from crseval.simulator import ORDINARY_STAGES, SimulatorSettings, Templates, UserSimulator, display
 
 log = logging.getLogger(__name__)
 
@@ -209,7 +210,11 @@ def run_shard(
                 _validate(validator, done[index])
                 out.write(json.dumps(done[index], ensure_ascii=False) + "\n")
     progress_path.unlink()
-    return {"sessions": len(indices), "resumed": resumed, "simulated": len(indices) - resumed}
+    stages = Counter(t["user_meta"]["stage"] for i in indices for t in done[i]["turns"])
+    ordinary = sum(stages[s] for s in ORDINARY_STAGES)
+    return {"sessions": len(indices), "resumed": resumed, "simulated": len(indices) - resumed,
+            "ordinary_turns": ordinary, "contradictions": stages["contradict"],
+            "contradiction_rate_realised": round(stages["contradict"] / ordinary, 4) if ordinary else None}
 
 
 def _validate(validator: jsonschema.Draft202012Validator, record: dict) -> None:
