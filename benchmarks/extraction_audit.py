@@ -1,6 +1,7 @@
 """Audit of the extractors on a template-only run: do the numbers describe what happened?
 
     python benchmarks/extraction_audit.py [--sessions 10] [--turns 12] [--shift-every 3] [--catalog PATH]
+        [--field-order genre,actor,...,plot_keyword] [--track-plot-keywords] [--score-plot-keywords]
 
 Simulates the template system (which proposes exactly the films of its candidate list and
 never repeats one) on the full catalog and reports what the extractors made of it:
@@ -33,7 +34,8 @@ REPO = Path(__file__).resolve().parents[1]
 ORDINARY = ("accept", "reject", "ask", "no_title", "contradict")
 
 
-def simulate(folder: Path, catalog: Path, sessions: int, turns: int, shift_every: int) -> list[dict]:
+def simulate(folder: Path, catalog: Path, sessions: int, turns: int, shift_every: int, field_order: list[str],
+             track_plot_keywords: bool) -> list[dict]:
     films, concepts, summary = build_index(catalog, REPO / "resources/wordlists/non_genre_values.tsv",
                                            {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
     write_parquet(films, folder / "films.parquet")
@@ -42,9 +44,9 @@ def simulate(folder: Path, catalog: Path, sessions: int, turns: int, shift_every
     runner = build_shard_runner(
         system={"name": "template", "agent": "template"},
         simulator={"templates": str(REPO / "resources/templates/user.yaml"), "shift_every": shift_every,
-                   "field_order": ["genre", "actor", "director", "writer", "language", "year"],
+                   "field_order": field_order,
                    "contradiction_rate": 0.1, "accept_rate": 0.7, "max_bridge_share": 0.1, "paraphrase": {"enabled": False}},
-        agent={"candidates": 5, "history_turns": 2}, experiment_seed=20261122, turns=turns,
+        agent={"candidates": 5, "history_turns": 2, "track_plot_keywords": track_plot_keywords}, experiment_seed=20261122, turns=turns,
         films=folder / "films.parquet", concepts=folder / "concepts.parquet", catalog_summary=folder / "summary.json",
         schema=REPO / "workflow/schemas/session.schema.yaml", llm_runtime={"timeout_s": 1, "max_retries": 0, "backoff_s": 0},
         threads=1)
@@ -56,9 +58,9 @@ def simulate(folder: Path, catalog: Path, sessions: int, turns: int, shift_every
     return records
 
 
-def audit(records: list[dict], folder: Path) -> dict:
+def audit(records: list[dict], folder: Path, fields: tuple[str, ...]) -> dict:
     index = CatalogIndex.read(folder / "films.parquet", folder / "concepts.parquet")
-    matcher = ConceptMatcher(index.concepts, index.films)
+    matcher = ConceptMatcher(index.concepts, index.films, fields)
     phantom, recommended_total, extra_turns, extra_values, missed = Counter(), 0, 0, Counter(), Counter()
     unseen_anchor, bridge_is_focus, shifts, ordinary, contradictions = 0, 0, 0, 0, 0
     for record in records:
@@ -91,7 +93,7 @@ def audit(records: list[dict], folder: Path) -> dict:
             dialogue_titles.update(turn["recommended_titles"])
             dialogue_titles.update(turn.get("mentioned_titles") or [])
             dialogue_titles.update(meta.get("titles") or [])
-    space = grounded.ConceptSpace(index, matcher, grounded.TasSettings())
+    space = grounded.ConceptSpace(index, matcher, grounded.TasSettings(fields=fields))
     scores = pd.DataFrame([grounded.score_session(r, space)[0] for r in records])
     tp = pred = gold = 0
     for record in records:
@@ -107,6 +109,9 @@ def audit(records: list[dict], folder: Path) -> dict:
         "missed_examples": dict(missed.most_common(6)),
         "user_turns_with_extra_concepts": f"{extra_turns} of {user_turns}",
         "extra_concepts": dict(extra_values.most_common(8)),
+        "tas": round(float(scores["tas"].mean()), 4),
+        "hallucinated_concepts": round(float(scores["hallucinated_concepts"].mean()), 3),
+        "missing_concepts": round(float(scores["missing_concepts"].mean()), 3),
         "dst_precision_micro": round(tp / pred, 3) if pred else None,
         "dst_recall_micro": round(tp / gold, 3) if gold else None,
         "dst_joint_accuracy": round(float(scores["dst_joint_accuracy"].mean()), 3),
@@ -124,11 +129,16 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=12)
     parser.add_argument("--shift-every", type=int, default=3)
     parser.add_argument("--catalog", default=str(REPO.parent / "shared/data/opendialkg_movie_data.json"))
+    parser.add_argument("--field-order", default="genre,actor,director,writer,language,year")
+    parser.add_argument("--track-plot-keywords", action="store_true", help="the tracker reads plot keywords as wishes")
+    parser.add_argument("--score-plot-keywords", action="store_true", help="E(x) includes plot keywords")
     args = parser.parse_args()
+    fields = ("genre", "actor", "director", "writer", "language", "year") + (("plot_keyword",) if args.score_plot_keywords else ())
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        records = simulate(folder, Path(args.catalog), args.sessions, args.turns, args.shift_every)
-        print(json.dumps(audit(records, folder), indent=2, ensure_ascii=False))
+        records = simulate(folder, Path(args.catalog), args.sessions, args.turns, args.shift_every,
+                           args.field_order.split(","), args.track_plot_keywords)
+        print(json.dumps(audit(records, folder, fields), indent=2, ensure_ascii=False))
 
 
 if __name__ == "__main__":

@@ -481,12 +481,21 @@ class CatalogIndex:
             if field_name == "year":
                 table = {int(f): ([str(int(y))] if not pd.isna(y) else []) for f, y in zip(self.films["film_id"], self.films["year"])}
             else:
-                table = {int(f): list(v) for f, v in zip(self.films["film_id"], self.films[field_name])}
+                column = "plot_keywords" if field_name == "plot_keyword" else field_name
+                table = {int(f): list(v) for f, v in zip(self.films["film_id"], self.films[column])}
             self._field_values[field_name] = table
         return list(table[int(film_id)])
 
     def film_id(self, title: str) -> int | None:
         return self._id_by_title.get(title)
+
+    def spelled_elsewhere(self, field_name: str) -> frozenset[str]:
+        """Lower-cased values of the other fields: a value of `field_name` spelled like one of
+        them cannot be told apart in text ("supernatural" the genre and the plot keyword)."""
+        key = f"elsewhere:{field_name}"
+        if key not in self._field_values:
+            self._field_values[key] = frozenset(v.lower() for f, v in self._by_value if f != field_name)
+        return self._field_values[key]
 
     def values(self, field_name: str) -> list[str]:
         """Distinct values of a field, sorted."""

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from crseval.lexicon import is_common_phrase
+from crseval.lexicon import is_common_phrase, is_common_word
+from crseval.text import STOP_WORDS, lemma
 from crseval.tokens import tokenize
 
 # Words right before a value that say which field a name belongs to.
@@ -36,6 +37,8 @@ FIELD_CUES: dict[str, tuple[str, ...]] = {
     "year": ("from", "in", "released in"),
 }
 CONCEPT_FIELDS = ("genre", "actor", "director", "writer", "language", "year")
+# Optional field: the top TF-IDF words of each film's plot (lemmas), matched by the lemma of a word.
+KEYWORD_FIELD = "plot_keyword"
 
 # Genre names that name a kind of film on their own ("I'd like a comedy").
 GENRE_NAMES = frozenset("""
@@ -99,7 +102,9 @@ class ConceptMatcher:
     def __init__(self, concepts: pd.DataFrame, films: pd.DataFrame, fields: tuple[str, ...] = CONCEPT_FIELDS):
         from crseval.titles import TitleRecognizer  # the recognizer reads titles; this module reads values
 
-        concepts = concepts[concepts["field"].isin(fields)]
+        self._keywords = frozenset(concepts.loc[concepts["field"] == KEYWORD_FIELD, "value"]) if KEYWORD_FIELD in fields \
+            else frozenset()
+        concepts = concepts[concepts["field"].isin([f for f in fields if f != KEYWORD_FIELD])]
         counts = concepts.groupby(["field", "value"]).size()
         by_surface: dict[tuple[str, ...], list[tuple[str, str, int]]] = {}
         for (field, value), n in counts.items():
@@ -132,7 +137,24 @@ class ConceptMatcher:
                     continue
             field, value = self._choose_field(text, start, candidates)
             mentions.append(Mention(field, value, start, end))
+        if self._keywords:
+            mentions = sorted(mentions + self._keyword_mentions(text, tokens, mentions, inside_title), key=lambda m: m.start)
         return mentions
+
+    def _keyword_mentions(self, text, tokens, mentions, inside_title) -> list[Mention]:
+        """Plot keywords: a content word whose lemma is a keyword ("murders" -> murder), outside
+        other values and titles; an everyday word needs a cue ("a movie about murder")."""
+        taken = [(m.start, m.end) for m in mentions] + inside_title
+        found = []
+        for token, start, end in tokens:
+            if not token.isalpha() or len(token) < 3 or token.lower() in STOP_WORDS:
+                continue
+            if any(a <= start < b for a, b in taken):
+                continue
+            keyword = lemma(token.lower())
+            if keyword in self._keywords and (not is_common_word(token) or self._cued(text, start, end, KEYWORD_FIELD, keyword)):
+                found.append(Mention(KEYWORD_FIELD, keyword, start, end))
+        return found
 
     def titles(self, text: str, candidates=()) -> list[str]:
         """Catalog films `text` refers to (recommended or mentioned), in order, each once."""

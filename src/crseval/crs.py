@@ -28,6 +28,7 @@ FIELD_PHRASES = {
     "writer": "written by {value}",
     "language": "in {value}",
     "year": "from {value}",
+    "plot_keyword": "about {value}",
 }
 
 
@@ -54,6 +55,7 @@ class Reply:
 class AgentSettings:
     candidates: int = 5
     history_turns: int = 2
+    track_plot_keywords: bool = False
 
 
 class Agent(ABC):

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from crseval.catalog import CatalogIndex
-from crseval.concepts import ConceptMatcher
+from crseval.concepts import CONCEPT_FIELDS, ConceptMatcher
 from crseval.metrics import adherence, grounded, legacy_cas, response_stats
 from crseval.metrics.similarity import EmbeddingCache, EmbeddingSimilarity, SentenceEmbedder, TfidfSimilarity
 from crseval.metrics.topic_words import HeuristicTopics, LdaTopics, LlmTopics
@@ -108,8 +108,9 @@ class Scorer:
 
 def build_scorer(*, films, concepts, lda_dir, settings: dict, embedding_cache: str | None, llm_factory=None, threads: int = 1) -> Scorer:
     index = CatalogIndex.read(films, concepts)
-    matcher = ConceptMatcher(index.concepts, index.films)
-    space = grounded.ConceptSpace(index, matcher, grounded.TasSettings.from_config(settings["tas"]))
+    tas_settings = grounded.TasSettings.from_config(settings["tas"])
+    matcher = ConceptMatcher(index.concepts, index.films, tuple(dict.fromkeys(CONCEPT_FIELDS + tas_settings.fields)))
+    space = grounded.ConceptSpace(index, matcher, tas_settings)
     cas_section = settings["cas"]
     embedder = None
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crseval.catalog import CatalogIndex
-from crseval.concepts import ConceptMatcher
+from crseval.concepts import CONCEPT_FIELDS, KEYWORD_FIELD, ConceptMatcher
 from crseval.crs import AgentSettings, LLMAgent, PromptTemplate, TemplateAgent
 from crseval.llm import LLMClient, make_backend
 from crseval.llm.cache import ResponseCache
@@ -35,11 +35,13 @@ class ShardRunner:
     schema: dict
     client: LLMClient | None
     prompt: PromptTemplate | None
+    agent_matcher: ConceptMatcher | None = None  # the agents' tracker (plot keywords optional)
 
     def make_agent(self, seed: int):
+        matcher = self.agent_matcher or self.ctx.matcher
         if self.system["agent"] == "template":
-            return TemplateAgent(self.ctx.index, self.ctx.matcher, self.agent_settings, seed)
-        return LLMAgent(self.ctx.index, self.ctx.matcher, self.agent_settings, seed, self.client, self.prompt, self.system["options"])
+            return TemplateAgent(self.ctx.index, matcher, self.agent_settings, seed)
+        return LLMAgent(self.ctx.index, matcher, self.agent_settings, seed, self.client, self.prompt, self.system["options"])
 
     def run(self, indices: range, progress: str | Path, output: str | Path) -> dict:
         return run_shard(self.ctx, self.system["name"], self.make_agent, indices, self.experiment_seed,
@@ -59,7 +61,12 @@ class ShardRunner:
 def build_shard_runner(*, system: dict, simulator: dict, agent: dict, experiment_seed: int, turns: int,
                        films, concepts, catalog_summary, schema, llm_runtime: dict, threads: int) -> ShardRunner:
     index = CatalogIndex.read(films, concepts)
-    matcher = ConceptMatcher(index.concepts, index.films)
+    keyword_wishes = KEYWORD_FIELD in simulator["field_order"]
+    matcher = ConceptMatcher(index.concepts, index.films, CONCEPT_FIELDS + (KEYWORD_FIELD,) if keyword_wishes else CONCEPT_FIELDS)
+    agent_matcher = matcher
+    if agent.get("track_plot_keywords", False) != keyword_wishes:
+        agent_matcher = ConceptMatcher(index.concepts, index.films,
+                                       CONCEPT_FIELDS + (KEYWORD_FIELD,) if agent.get("track_plot_keywords") else CONCEPT_FIELDS)
     templates = Templates.load(simulator["templates"])
     catalog_sha = json.loads(Path(catalog_summary).read_text())["catalog"]["sha256"]
     paraphraser = None
@@ -81,4 +88,5 @@ def build_shard_runner(*, system: dict, simulator: dict, agent: dict, experiment
         "templates": templates.version,
         "prompt": prompt.version if prompt else None,
     })
-    return ShardRunner(ctx, system, AgentSettings(**agent), experiment_seed, config_sha, load_schema(schema), client, prompt)
+    return ShardRunner(ctx, system, AgentSettings(**agent), experiment_seed, config_sha, load_schema(schema), client, prompt,
+                       agent_matcher)

@@ -27,6 +27,7 @@ import yaml
 
 from crseval.catalog import CatalogIndex
 from crseval.concepts import ConceptMatcher
+from crseval.text import lemma
 from crseval.tracker import Constraint, extract_statements
 
 SIMULATOR_FIELDS = ("genre", "actor", "director", "writer", "language", "year")
@@ -138,6 +139,8 @@ class UserSimulator:
         self.plan_rng = np.random.default_rng(plan_seed)
         self.text_rng = np.random.default_rng(text_seed)
         self.recognizer = self.matcher.title_recognizer
+        # plot keywords are wishes (and bridges) only when the field order asks for them
+        self.fields = SIMULATOR_FIELDS + tuple(f for f in self.settings.field_order if f not in SIMULATOR_FIELDS)
         first_field = self.settings.field_order[0]
         with_values = [f for f in self.index.films["film_id"] if self._values(int(f), first_field)]
         if not with_values:
@@ -157,7 +160,7 @@ class UserSimulator:
         return self.index.title(film_id)
 
     def _concepts(self, film_id: int) -> set[tuple[str, str]]:
-        return {(f, v) for f in SIMULATOR_FIELDS for v in self._values(film_id, f)}
+        return {(f, v) for f in self.fields for v in self._values(film_id, f)}
 
     def _satisfies(self, film_id: int, constraints: list[Constraint]) -> bool:
         concepts = self._concepts(film_id)
@@ -308,7 +311,7 @@ class UserSimulator:
         """A value of `field_name` that the anchor does not have and the user does not exclude yet."""
         own = set(self._values(self.anchor, field_name))
         taken = {c.value for c in self.constraints if c.field == field_name}
-        values = [v for v in self.index.values(field_name) if v not in own and v not in taken]
+        values = [v for v in self.index.values(field_name) if v not in own and v not in taken and self._speakable(field_name, v)]
         if not values:
             return None
         return Constraint(field_name, values[int(self.plan_rng.integers(len(values)))])
@@ -329,7 +332,7 @@ class UserSimulator:
                 if exclusions and not self._satisfies(film_id, exclusions):
                     continue
                 for value in self._values(film_id, new_field):
-                    if (new_field, value) == self.focus or (new_field, value) in excluded:
+                    if (new_field, value) == self.focus or (new_field, value) in excluded or not self._speakable(new_field, value):
                         continue
                     bridges = shared - {(new_field, value)}
                     if bridges:
@@ -358,6 +361,14 @@ class UserSimulator:
                 self.liked.append(event["to_anchor"])
             return event
         return None
+
+    def _speakable(self, field_name: str, value: str) -> bool:
+        """Whether a plot keyword can be said so that it reads back as itself: not spelled like
+        a value of another field ("supernatural" is a genre too) and its own lemma ("killing"
+        reads as "kill"). Values of the other fields always can."""
+        if field_name != "plot_keyword":
+            return True
+        return value not in self.index.spelled_elsewhere(field_name) and lemma(value) == value
 
     def _share(self, concept: tuple[str, str]) -> float:
         return len(self.index.films_with(*concept)) / len(self.index.films)

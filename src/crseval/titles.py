@@ -211,8 +211,11 @@ class TitleRecognizer:
             group = next(g for g in match.groupdict() if match.group(g) is not None)
             inner_start = match.start(group)
             inner = match.group(group)
-            core = _TRAILING_YEAR.sub("", inner).strip().rstrip(",.;:").strip()
-            title = self._title_of(core)
+            core = _TRAILING_YEAR.sub("", inner).strip()
+            title = self._title_of(core)  # "Waiting..." and "Waiting" are two films
+            if title is None:
+                core = core.rstrip(",.;:").strip()
+                title = self._title_of(core)
             if title is not None:
                 offset = inner.find(core)
                 start = inner_start + max(offset, 0)
