@@ -132,7 +132,8 @@ def score_session(record: dict, space: ConceptSpace) -> tuple[dict, list[dict]]:
             "repeated_recommendations": sum(1 for t in recommended if t in seen_titles),
         }
         seen_titles.update(recommended)
-        supported = set().union(*(space.film_concepts(t) for t in recommended)) if recommended else set()
+        named = recommended + list(turn.get("mentioned_titles") or [])
+        supported = set().union(*(space.film_concepts(t) for t in named)) if named else set()
         if has_truth:
             meta = turn["user_meta"]
             gold = {(c["field"], c["value"], c["negated"]) for c in meta["constraints"]}
