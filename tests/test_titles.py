@@ -113,3 +113,37 @@ def full_index_recognizer(index):
     from crseval.concepts import ConceptMatcher
 
     return ConceptMatcher(index.concepts, index.films).title_recognizer
+
+
+def test_eval_titles_command(tmp_path, small_index, capsys):
+    import hashlib
+
+    import pyarrow as pa
+
+    from crseval.cli import main
+    from crseval.io import write_parquet
+
+    index_dir = tmp_path / "catalog"
+    index_dir.mkdir()
+    write_parquet(pa.Table.from_pandas(small_index.films.reset_index(drop=True), preserve_index=False), index_dir / "films.parquet")
+    write_parquet(pa.Table.from_pandas(small_index.concepts, preserve_index=False), index_dir / "concepts.parquet")
+    reply = "Since you liked Casino, try Goodfellas (1990) and Scream."
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "m_1.json").write_text(json.dumps({"model_name": "m", "conversation": [
+        {"speaker": "USER", "text": "I loved Casino."}, {"speaker": "SYSTEM", "text": reply}]}))
+    label = {"id": "m_1.json#1", "model": "m", "file": "m_1.json", "message_index": 1,
+             "sha256": hashlib.sha256(reply.encode()).hexdigest(), "recommended": ["Goodfellas", "Scream"],
+             "mentioned": ["Casino"], "traps": []}
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text(json.dumps(label) + "\n")
+    args = ["eval-titles", str(labels), "--logs", str(tmp_path / "logs"), "--catalog-index", str(index_dir)]
+    assert main(args) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["referenced"]["precision"] == 1.0 and result["referenced"]["recall"] == 1.0
+    assert result["recommended"]["tp"] == 2 and result["mentioned"]["tp"] == 1
+    labels.write_text(json.dumps({**label, "sha256": "0" * 64}) + "\n")  # the log changed since labelling
+    assert main(args) == 2
+    assert "changed since it was labelled" in capsys.readouterr().err
+    labels.write_text(json.dumps({k: v for k, v in label.items() if k != "traps"}) + "\n")
+    assert main(args) == 2
+    assert "missing traps" in capsys.readouterr().err

@@ -1,7 +1,11 @@
-"""Command line: `crseval import-logs` converts legacy conversation logs into session files.
+"""Command line.
 
-The workflow imports logs itself with `sessions.source: import`; this command is for looking at
-an import (or feeding sessions elsewhere) without running the workflow.
+`crseval import-logs` converts legacy conversation logs into session files. The workflow imports
+logs itself with `sessions.source: import`; this command is for looking at an import (or feeding
+sessions elsewhere) without running the workflow.
+
+`crseval eval-titles` measures title recognition against hand-labelled replies (format and
+annotation guide: tests/data/title_labels/), e.g. a labelled set of your own system's replies.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from pathlib import Path
 from crseval.catalog import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.importer import LogImportError, import_logs
+from crseval.title_labels import LabelError, evaluate, load_labels
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -25,7 +30,14 @@ def main(argv: list[str] | None = None) -> int:
     importer.add_argument("--catalog-index", required=True, type=Path,
                           help="folder with films.parquet and concepts.parquet (results/<experiment>/catalog)")
     importer.add_argument("--out", required=True, type=Path, help="output folder: <system>.jsonl per system and import_report.json")
+    titles = commands.add_parser("eval-titles", help="precision and recall of title recognition on labelled replies")
+    titles.add_argument("labels", type=Path, help="label file: one JSON line per reply (see tests/data/title_labels/GUIDE.md)")
+    titles.add_argument("--logs", required=True, type=Path, help="folder of the legacy logs the labels point into")
+    titles.add_argument("--catalog-index", required=True, type=Path, help="folder with films.parquet and concepts.parquet")
+    titles.add_argument("--errors", action="store_true", help="also list every reply where recognition and labels differ")
     args = parser.parse_args(argv)
+    if args.command == "eval-titles":
+        return _eval_titles(args)
 
     files = sorted({f for pattern in args.paths for f in (glob.glob(pattern) or [pattern])})
     index = CatalogIndex.read(args.catalog_index / "films.parquet", args.catalog_index / "concepts.parquet")
@@ -41,6 +53,20 @@ def main(argv: list[str] | None = None) -> int:
         (args.out / f"{system}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     (args.out / "import_report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report["sessions"]))
+    return 0
+
+
+def _eval_titles(args: argparse.Namespace) -> int:
+    index = CatalogIndex.read(args.catalog_index / "films.parquet", args.catalog_index / "concepts.parquet")
+    try:
+        replies = load_labels(args.labels, args.logs)
+    except (LabelError, OSError) as error:
+        print(f"crseval eval-titles: {error}", file=sys.stderr)
+        return 2
+    result = evaluate(ConceptMatcher(index.concepts, index.films).title_recognizer, replies)
+    if not args.errors:
+        result.pop("errors")
+    print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0
 
 

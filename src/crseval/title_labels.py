@@ -16,6 +16,10 @@ from pathlib import Path
 from crseval.titles import TitleRecognizer
 
 
+REQUIRED = ("id", "model", "file", "message_index", "sha256", "recommended", "mentioned", "traps")
+TITLE_LISTS = ("recommended", "mentioned", "traps")
+
+
 class LabelError(ValueError):
     """A label that does not fit its log (missing file, moved message, changed text)."""
 
@@ -38,7 +42,15 @@ def load_labels(labels_path: str | Path, logs_dir: str | Path) -> list[LabelledR
     for number, line in enumerate(Path(labels_path).read_text(encoding="utf-8").splitlines(), start=1):
         if not line.strip():
             continue
-        label = json.loads(line)
+        try:
+            label = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise LabelError(f"{labels_path}:{number}: not JSON ({error.msg})") from None
+        missing = [k for k in REQUIRED if k not in label]
+        if missing:
+            raise LabelError(f"{labels_path}:{number}: missing {', '.join(missing)}")
+        if not all(isinstance(label[k], list) and all(isinstance(t, str) for t in label[k]) for k in TITLE_LISTS):
+            raise LabelError(f"{labels_path}:{number}: {', '.join(TITLE_LISTS)} must be lists of titles")
         if label["file"] not in logs:
             path = Path(logs_dir) / label["file"]
             if not path.exists():
