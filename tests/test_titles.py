@@ -147,3 +147,26 @@ def test_eval_titles_command(tmp_path, small_index, capsys):
     labels.write_text(json.dumps({k: v for k, v in label.items() if k != "traps"}) + "\n")
     assert main(args) == 2
     assert "missing traps" in capsys.readouterr().err
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+_PIECES = st.sampled_from(["I recommend", "since you liked", "from", "written by Bram", '"', "'", "**", "(1995)", ",", " and ",
+                           "\n1. ", ".", "War", "Her", "1984", "Stoker", "Titanic", "The Queen", "Heat", "Casino", "X-Men",
+                           ": First Class", "the director of", "London", "as", "Emma Stone", "“", "”"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.text(max_size=300), st.lists(_PIECES, max_size=25).map(" ".join)))
+def test_recognition_invariants(text):
+    recognizer = _RECOGNIZER
+    result = recognizer.recognise(text, candidates=["Stoker"], user_text=text[:40])
+    assert not set(result.recommended) & set(result.mentioned)
+    assert len(set(result.recommended)) == len(result.recommended) and len(set(result.mentioned)) == len(result.mentioned)
+    assert set(result.all) <= set(FILMS["title"])
+    for ref in result.references:
+        assert 0 <= ref.start < ref.end <= len(text) and ref.role in ("recommended", "mentioned")
+    assert set(result.all) == {r.title for r in result.references}
+
+
+_RECOGNIZER = TitleRecognizer(FILMS)

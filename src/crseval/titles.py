@@ -46,7 +46,7 @@ _FORMATTED = re.compile(
 )
 _TRAILING_YEAR = re.compile(r"\s*[\(\[]\s*(?:18|19|20)\d\d[^)\]]{0,20}[\)\]]\s*$|,\s*(?:18|19|20)\d\d\s*$")
 _YEAR_AFTER = re.compile(r"^\s*[\"'”’*_]*\s*[\(\[]\s*(?:18|19|20)\d\d\b")
-_LIST_MARKER = re.compile(r"(?:^|\n)[ \t]*(?:\d{1,2}[.)]|[-*•+])?[ \t]*[\"'“‘*_]*$")
+_LIST_MARKER = re.compile(r"[ \t]*(?:\d{1,2}[.)]|[-*•+])?[ \t]*[\"'“‘*_]*")  # the start of a line before a heading
 _HEADING_END = re.compile(r"^[\"'”’*_]*\s*(?:$|\n|:|\(|,|\s[-–—]\s|[-–—]\s)")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]|^\s*(?:\d{1,2}[.)]|[-*•+]))[\s\"'“‘*_(\[]*$")
 _FILM_WORD = re.compile(
@@ -246,16 +246,17 @@ class TitleRecognizer:
             elif cue is not None:
                 found.append(TitleReference(title, start, end, "", cue))
         # "Heat and Casino": an occurrence with no cue of its own counts when a list joins it
-        # to a recognised film (repeated, so a list of several such titles is read whole)
-        added = True
-        while weak and added:
-            added = False
-            for ref in list(weak):
-                if any(_LIST_JOIN.match(text[other.end:ref.start]) or _LIST_JOIN.match(text[ref.end:other.start])
-                       for other in found):
-                    found.append(ref)
-                    weak.remove(ref)
-                    added = True
+        # to a recognised film; a sweep each way reads a list of several such titles whole
+        if weak:
+            items = sorted([(r, True) for r in found] + [(r, False) for r in weak], key=lambda item: item[0].start)
+            accepted = [ok for _, ok in items]
+            for order in (range(1, len(items)), range(len(items) - 2, -1, -1)):
+                for i in order:
+                    j = i - 1 if order.step == 1 else i + 1
+                    left, right = (items[j][0], items[i][0]) if j < i else (items[i][0], items[j][0])
+                    if not accepted[i] and accepted[j] and _LIST_JOIN.match(text[left.end:right.start]):
+                        accepted[i] = True
+            found = [r for (r, _), ok in zip(items, accepted) if ok]
         found.sort(key=lambda r: r.start)
         return found
 
@@ -278,7 +279,8 @@ class TitleRecognizer:
             return None  # "Scott Weinger as Aladdin": a character
         if kind == "plain":
             return "verbatim"
-        if _LIST_MARKER.search(before) and _HEADING_END.match(after):
+        line = before[before.rfind("\n") + 1:]
+        if len(line) <= 12 and _LIST_MARKER.fullmatch(line) and _HEADING_END.match(after):
             return "heading"
         if _FILM_WORD.search(before[-40:]) and kind != "name":
             return "film word"
