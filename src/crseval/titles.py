@@ -57,7 +57,10 @@ _PERSON_CUE = re.compile(
     r"\.?[\s\"'“‘*_]*$", re.I)
 _WEAK = "weak"  # no cue of its own: a reference only when a list joins it to a recognised film
 _PLACE_PREPOSITION = re.compile(r"\b(?:in|at|near|across|around|from|to|into|outside|of)\s+$")
-_CHARACTER_BEFORE = re.compile(r"(?<!such)\s+as\s+$", re.I)
+_CHARACTER_BEFORE = re.compile(
+    r"(?:(?<!such)\s+as(?:\s+(?:the|a|an))?(?:\s+(?!good|well|much|many|far|long)[a-z][a-z-]*)?|[A-Za-z]/)\s*$")  # "as the iconic X", "Parker/X"
+# "the Pearl Harbor attack", "the Titanic": a lower-case article before a title that has none is a thing, not a film
+_LOWER_ARTICLE_BEFORE = re.compile(r"(?:^|[^\w])the\s+$")
 _LIST_JOIN = re.compile(r"^[\s\"'”’*_]*(?:\(\s*(?:18|19|20)\d\d[^)]{0,20}\))?[\s\"'”’*_]*(?:,\s*(?:and|or)?|and|or|&)\s*[\"'“‘*_]*$")
 # "X and Y" shares a role; "If you liked X, Y is..." does not (a bare comma may end a clause)
 _ROLE_JOIN = re.compile(r"^[\s\"'”’*_]*(?:\(\s*(?:18|19|20)\d\d[^)]{0,20}\))?[\s\"'”’*_]*,?\s*(?:and|or|&)\s*[\"'“‘*_]*$")
@@ -80,8 +83,10 @@ _BACK_REFERENCE = re.compile(
     r"|\bunlike|\bthan|\bas\s+in|\b(?:director|directors|makers|creators|writer|writers|star|stars|author|team)\s+(?:of|behind)"
     r"|\bsequel\s+to|\bprequel\s+to|\bremake\s+of|\bbased\s+on|\binspired\s+by|\bother\s+than|\binstead\s+of|\bbesides"
     r"|\bapart\s+from|\baside\s+from|\bcompared\s+to|\bcomparison\s+to|\bbeyond|\bafter\s+(?:watching|seeing)"
-    r"|\b(?:mood|tone|story|plot|cast|ending|themes?)\s+of|\bin\s+(?:the\s+)?(?:film|movie)?)"
-    r"(?:[ \t]+\w+){0,2}[\s\"'“‘*_]*$",
+    r"|\b(?:mood|tone|story|plot|cast|ending|themes?|sound|vibe|feel|atmosphere)\s+of|\bin\s+(?:the\s+)?(?:film|movie)?"
+    r"|\binterest(?:ed)?\s+in|\bpreference\s+for|\bfond\s+of|\bsimilar\s+(?:\w+\s+){0,2}(?:to|as)|\bsame\s+(?:\w+\s+){0,2}as"
+    r"|\bshared\s+about|\bmentioned)"
+    r"(?:[ \t]+\w+){0,3}[\s\"'“‘*_]*$",
     re.I,
 )
 # A film the user named counts as recommended again only with one of these around it.
@@ -258,12 +263,26 @@ class TitleRecognizer:
                         accepted[i] = True
             found = [r for (r, _), ok in zip(items, accepted) if ok]
         found.sort(key=lambda r: r.start)
-        return found
+        return self._drop_parts_of_longer_titles(found)
+
+    def _drop_parts_of_longer_titles(self, found: list[TitleReference]) -> list[TitleReference]:
+        """A title that is part of a longer title the text refers to ("Spider-Man" beside "The
+        Amazing Spider-Man", "Die Hard" beside "Die Hard 2") names its character or franchise;
+        it counts on its own only when formatted or followed by a year."""
+        keys = {r.title: tuple(t.lower() for t, _, _ in tokenize(r.title)) for r in found}
+        longer = [keys[r.title] for r in found]
+
+        def inside(short: tuple, long: tuple) -> bool:
+            return len(short) < len(long) and any(long[i:i + len(short)] == short for i in range(len(long) - len(short) + 1))
+
+        return [r for r in found if r.cue in ("formatted", "year") or not any(inside(keys[r.title], other) for other in longer)]
 
     def _title_of(self, span: str) -> str | None:
         key = tuple(t for t, _, _ in tokenize(span))
         if key in self.titles:
             return self.titles[key]
+        if span == span.lower() and len(key) == 1:
+            return None  # 'river' in quotes is a word being quoted, not "The River"
         matches = self.folded.get(_fold(span), [])
         return matches[0] if len(set(matches)) == 1 else None
 
@@ -275,8 +294,10 @@ class TitleRecognizer:
         kind = self.kind[title]
         if _YEAR_AFTER.match(after):
             return "year"
-        if _CHARACTER_BEFORE.search(before[-12:]):
+        if _CHARACTER_BEFORE.search(before[-30:]):
             return None  # "Scott Weinger as Aladdin": a character
+        if _LOWER_ARTICLE_BEFORE.search(before[-6:]) and _FILM_WORD.search(before[-40:]) is None:
+            return None
         if kind == "plain":
             return "verbatim"
         line = before[before.rfind("\n") + 1:]
@@ -329,6 +350,8 @@ class TitleRecognizer:
         if _BACK_REFERENCE.search(clause):
             return "mentioned"
         if ref.title in named_by_user:
+            if ref.cue == "heading" or re.search(r"\btitle:\s*[\"'“‘*_]*$", before[-12:], re.I):
+                return "recommended"  # a suggestion list that includes the user's film
             sentence = re.split(r"[.!?\n]", before)[-1]
             after = text[ref.end:ref.end + 120]
             if _PROPOSAL_BEFORE.search(sentence) or _PROPOSAL_AFTER.match(after):
