@@ -61,15 +61,47 @@ def make_judge(server, matcher, samples=1, retries=2):
                  {"temperature": 0.2, "top_p": 0.95, "max_tokens": 150}, samples, retries, seed=7)
 
 
+def gold(*constraints, bridge=None):
+    return {"constraints": [{"field": f, "value": v, "negated": n} for f, v, n in constraints], "bridge": bridge}
+
+
+def test_simulated_sessions_are_summarised_from_the_gold_constraints(matcher):
+    crime, horror = ("genre", "crime", False), ("genre", "horror", True)
+    turns = [
+        {"turn": 1, "user_text": "I'd love to watch a crime movie.", "user_meta": gold(crime)},
+        {"turn": 2, "user_text": "Heat sounds great. Still a crime movie?", "user_meta": gold(crime)},
+        {"turn": 3, "user_text": "Casino reminds me of Robert De Niro. Now a mystery film, no horror.",
+         "user_meta": gold(("genre", "mystery", False), horror, bridge={"field": "actor", "value": "Robert De Niro"})},
+    ]
+    assert preference_summary(turns, matcher) == (
+        "- turn 1: wants genre crime\n- turn 3: wants genre mystery | does not want genre horror")
+
+
+def test_imported_sessions_are_summarised_by_the_tracker_with_negation(matcher):
+    turns = [{"turn": 1, "user_text": "I'd love to watch a crime movie.", "user_meta": None},
+             {"turn": 2, "user_text": "Actually, no crime movies after all. Something starring Robert De Niro.", "user_meta": None}]
+    assert preference_summary(turns, matcher) == (
+        "- turn 1: wants genre crime\n- turn 2: wants actor Robert De Niro | does not want genre crime")
+
+
 def test_prompt_carries_the_conversation_and_the_preferences(small_index, matcher):
     assert preference_summary(SESSION["turns"], matcher) == (
-        "- turn 1: genre crime; actor Robert De Niro\n- turn 2: director Martin Scorsese")
+        "- turn 1: wants actor Robert De Niro; genre crime\n- turn 2: wants actor Robert De Niro; "
+        "director Martin Scorsese; genre crime")
     with FakeOllama(content=lambda body: reply()) as server:
         make_judge(server, matcher).judge_session(SESSION)
         prompt = server.requests[0]["body"]["messages"][0]["content"]
         assert server.requests[0]["body"]["format"]["required"] == ["proactiveness", "coherence", "personalization"]
     assert "User: Now a movie directed by Martin Scorsese.\nSystem: (empty reply)" in prompt
-    assert "- turn 2: director Martin Scorsese" in prompt
+    assert "- turn 2: wants actor Robert De Niro; director Martin Scorsese; genre crime" in prompt
+
+
+def test_the_row_says_where_the_preferences_came_from(matcher):
+    simulated = {**SESSION, "turns": [{**t, "user_meta": gold(("genre", "crime", False))} for t in SESSION["turns"]]}
+    with FakeOllama(content=lambda body: reply()) as server:
+        judge = make_judge(server, matcher)
+        assert judge.judge_session(SESSION)["judge_preferences_source"] == "tracker"
+        assert judge.judge_session(simulated)["judge_preferences_source"] == "simulator"
 
 
 def test_repair_prompt_rescues_a_malformed_reply(matcher):

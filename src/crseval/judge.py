@@ -1,7 +1,10 @@
 """PEPPER-style LLM judge: proactiveness, coherence and personalization, integers 1-5.
 
-The judge sees the whole conversation and a summary of the user's preferences taken from the
-user turns (the catalog values they name, in order). Its reply must be JSON matching
+The judge sees the whole conversation and a summary of what the user wanted, turn by turn:
+for simulated sessions the simulator's gold constraints (wishes and exclusions; the shift's
+bridge is context and not listed), for imported logs, which have no ground truth, the rule
+tracker's reading of the user turns (with negation). The row records which
+(`judge_preferences_source`). Its reply must be JSON matching
 `JUDGE_SCHEMA`, which backends with structured output enforce while decoding; every reply is
 also parsed strictly. A reply that does not parse gets one repair prompt, then up to `retries`
 fresh attempts with other seeds; after that the session's judgement is recorded as missing with
@@ -21,6 +24,7 @@ from crseval.concepts import ConceptMatcher
 from crseval.crs import PromptTemplate
 from crseval.llm import LLMClient, LLMRequest
 from crseval.simulator import display
+from crseval.tracker import ConstraintTracker
 
 CRITERIA = ("proactiveness", "coherence", "personalization")
 _CRITERION = {
@@ -59,17 +63,26 @@ def parse_judgement(reply: str) -> dict[str, tuple[int, str]]:
     return {c: (data[c]["score"], data[c]["rationale"].strip()) for c in CRITERIA}
 
 
+def preference_source(turns: list[dict]) -> str:
+    """"simulator" when every turn carries the simulator's ground truth, else "tracker"."""
+    return "simulator" if turns and all(t.get("user_meta") for t in turns) else "tracker"
+
+
 def preference_summary(turns: list[dict], matcher: ConceptMatcher) -> str:
-    """The wishes the user's turns name, in order, with the turns that name them."""
-    lines: list[str] = []
-    for turn in turns:
-        wishes = []
-        for mention in matcher.values(turn["user_text"]):
-            phrase = f"{mention.field} {display(mention.field, mention.value)}"
-            if phrase not in wishes:
-                wishes.append(phrase)
-        if wishes:
-            lines.append(f"- turn {turn['turn']}: " + "; ".join(wishes))
+    """What the user wanted after each turn where it changed: wishes, then exclusions."""
+    if preference_source(turns) == "simulator":
+        states = [[(c["field"], c["value"], c["negated"]) for c in t["user_meta"]["constraints"]] for t in turns]
+    else:
+        tracker = ConstraintTracker(matcher)
+        states = [[(c.field, c.value, c.negated) for c in tracker.update(t["user_text"])] for t in turns]
+    lines, previous = [], None
+    for turn, state in zip(turns, states):
+        if state == previous:
+            continue
+        previous = state
+        wanted = "; ".join(f"{f} {display(f, v)}" for f, v, negated in state if not negated) or "nothing named"
+        unwanted = "; ".join(f"{f} {display(f, v)}" for f, v, negated in state if negated)
+        lines.append(f"- turn {turn['turn']}: wants {wanted}" + (f" | does not want {unwanted}" if unwanted else ""))
     return "\n".join(lines) or "- (the user named no catalog value)"
 
 
@@ -102,7 +115,8 @@ class Judge:
             if not rationales:
                 rationales = {c: result[c][1] for c in CRITERIA}
         row = {"system": record["system"], "session_id": record["session_id"], "session_index": record.get("session_index"),
-               "judge_samples": self.samples, "judge_valid_samples": len(valid)}
+               "judge_samples": self.samples, "judge_valid_samples": len(valid),
+               "judge_preferences_source": preference_source(record["turns"])}
         for criterion in CRITERIA:
             scores = [v[criterion] for v in valid]
             row[f"judge_{criterion}"] = statistics.fmean(scores) if scores else math.nan
