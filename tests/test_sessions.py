@@ -71,7 +71,11 @@ def test_template_shard_is_paired_and_valid(catalog_files, tmp_path):
     for name in ("template", "template-copy"):
         runner = build_shard_runner(**arguments(catalog_files, {"name": name, "agent": "template"}, tmp_path))
         counts = runner.run(range(2, 5), progress=tmp_path / f"{name}.progress", output=tmp_path / f"{name}.jsonl")
-        assert counts == {"sessions": 3, "resumed": 0, "simulated": 3}
+        assert {k: counts[k] for k in ("sessions", "resumed", "simulated")} == {"sessions": 3, "resumed": 0, "simulated": 3}
+        stages = [t["user_meta"]["stage"] for r in read_jsonl(tmp_path / f"{name}.jsonl") for t in r["turns"]]
+        ordinary = sum(s in ("accept", "reject", "ask", "no_title", "contradict") for s in stages)
+        assert counts["ordinary_turns"] == ordinary and counts["contradictions"] == stages.count("contradict")
+        assert counts["contradiction_rate_realised"] == round(stages.count("contradict") / ordinary, 4)
         assert not (tmp_path / f"{name}.progress").exists()
         runs[name] = read_jsonl(tmp_path / f"{name}.jsonl")
     a, b = runs["template"], runs["template-copy"]

@@ -17,10 +17,10 @@ LABELS = REPO / "tests" / "data" / "title_labels" / "labels.jsonl"
 
 FILMS = pd.DataFrame({
     "title": ["1984", "Stoker", "War", "Her", "Titanic", "The Queen", "X-Men", "Heat", "Casino", "London", "Aladdin",
-              "The Dark Knight", "Juno", "Monsters, Inc.", "Amélie", "Emma"],
-    "actor": [[], [], [], [], [], ["Helen Mirren"], [], [], [], [], [], [], ["Juno Temple", "Emma Stone"], [], [], []],
-    "director": [[], [], [], [], [], [], [], [], [], [], [], [], [], [], [], []],
-    "writer": [[], [], [], [], [], [], [], [], [], [], ["Bram Stoker"], [], [], [], [], []],
+              "The Dark Knight", "Juno", "Monsters, Inc.", "Amélie", "Emma", "Antwone Fisher"],
+    "actor": [[], [], [], [], [], ["Helen Mirren"], [], [], [], [], [], [], ["Juno Temple", "Emma Stone"], [], [], [], []],
+    "director": [[], [], [], [], [], [], [], [], [], [], [], [], [], [], [], [], []],
+    "writer": [[], [], [], [], [], [], [], [], [], [], ["Bram Stoker"], [], [], [], [], [], ["Antwone Fisher"]],
 })
 
 
@@ -51,6 +51,7 @@ def test_titles_are_classified_by_what_else_they_could_be(recognizer):
     "The story is set in London.",                        # a place
     "Scott Weinger stars as Aladdin.",                    # a character
     "Emma Stone and Juno Temple star in it.",             # names
+    "A drama written by Antwone Fisher.",                 # a person with a film's name
     "the dark knight rises again",                        # lower case, no formatting
 ])
 def test_traps_are_not_films(recognizer, text):

@@ -104,12 +104,14 @@ def genre_key(raw: str) -> str:
 
 
 _INITIAL = re.compile(r"\b([A-Z])\.(?=[A-Z]\b)")
+_QUALIFIER = re.compile(r"\s*\([^()]*\)\s*(?:#\d+)?$")  # "George Miller (Director)", "John A. Russo (Actor) #1"
 
 
 def normalise_person(raw: str) -> str | None:
-    """People keep their spelling; white space is cleaned and initials are spaced one way
-    ("J.K. Rowling" -> "J. K. Rowling"), because text cannot tell the two spellings apart."""
-    return _INITIAL.sub(r"\1. ", clean_whitespace(raw)) or None
+    """People keep their spelling; white space is cleaned, a knowledge-graph qualifier is
+    removed ("George Miller (Director)" -> "George Miller") and initials are spaced one way
+    ("J.K. Rowling" -> "J. K. Rowling"): text names people without either."""
+    return _INITIAL.sub(r"\1. ", _QUALIFIER.sub("", clean_whitespace(raw))) or None
 
 
 def normalise_year(raw: object) -> tuple[str | None, str | None]:

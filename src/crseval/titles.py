@@ -153,6 +153,7 @@ class TitleRecognizer:
         if people is None:
             people = [v for f in PEOPLE_FIELDS if f in films for values in films[f] for v in values]
         name_words = {w.lower() for name in people for w in re.findall(r"[A-Za-z]+", name) if len(w) > 1}
+        self.people = frozenset(name.lower() for name in people)  # "written by Antwone Fisher": the person
         self.kind = {title: self._classify(title, name_words) for title in self.titles.values()}
 
     @staticmethod
@@ -294,6 +295,8 @@ class TitleRecognizer:
         kind = self.kind[title]
         if _YEAR_AFTER.match(after):
             return "year"
+        if title.lower() in self.people and _PERSON_CUE.search(before[-30:]):
+            return None  # a person of the catalog with a film's name, introduced as a person
         if _CHARACTER_BEFORE.search(before[-30:]):
             return None  # "Scott Weinger as Aladdin": a character
         if _LOWER_ARTICLE_BEFORE.search(before[-6:]) and _FILM_WORD.search(before[-40:]) is None:
