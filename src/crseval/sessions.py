@@ -113,6 +113,8 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
             required = [display(user_turn.meta["focus_field"], required[0]), *required[1:]]
             text, verdict, llm = ctx.paraphraser(text, required, seed * 1000 + number)
             paraphrase = {"verdict": verdict, "template_text": user_turn.text, "llm": llm}
+        if getattr(agent, "reads_ground_truth", False):  # calibration systems only (crseval.calibration)
+            agent.see_ground_truth(user_turn.meta)
         reply = agent.respond(number, text)
         turns.append({
             "turn": number,

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from crseval.calibration import CALIBRATION_AGENTS, make_calibration_agent
 from crseval.catalog import CatalogIndex
 from crseval.concepts import CONCEPT_FIELDS, KEYWORD_FIELD, ConceptMatcher
 from crseval.crs import AgentSettings, LLMAgent, PromptTemplate, TemplateAgent
@@ -41,6 +42,8 @@ class ShardRunner:
         matcher = self.agent_matcher or self.ctx.matcher
         if self.system["agent"] == "template":
             return TemplateAgent(self.ctx.index, matcher, self.agent_settings, seed)
+        if self.system["agent"] in CALIBRATION_AGENTS:
+            return make_calibration_agent(self.system, self.ctx.index, matcher, self.agent_settings, seed)
         return LLMAgent(self.ctx.index, matcher, self.agent_settings, seed, self.client, self.prompt, self.system["options"])
 
     def run(self, indices: range, progress: str | Path, output: str | Path) -> dict:

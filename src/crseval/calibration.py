@@ -1,0 +1,135 @@
+"""Calibration systems: LLM-free CRS agents whose behaviour is known by construction.
+
+A metric that measures adaptation must order these systems as their construction says (the
+expected orders are in `crseval.validity`). To behave exactly as designed, every agent here
+READS THE SIMULATOR'S GROUND TRUTH (the gold constraints of each user turn), which no system
+under test may do: the session runner hands it over only to agents whose class sets
+`reads_ground_truth = True`, and only the agents of this module do.
+
+- `oracle`: recommends films that satisfy the current gold constraints (the upper bound);
+- `lagging` (`lag: k`): serves the gold constraints of k turns earlier;
+- `stubborn`: serves the first turn's constraints for the whole session, ignoring every shift;
+- `random`: random catalog films in a fluent sentence, whatever the user asked;
+- `parrot`: echoes the user's message, with a film of the first focus.
+
+All phrase like the template system ("For genre crime, you could watch Heat (1995).") so that
+wording does not differ between them; only what they recommend and restate does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from crseval.crs import Agent, AgentSettings, Reply, describe_constraints
+from crseval.tracker import Constraint
+
+CALIBRATION_AGENTS = ("oracle", "lagging", "stubborn", "random", "parrot")
+
+
+class CalibrationAgent(Agent):
+    """Serves the gold constraints the subclass picks; tracks them as its own state."""
+
+    reads_ground_truth = True  # the session runner passes user_meta only to such agents
+
+    def __init__(self, index, matcher, settings: AgentSettings, seed: int):
+        super().__init__(index, matcher, settings, seed)
+        self.gold_history: list[list[Constraint]] = []
+
+    def see_ground_truth(self, user_meta: dict) -> None:
+        self.gold_history.append([Constraint(c["field"], c["value"], c["negated"]) for c in user_meta["constraints"]])
+
+    def served(self) -> list[Constraint]:
+        """The constraints this agent acts on at the current turn."""
+        return self.gold_history[-1]
+
+    def respond(self, turn: int, user_text: str):
+        if not self.gold_history:
+            raise RuntimeError(f"{type(self).__name__} needs the simulator's ground truth; it cannot run on imported logs")
+        served = self.served()
+        self.tracker.included = {}
+        self.tracker.excluded = {}
+        for c in served:
+            (self.tracker.excluded if c.negated else self.tracker.included).setdefault(c.field, []).append(c.value)
+        self.tracker.latest = {(c.field, c.value) for c in served if not c.negated}
+        return self._respond_with(turn, user_text, served)
+
+    def _respond_with(self, turn, user_text, served):
+        """Only films that satisfy every served constraint (none repeated); a reply that says
+        so when the catalog has none left."""
+        ranked = self.retriever.rank(served, self.recommended, len(self.index.films), self.rng)
+        fitting = [f for f in ranked if self._satisfies(f, served)][: self.settings.candidates]
+        return self._reply(turn, user_text, served, fitting)
+
+    def _satisfies(self, film_id: int, served: list[Constraint]) -> bool:
+        return all((c.value in self.index.film_values(film_id, c.field)) != c.negated for c in served)
+
+    def _reply(self, turn, user_text, served, candidate_ids):
+        text, _ = self.phrase(turn, user_text, served, candidate_ids)
+        candidates = [self._title(f) for f in candidate_ids]
+        titles = self.matcher.title_recognizer.recognise(text, candidates=candidates, user_text=user_text)
+        self.recommended.update(self.index.film_id(t) for t in titles.recommended)
+        self.history += [{"role": "user", "content": user_text}, {"role": "assistant", "content": text}]
+        return Reply(text, list(served), titles.recommended, titles.mentioned, candidates, None)
+
+    def phrase(self, turn, user_text, tracked, candidate_ids):
+        wish = describe_constraints(tracked)
+        if not candidate_ids:
+            return f"I could not find a film in the catalog for {wish}.", None
+        films = " and ".join(self._named(f) for f in candidate_ids[:2])
+        return f"For {wish}, you could watch {films}.", None
+
+
+class OracleAgent(CalibrationAgent):
+    """Serves the current gold constraints: the best a system can do."""
+
+
+class LaggingAgent(CalibrationAgent):
+    """Serves the gold constraints of `lag` turns earlier (the first turn's while fewer exist)."""
+
+    def __init__(self, index, matcher, settings, seed, lag: int):
+        super().__init__(index, matcher, settings, seed)
+        if lag < 1:
+            raise ValueError(f"lag must be at least 1, got {lag}")
+        self.lag = lag
+
+    def served(self):
+        return self.gold_history[max(0, len(self.gold_history) - 1 - self.lag)]
+
+
+class StubbornAgent(CalibrationAgent):
+    """Serves the first turn's constraints forever: it ignores every shift."""
+
+    def served(self):
+        return self.gold_history[0]
+
+
+class RandomAgent(CalibrationAgent):
+    """Random catalog films in a fluent sentence; restates nothing the user asked."""
+
+    def _respond_with(self, turn, user_text, served):
+        pool = np.setdiff1d(self.index.films["film_id"].to_numpy(), np.fromiter(self.recommended, dtype=np.int64))
+        picks = [int(f) for f in self.rng.choice(pool, size=min(2, len(pool)), replace=False)]
+        return self._reply(turn, user_text, [], picks)
+
+    def phrase(self, turn, user_text, tracked, candidate_ids):
+        return f"You could watch {' and '.join(self._named(f) for f in candidate_ids)}.", None
+
+
+class ParrotAgent(CalibrationAgent):
+    """Echoes the user's message, then names one film of the first focus."""
+
+    def served(self):
+        first = [c for c in self.gold_history[0] if not c.negated]
+        return first[:1]
+
+    def phrase(self, turn, user_text, tracked, candidate_ids):
+        film = f" {self._named(candidate_ids[0])}." if candidate_ids else ""
+        return f"{user_text}{film}", None
+
+
+def make_calibration_agent(system: dict, index, matcher, settings: AgentSettings, seed: int) -> CalibrationAgent:
+    kind = system["agent"]
+    if kind == "lagging":
+        return LaggingAgent(index, matcher, settings, seed, int(system["lag"]))
+    classes = {"oracle": OracleAgent, "stubborn": StubbornAgent, "random": RandomAgent, "parrot": ParrotAgent}
+    return classes[kind](index, matcher, settings, seed)

@@ -1,0 +1,95 @@
+"""Metric validity: does a metric order the calibration systems as their construction says?
+
+The expected orders live here, in one place, each with its reason. A metric's measured order is
+the order of the systems' mean values; agreement with the expected order is Kendall's tau-b
+(ties allowed) with a percentile bootstrap CI over sessions (resampled within each system), and
+the oracle-vs-random difference is given as Cliff's delta. A metric passes when tau >= 0.8 and
+the CI's lower end is above 0. Nothing is tuned to pass: a failing metric is reported as failing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+# The calibration systems, best to worst adaptation by construction.
+ADAPTATION_ORDER = ("oracle", "lag1", "lag2", "stubborn", "random")
+
+
+@dataclass(frozen=True)
+class Expectation:
+    metric: str
+    order: tuple[str, ...]  # best first
+    higher_is_better: bool
+    reason: str
+
+
+EXPECTATIONS: tuple[Expectation, ...] = (
+    Expectation("tas", ADAPTATION_ORDER, True,
+                "TAS rewards replies that restate the current wishes: the oracle always does, lag-k does k turns late "
+                "(later = fewer turns aligned), stubborn only in the first segment, random never"),
+    Expectation("tas_cc", ADAPTATION_ORDER, True, "concept overlap with the user's turn, as for TAS"),
+    Expectation("tas_cr", ADAPTATION_ORDER, True, "weighted concept similarity with the user's turn, as for TAS"),
+    Expectation("tas_segment", ADAPTATION_ORDER, True, "TAS over the simulator's segments, as for TAS"),
+    Expectation("dst_f1", ADAPTATION_ORDER, True,
+                "the calibration systems report the constraints they serve: current, k turns old, first, none"),
+    Expectation("rec_satisfaction", ADAPTATION_ORDER, True,
+                "recommended films satisfy the constraints served: current for the oracle, older ones for the others"),
+    Expectation("missing_concepts", ADAPTATION_ORDER, False, "wished concepts the reply does not name, as for TAS"),
+    Expectation("recovery_rate_cosine", ("oracle", "lag1", "stubborn", "random"), True,
+                "the oracle recovers at the shifting turn, lag-1 one turn later, stubborn and random never"),
+    Expectation("adherence_f1", ADAPTATION_ORDER, True, "replies name the current focus values, as for TAS"),
+    Expectation("cas", ADAPTATION_ORDER, True, "the legacy CAS claims to measure adaptation to topic shifts"),
+    Expectation("judge_personalization", ADAPTATION_ORDER, True,
+                "personalization is judged as following the user's wishes, changes of mind included"),
+)
+
+
+def kendall_tau(expected_rank: list[float], measured: list[float]) -> float:
+    """Kendall's tau-b between an expected ranking (1 = best) and measured scores (higher = better)."""
+    tau = stats.kendalltau([-r for r in expected_rank], measured).statistic
+    return float(tau) if tau == tau else 0.0
+
+
+def cliffs_delta(a: np.ndarray, b: np.ndarray) -> float:
+    """P(a > b) - P(a < b) over all pairs: the rank-based effect size of a over b."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if not len(a) or not len(b):
+        return float("nan")
+    diff = a[:, None] - b[None, :]
+    return float((np.sum(diff > 0) - np.sum(diff < 0)) / diff.size)
+
+
+def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000, seed: int = 0) -> dict:
+    """One row of the validity table for one metric: measured order, tau with CI, effect, verdict."""
+    systems = [s for s in expectation.order if s in set(frame["system"])]
+    row = {"metric": expectation.metric, "expected_order": " > ".join(expectation.order), "reason": expectation.reason}
+    if expectation.metric not in frame or len(systems) < 3:
+        return {**row, "measured_order": None, "tau": np.nan, "tau_ci_low": np.nan, "tau_ci_high": np.nan,
+                "oracle_vs_random_cliffs_delta": np.nan, "verdict": "not measured"}
+    sign = 1.0 if expectation.higher_is_better else -1.0
+    values = {s: frame.loc[frame["system"] == s, expectation.metric].to_numpy(float) for s in systems}
+    values = {s: v[~np.isnan(v)] for s, v in values.items()}
+    if any(len(v) == 0 for v in values.values()):
+        return {**row, "measured_order": None, "tau": np.nan, "tau_ci_low": np.nan, "tau_ci_high": np.nan,
+                "oracle_vs_random_cliffs_delta": np.nan, "verdict": "not measured (a system has no value)"}
+    expected_rank = list(range(1, len(systems) + 1))
+    means = [sign * float(np.mean(values[s])) for s in systems]
+    tau = kendall_tau(expected_rank, means)
+    rng = np.random.default_rng(seed)
+    boot = [kendall_tau(expected_rank, [sign * float(np.mean(rng.choice(values[s], len(values[s])))) for s in systems])
+            for _ in range(resamples)]
+    low, high = np.percentile(boot, [2.5, 97.5])
+    measured = sorted(systems, key=lambda s: -sign * float(np.mean(values[s])))
+    delta = sign * cliffs_delta(values["oracle"], values["random"]) if {"oracle", "random"} <= set(values) else np.nan
+    verdict = "pass" if tau >= 0.8 and low > 0 else "fail"
+    return {**row, "measured_order": " > ".join(measured), "tau": tau, "tau_ci_low": float(low), "tau_ci_high": float(high),
+            "oracle_vs_random_cliffs_delta": delta, "verdict": verdict}
+
+
+def validity_table(frame: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+    return pd.DataFrame([assess(frame, e, resamples, seed + i) for i, e in enumerate(EXPECTATIONS)])

@@ -1,0 +1,104 @@
+"""Calibration systems: the grounded metrics order them as their construction says."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crseval.calibration import make_calibration_agent
+from crseval.concepts import ConceptMatcher
+from crseval.crs import AgentSettings, TemplateAgent
+from crseval.metrics import grounded
+from crseval.sessions import SessionContext, run_session, session_seed
+from crseval.simulator import SimulatorSettings, Templates
+from crseval.validity import EXPECTATIONS, assess, cliffs_delta, kendall_tau
+
+from conftest import REPO
+
+SYSTEMS = [{"name": "oracle", "agent": "oracle"}, {"name": "lag1", "agent": "lagging", "lag": 1},
+           {"name": "lag2", "agent": "lagging", "lag": 2}, {"name": "stubborn", "agent": "stubborn"},
+           {"name": "random", "agent": "random"}, {"name": "parrot", "agent": "parrot"}]
+GROUNDED = ("tas", "tas_cc", "tas_cr", "tas_segment", "dst_f1", "rec_satisfaction", "missing_concepts", "recovery_rate_cosine")
+
+
+@pytest.fixture(scope="module")
+def calibration_run(demo_index):
+    """20 sessions x 12 turns of every calibration system on the demo catalog, scored."""
+    matcher = ConceptMatcher(demo_index.concepts, demo_index.films)
+    ctx = SessionContext(demo_index, matcher, Templates.load(REPO / "resources" / "templates" / "user.yaml"),
+                         SimulatorSettings(shift_every=3, contradiction_rate=0.1), 12, "0" * 64)
+    space = grounded.ConceptSpace(demo_index, matcher, grounded.TasSettings(recovery_window=4))
+    rows, records = [], {}
+    for system in SYSTEMS:
+        for i in range(20):
+            seed = session_seed(5, i)
+            agent = make_calibration_agent(system, demo_index, matcher, AgentSettings(), seed)
+            record = run_session(ctx, system["name"], agent, i, seed, "0" * 64)
+            records.setdefault(system["name"], []).append(record)
+            rows.append({"system": system["name"], **grounded.score_session(record, space)[0]})
+    return pd.DataFrame(rows), records
+
+
+@pytest.mark.parametrize("metric", GROUNDED)
+def test_grounded_metrics_order_the_calibration_systems_as_expected(calibration_run, metric):
+    frame, _ = calibration_run
+    expectation = next(e for e in EXPECTATIONS if e.metric == metric)
+    row = assess(frame, expectation, resamples=200)
+    assert row["verdict"] == "pass", row
+    assert row["measured_order"] == " > ".join(expectation.order)
+    assert row["oracle_vs_random_cliffs_delta"] > 0.9
+
+
+def test_a_system_k_turns_late_recovers_k_turns_late(calibration_run):
+    frame, _ = calibration_run
+    delay = frame.groupby("system")["recovery_delay_cosine"].mean()
+    assert abs(delay["lag1"] - 1) <= 0.25 and abs(delay["lag2"] - 2) <= 0.25
+    assert delay["oracle"] < delay["lag1"] < delay["lag2"]
+
+
+def test_the_parrot_copies_most(calibration_run):
+    frame, _ = calibration_run
+    copying = frame.groupby("system")["tas_copying"].mean()
+    assert copying.idxmax() == "parrot" and copying["parrot"] > 0.5
+
+
+def test_the_oracle_serves_the_gold_constraints_exactly(calibration_run):
+    frame, records = calibration_run
+    oracle = frame[frame["system"] == "oracle"]
+    assert (oracle["dst_f1"] == 1.0).all() and oracle["rec_satisfaction"].dropna().eq(1.0).all()
+    for record in records["oracle"]:
+        for turn in record["turns"]:
+            gold = {(c["field"], c["value"], c["negated"]) for c in turn["user_meta"]["constraints"]}
+            assert {(c["field"], c["value"], c["negated"]) for c in turn["system_constraints"]} == gold
+
+
+def test_stubborn_never_leaves_the_first_wishes(calibration_run):
+    _, records = calibration_run
+    for record in records["stubborn"]:
+        first = record["turns"][0]["system_constraints"]
+        assert all(t["system_constraints"] == first for t in record["turns"])
+
+
+def test_only_calibration_systems_read_the_ground_truth(demo_index):
+    matcher = ConceptMatcher(demo_index.concepts, demo_index.films)
+    assert not getattr(TemplateAgent(demo_index, matcher, AgentSettings(), 1), "reads_ground_truth", False)
+    oracle = make_calibration_agent({"agent": "oracle"}, demo_index, matcher, AgentSettings(), 1)
+    with pytest.raises(RuntimeError, match="needs the simulator's ground truth"):
+        oracle.respond(1, "A crime movie, please.")  # an imported log has none to give
+
+
+def test_validity_statistics_by_hand():
+    assert kendall_tau([1, 2, 3], [3.0, 2.0, 1.0]) == 1.0
+    assert kendall_tau([1, 2, 3], [1.0, 2.0, 3.0]) == -1.0
+    assert kendall_tau([1, 2, 3, 4], [4.0, 3.0, 1.0, 2.0]) == pytest.approx(2 / 3)  # 5 concordant, 1 discordant
+    assert cliffs_delta(np.array([3, 4]), np.array([1, 2])) == 1.0
+    assert cliffs_delta(np.array([1, 3]), np.array([2, 2])) == 0.0  # one above, one below each
+    assert math.isnan(cliffs_delta(np.array([]), np.array([1.0])))
+
+
+def test_a_metric_that_does_not_discriminate_fails():
+    frame = pd.DataFrame({"system": ["oracle", "lag1", "lag2", "stubborn", "random"] * 10,
+                          "cas": np.tile([0.5, 0.5, 0.5, 0.5, 0.5], 10) + np.repeat(np.linspace(0, 0.01, 10), 5)})
+    row = assess(frame, next(e for e in EXPECTATIONS if e.metric == "cas"), resamples=100)
+    assert row["verdict"] == "fail" and row["tau"] == 0.0
