@@ -39,6 +39,7 @@ include: "workflow/rules/score.smk"
 include: "workflow/rules/judge.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/plots.smk"
+include: "workflow/rules/validity.smk"
 
 
 rule all:
@@ -51,4 +52,5 @@ rule all:
         aggregate_outputs(),
         stats_outputs(),
         plot_outputs(),
+        validity_outputs(),
     default_target: True

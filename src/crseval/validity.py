@@ -1,8 +1,8 @@
 """Metric validity: does a metric order the calibration systems as their construction says?
 
 The expected orders live here, in one place, each with its reason. A metric's measured order is
-the order of the systems' mean values; agreement with the expected order is Kendall's tau-b
-(ties allowed) with a percentile bootstrap CI over sessions (resampled within each system), and
+the order of the systems' mean values; agreement with the expected order is Kendall's tau over
+the pairs of systems the construction orders, with a percentile bootstrap CI over sessions (resampled within each system), and
 the oracle-vs-random difference is given as Cliff's delta. A metric passes when tau >= 0.8 and
 the CI's lower end is above 0. Nothing is tuned to pass: a failing metric is reported as failing.
 """
@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 # The calibration systems, best to worst adaptation by construction.
 ADAPTATION_ORDER = ("oracle", "lag1", "lag2", "stubborn", "random")
@@ -22,9 +21,12 @@ ADAPTATION_ORDER = ("oracle", "lag1", "lag2", "stubborn", "random")
 @dataclass(frozen=True)
 class Expectation:
     metric: str
-    order: tuple[str, ...]  # best first
+    order: tuple[str, ...]  # best first; "a=b" for systems expected to tie
     higher_is_better: bool
     reason: str
+
+    def ranks(self) -> dict[str, int]:
+        return {system: rank for rank, group in enumerate(self.order, start=1) for system in group.split("=")}
 
 
 EXPECTATIONS: tuple[Expectation, ...] = (
@@ -39,19 +41,38 @@ EXPECTATIONS: tuple[Expectation, ...] = (
     Expectation("rec_satisfaction", ADAPTATION_ORDER, True,
                 "recommended films satisfy the constraints served: current for the oracle, older ones for the others"),
     Expectation("missing_concepts", ADAPTATION_ORDER, False, "wished concepts the reply does not name, as for TAS"),
-    Expectation("recovery_rate_cosine", ("oracle", "lag1", "stubborn", "random"), True,
-                "the oracle recovers at the shifting turn, lag-1 one turn later, stubborn and random never"),
+    Expectation("recovery_rate_cosine", ("oracle", "lag1", "lag2", "stubborn=random"), True,
+                "within a window longer than two turns the oracle recovers first, lag-k k turns later; stubborn and "
+                "random never follow a shift (random matches one by chance only)"),
+    Expectation("tas_copying", ("parrot", "oracle=lag1=lag2=stubborn=random"), True,
+                "the parrot echoes the user's message; the others write their own sentence"),
     Expectation("adherence_f1", ADAPTATION_ORDER, True, "replies name the current focus values, as for TAS"),
-    Expectation("cas", ADAPTATION_ORDER, True, "the legacy CAS claims to measure adaptation to topic shifts"),
+    Expectation("context_adaptation_score", ADAPTATION_ORDER, True,
+                "the legacy CAS claims to measure adaptation to topic shifts"),
+    Expectation("topic_recovery_rate", ADAPTATION_ORDER, True,
+                "the legacy recovery rate claims to measure how often a system follows a detected shift"),
+    Expectation("cross_coherence", ADAPTATION_ORDER, True,
+                "the legacy cross-coherence claims that replies fit the user's turn"),
     Expectation("judge_personalization", ADAPTATION_ORDER, True,
                 "personalization is judged as following the user's wishes, changes of mind included"),
 )
 
 
 def kendall_tau(expected_rank: list[float], measured: list[float]) -> float:
-    """Kendall's tau-b between an expected ranking (1 = best) and measured scores (higher = better)."""
-    tau = stats.kendalltau([-r for r in expected_rank], measured).statistic
-    return float(tau) if tau == tau else 0.0
+    """Kendall's tau over the pairs the construction orders: (concordant - discordant) / ordered
+    pairs, between expected ranks (1 = best) and measured scores (higher = better). Pairs the
+    construction ties ("stubborn=random") do not count; a measured tie counts as neither. With
+    no ties this is the usual tau."""
+    concordant = discordant = ordered = 0
+    for i in range(len(expected_rank)):
+        for j in range(i + 1, len(expected_rank)):
+            if expected_rank[i] == expected_rank[j]:
+                continue
+            ordered += 1
+            agreement = (expected_rank[j] - expected_rank[i]) * (measured[i] - measured[j])
+            concordant += agreement > 0
+            discordant += agreement < 0
+    return (concordant - discordant) / ordered if ordered else 0.0
 
 
 def cliffs_delta(a: np.ndarray, b: np.ndarray) -> float:
@@ -66,7 +87,8 @@ def cliffs_delta(a: np.ndarray, b: np.ndarray) -> float:
 
 def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000, seed: int = 0) -> dict:
     """One row of the validity table for one metric: measured order, tau with CI, effect, verdict."""
-    systems = [s for s in expectation.order if s in set(frame["system"])]
+    ranks = expectation.ranks()
+    systems = [s for s in ranks if s in set(frame["system"])]
     row = {"metric": expectation.metric, "expected_order": " > ".join(expectation.order), "reason": expectation.reason}
     if expectation.metric not in frame or len(systems) < 3:
         return {**row, "measured_order": None, "tau": np.nan, "tau_ci_low": np.nan, "tau_ci_high": np.nan,
@@ -77,7 +99,7 @@ def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000,
     if any(len(v) == 0 for v in values.values()):
         return {**row, "measured_order": None, "tau": np.nan, "tau_ci_low": np.nan, "tau_ci_high": np.nan,
                 "oracle_vs_random_cliffs_delta": np.nan, "verdict": "not measured (a system has no value)"}
-    expected_rank = list(range(1, len(systems) + 1))
+    expected_rank = [ranks[s] for s in systems]
     means = [sign * float(np.mean(values[s])) for s in systems]
     tau = kendall_tau(expected_rank, means)
     rng = np.random.default_rng(seed)
@@ -93,3 +115,25 @@ def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000,
 
 def validity_table(frame: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame([assess(frame, e, resamples, seed + i) for i, e in enumerate(EXPECTATIONS)])
+
+
+def validity_markdown(table: pd.DataFrame, systems: dict[str, int]) -> str:
+    """The readable table (rounded; the CSV keeps full precision)."""
+    def fmt(x: float) -> str:
+        return "n/a" if x != x else f"{x:.2f}"
+
+    lines = ["# Metric validity on the calibration systems", "",
+             "Sessions per system: " + ", ".join(f"{s} {n}" for s, n in systems.items()) + ".", "",
+             "A metric passes when Kendall's tau between its order and the expected order is at least 0.8 and the "
+             "95% bootstrap CI's lower end is above 0. Cliff's delta: oracle over random (1 = every oracle session "
+             "scores better).", "",
+             "| metric | expected order | measured order | tau [95% CI] | Cliff's delta | verdict |",
+             "|---|---|---|---|---|---|"]
+    for row in table.itertuples():
+        ci = f"{fmt(row.tau)} [{fmt(row.tau_ci_low)}, {fmt(row.tau_ci_high)}]"
+        lines.append(f"| {row.metric} | {row.expected_order} | {row.measured_order or 'n/a'} | {ci} | "
+                     f"{fmt(row.oracle_vs_random_cliffs_delta)} | {row.verdict} |")
+    failed = table[table["verdict"] == "fail"]["metric"].tolist()
+    lines += ["", "Failing metrics: " + (", ".join(failed) if failed else "none") + ".", "", "## Why these orders", ""]
+    lines += [f"- {row.metric}: {row.reason}" for row in table.itertuples()]
+    return "\n".join(lines) + "\n"
