@@ -27,6 +27,7 @@ ID_TYPES = {
     "turn": pa.int32(),
 }
 TEXT_COLUMNS = {"judge_proactiveness_rationale", "judge_coherence_rationale", "judge_personalization_rationale",
+                "judge_proactiveness_scores", "judge_coherence_scores", "judge_personalization_scores",
                 "judge_missing_reason", "judge_raw_reply", "judge_preferences_source"}
 BOOL_COLUMNS = {"shift", "cas_shift"}
 JUDGE_RENAMES = {"judge_proactiveness": "proactiveness", "judge_coherence": "coherence",

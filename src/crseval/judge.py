@@ -101,17 +101,19 @@ class Judge:
     seed: int
 
     def judge_session(self, record: dict) -> dict:
-        """One row: mean and spread of each criterion over valid samples, or the reason they are missing."""
+        """One row: mean, spread and every sample of each criterion, or the reason they are missing."""
         prompt = self.prompt.render(preferences=preference_summary(record["turns"], self.matcher),
                                     conversation=conversation_text(record["turns"]))
         base_seed = self.seed * 100_003 + (record.get("session_index") or 0) * 101
-        valid, failures, rationales = [], [], {}
+        valid, failures, rationales, per_sample = [], [], {}, []
         for sample in range(self.samples):
             result, reason, raw = self._one_sample(prompt, base_seed + sample * 7919)
             if result is None:
                 failures.append((reason, raw))
+                per_sample.append(None)
                 continue
             valid.append({c: result[c][0] for c in CRITERIA})
+            per_sample.append(valid[-1])
             if not rationales:
                 rationales = {c: result[c][1] for c in CRITERIA}
         row = {"system": record["system"], "session_id": record["session_id"], "session_index": record.get("session_index"),
@@ -122,6 +124,8 @@ class Judge:
             row[f"judge_{criterion}"] = statistics.fmean(scores) if scores else math.nan
             row[f"judge_{criterion}_sd"] = statistics.stdev(scores) if len(scores) > 1 else math.nan
             row[f"judge_{criterion}_rationale"] = rationales.get(criterion)
+            # every sample's score in order (null where the sample failed): the agreement between samples
+            row[f"judge_{criterion}_scores"] = json.dumps([s[criterion] if s else None for s in per_sample])
         row["judge_missing_reason"] = None if valid else failures[-1][0]
         row["judge_raw_reply"] = None if valid else failures[-1][1]
         return row

@@ -84,8 +84,10 @@ class Scorer:
             if "response_stats" in families:
                 session.update(response_stats.score_session(systems, self.lm, self.stats["self_bleu_sample"],
                                                             self.stats["seed"] + (record.get("session_index") or 0)))
-                session["embedding_diversity"] = (response_stats.embedding_diversity([vectors[s] for s in systems if s in vectors])
-                                                  if self.embedder else math.nan)
+                embedded = [vectors[s] for s in systems if s in vectors] if self.embedder else []
+                session["embedding_diversity"] = response_stats.embedding_diversity(embedded) if self.embedder else math.nan
+                session.update(response_stats.semantic_clusters(embedded, self.stats["seed"] + (record.get("session_index") or 0))
+                               if self.embedder else dict.fromkeys(response_stats.CLUSTER_KEYS, math.nan))
                 profile = profiles[record["session_id"]]
                 persona = [self.persona_similarity(profile, s) for s in systems] if profile else [math.nan] * len(systems)
                 session["persona_similarity"] = float(np.nanmean(persona)) if profile and persona else math.nan

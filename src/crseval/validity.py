@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from crseval.effects import cliffs_delta
+
 # The calibration systems, best to worst adaptation by construction.
 ADAPTATION_ORDER = ("oracle", "lag1", "lag2", "stubborn", "random")
 
@@ -53,8 +55,14 @@ EXPECTATIONS: tuple[Expectation, ...] = (
                 "the legacy recovery rate claims to measure how often a system follows a detected shift"),
     Expectation("cross_coherence", ADAPTATION_ORDER, True,
                 "the legacy cross-coherence claims that replies fit the user's turn"),
+    Expectation("cluster_silhouette", ADAPTATION_ORDER, True,
+                "replies that follow the shifts group by segment (clear clusters); replies k turns late blur the "
+                "segments' edges; a stubborn system's replies stay on one topic and random ones on none"),
     Expectation("judge_personalization", ADAPTATION_ORDER, True,
                 "personalization is judged as following the user's wishes, changes of mind included"),
+    Expectation("judge_coherence", ADAPTATION_ORDER, True,
+                "a reply that answers the previous request fits the dialogue; one that answers an older request "
+                "or none breaks its thread"),
 )
 
 
@@ -73,16 +81,6 @@ def kendall_tau(expected_rank: list[float], measured: list[float]) -> float:
             concordant += agreement > 0
             discordant += agreement < 0
     return (concordant - discordant) / ordered if ordered else 0.0
-
-
-def cliffs_delta(a: np.ndarray, b: np.ndarray) -> float:
-    """P(a > b) - P(a < b) over all pairs: the rank-based effect size of a over b."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
-    if not len(a) or not len(b):
-        return float("nan")
-    diff = a[:, None] - b[None, :]
-    return float((np.sum(diff > 0) - np.sum(diff < 0)) / diff.size)
 
 
 def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000, seed: int = 0) -> dict:
@@ -131,7 +129,7 @@ def validity_markdown(table: pd.DataFrame, systems: dict[str, int]) -> str:
              "|---|---|---|---|---|---|"]
     for row in table.itertuples():
         ci = f"{fmt(row.tau)} [{fmt(row.tau_ci_low)}, {fmt(row.tau_ci_high)}]"
-        lines.append(f"| {row.metric} | {row.expected_order} | {row.measured_order or 'n/a'} | {ci} | "
+        lines.append(f"| {row.metric} | {row.expected_order} | {row.measured_order if isinstance(row.measured_order, str) else 'n/a'} | {ci} | "
                      f"{fmt(row.oracle_vs_random_cliffs_delta)} | {row.verdict} |")
     failed = table[table["verdict"] == "fail"]["metric"].tolist()
     lines += ["", "Failing metrics: " + (", ".join(failed) if failed else "none") + ".", "", "## Why these orders", ""]

@@ -6,7 +6,10 @@ def aggregate_outputs():
 
 
 def stats_outputs():
-    return [f"{RESULTS}/stats/{name}" for name in ("anova.csv", "tukey.csv", "paired.csv", "correlations.csv", "summary.md")]
+    names = ["anova.csv", "tukey.csv", "pairwise.csv", "paired.csv", "correlations.csv", "summary.md", "power.csv", "power.md"]
+    if JUDGE["enabled"]:
+        names += ["judge_reliability.csv", "judge_reliability.md"]
+    return [f"{RESULTS}/stats/{name}" for name in names]
 
 
 rule aggregate:
@@ -34,9 +37,22 @@ rule stats:
     output:
         anova=f"{RESULTS}/stats/anova.csv",
         tukey=f"{RESULTS}/stats/tukey.csv",
+        pairwise=f"{RESULTS}/stats/pairwise.csv",
         paired=f"{RESULTS}/stats/paired.csv",
         correlations=f"{RESULTS}/stats/correlations.csv",
+        power_table=f"{RESULTS}/stats/power.csv",
         summary=report(f"{RESULTS}/stats/summary.md", caption="../report/stats_summary.rst", category="Statistical tests"),
+        power=report(f"{RESULTS}/stats/power.md", caption="../report/power.rst", category="Statistical tests"),
+        **(
+            {
+                "reliability": f"{RESULTS}/stats/judge_reliability.csv",
+                "reliability_summary": report(
+                    f"{RESULTS}/stats/judge_reliability.md", caption="../report/judge_reliability.rst", category="Judge"
+                ),
+            }
+            if JUDGE["enabled"]
+            else {}
+        ),
     params:
         stats=config_slice("stats"),
         judged=JUDGE["enabled"],

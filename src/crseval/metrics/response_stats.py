@@ -11,6 +11,12 @@ Per session, over its system turns:
   catalog plots, interpolating add-k estimates of the trigram, bigram and unigram
   probabilities (unknown words share one <unk> type);
 - embedding diversity: mean pairwise cosine distance of the responses' sentence embeddings;
+- semantic clusters of the responses' embeddings (the source documents' analysis): KMeans for
+  k = 2 .. min(5, responses // 2), seeded, keeping the k with the best silhouette; reported are
+  that k (`semantic_clusters`), its silhouette (`cluster_silhouette`, raw, -1..1: how clearly
+  the replies fall into groups), and 1 - mean cosine within and between clusters
+  (`intra_cluster_diversity`, `inter_cluster_diversity`). Fewer than 4 responses, or fewer
+  distinct responses than clusters, leave them NaN (the source reported 0.0, a made-up value);
 - persona similarity: mean cosine between each response and the user's liked-item profile.
 A value that cannot be computed (no words, fewer than two responses) is NaN.
 """
@@ -152,3 +158,38 @@ def embedding_diversity(vectors: list[np.ndarray]) -> float:
     sims = matrix @ matrix.T
     upper = sims[np.triu_indices(len(vectors), k=1)]
     return float(np.mean(1.0 - upper))
+
+
+CLUSTER_KEYS = ("semantic_clusters", "cluster_silhouette", "intra_cluster_diversity", "inter_cluster_diversity")
+
+
+def semantic_clusters(vectors: list[np.ndarray], seed: int) -> dict:
+    """KMeans over unit-length response embeddings, k chosen by silhouette (see the module docstring)."""
+    from sklearn.cluster import KMeans
+    from sklearn.metrics import silhouette_score
+
+    missing = dict.fromkeys(CLUSTER_KEYS, NAN)
+    if len(vectors) < 4:
+        return missing
+    matrix = np.vstack(vectors)
+    distinct = len(np.unique(np.round(matrix, 6), axis=0))
+    best = None
+    for k in range(2, min(5, len(vectors) // 2) + 1):
+        if distinct < k:
+            break
+        labels = KMeans(n_clusters=k, random_state=seed, n_init=10).fit_predict(matrix)
+        if len(set(labels)) < 2:
+            continue
+        score = float(silhouette_score(matrix, labels, metric="cosine"))
+        if best is None or score > best[0]:
+            best = (score, k, labels)
+    if best is None:
+        return missing
+    score, k, labels = best
+    sims = matrix @ matrix.T
+    off_diagonal = ~np.eye(len(matrix), dtype=bool)
+    same = (labels[:, None] == labels[None, :]) & off_diagonal
+    other = labels[:, None] != labels[None, :]
+    return {"semantic_clusters": float(k), "cluster_silhouette": score,
+            "intra_cluster_diversity": float(1 - sims[same].mean()) if same.any() else NAN,
+            "inter_cluster_diversity": float(1 - sims[other].mean())}

@@ -1,0 +1,238 @@
+"""Effect sizes, adjusted p-values, pairing, sample-size planning, judge agreement and semantic
+clusters: values computed by hand on small written samples, and properties (bounds, symmetry)."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from statsmodels.stats.power import TTestIndPower
+
+from crseval import effects, judge_reliability, power, stats
+from crseval.metrics.response_stats import semantic_clusters
+
+# --- effect sizes, by hand ---------------------------------------------------------------
+
+
+def test_cliffs_delta_by_hand():
+    # a > b in 4 of 12 pairs (3>2 twice, 4>2 twice), a < b in 6 (1<2, 1<2, 1<5, 2<5, 3<5, 4<5), 2 ties
+    assert effects.cliffs_delta([1, 2, 3, 4], [2, 2, 5]) == pytest.approx((4 - 6) / 12)
+
+
+def test_hedges_g_by_hand():
+    # means 2.5 and 3; variances 5/3 and 3; pooled SD sqrt((3 * 5/3 + 2 * 3) / 5); J = 1 - 3 / (4 * 7 - 9)
+    expected = (2.5 - 3) / math.sqrt(11 / 5) * (1 - 3 / 19)
+    g, low, high = effects.two_sample(effects.hedges_g_batch, [1, 2, 3, 4], [2, 2, 5], resamples=200, seed=1)
+    assert g == pytest.approx(expected) and low < g < high
+
+
+def test_paired_effects_by_hand():
+    diff = np.array([1.0, -2.0, 3.0, 0.0, 4.0])
+    # non-zero |d| 1, 2, 3, 4 rank 1..4: W+ = 1 + 3 + 4 = 8, W- = 2; the zero is dropped
+    assert effects.paired_sample(effects.rank_biserial_paired_batch, diff, 0, 0)[0] == pytest.approx(0.6)
+    assert effects.paired_sample(effects.cohens_dz_batch, diff, 0, 0)[0] == pytest.approx(1.2 / np.std(diff, ddof=1))
+
+
+def test_undefined_effects_are_nan_not_zero():
+    assert math.isnan(effects.two_sample(effects.hedges_g_batch, [1, 1, 1], [1, 1, 1], 10, 0)[0])
+    assert math.isnan(effects.paired_sample(effects.rank_biserial_paired_batch, [0.0, 0.0], 10, 0)[0])
+    assert math.isnan(effects.cliffs_delta([], [1.0]))
+
+
+finite = st.floats(-1e3, 1e3, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(finite, min_size=1, max_size=12), st.lists(finite, min_size=1, max_size=12))
+def test_cliffs_delta_is_bounded_antisymmetric_and_matches_pair_counting(a, b):
+    delta = effects.cliffs_delta(a, b)
+    diff = np.subtract.outer(a, b)
+    assert -1 <= delta <= 1
+    assert delta == pytest.approx(-effects.cliffs_delta(b, a), abs=1e-12)
+    assert delta == pytest.approx((np.sum(diff > 0) - np.sum(diff < 0)) / diff.size, abs=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-20, 20).map(float), min_size=1, max_size=15))
+def test_rank_biserial_is_bounded_and_flips_with_sign(diff):
+    diff = np.array(diff)
+    r = effects.paired_sample(effects.rank_biserial_paired_batch, diff, 0, 0)[0]
+    if np.all(diff == 0):
+        assert math.isnan(r)
+    else:
+        assert -1 <= r <= 1
+        assert r == pytest.approx(-effects.paired_sample(effects.rank_biserial_paired_batch, -diff, 0, 0)[0])
+
+
+# --- pairwise tests, adjustments, pairing ----------------------------------------------------
+
+
+def frame_of(values: dict, seeds=True) -> pd.DataFrame:
+    return pd.DataFrame([{"system": s, "session_index": i, "seed": (100 + i) if seeds else None, "m": v}
+                         for s, vs in values.items() for i, v in enumerate(vs)])
+
+
+def test_holm_and_bh_by_hand():
+    table = pd.DataFrame({"metric": ["x", "x", "x", "y"], "p": [0.01, 0.04, 0.03, 0.02]})
+    adjusted = stats.adjust(table, ["p"])
+    # Holm within x: sorted 0.01, 0.03, 0.04 -> 0.03, 0.06, 0.06 (monotone); y alone: 0.02
+    assert adjusted["p_holm"].tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    # BH over all four: sorted 0.01, 0.02, 0.03, 0.04 -> 0.04 each (4p/rank, then cumulative min from the top)
+    assert adjusted["p_bh"].tolist() == pytest.approx([0.04, 0.04, 0.04, 0.04])
+    assert list(adjusted.columns) == ["metric", "p", "p_holm", "p_bh"]
+
+
+def test_nan_p_values_are_not_counted_in_the_adjustment():
+    table = pd.DataFrame({"metric": ["x", "x"], "p": [0.02, math.nan]})
+    adjusted = stats.adjust(table, ["p"])
+    assert adjusted["p_holm"][0] == pytest.approx(0.02) and math.isnan(adjusted["p_holm"][1])
+
+
+def test_pairwise_rows_carry_tests_and_effects_with_cis():
+    rng = np.random.default_rng(0)
+    frame = frame_of({"a": rng.normal(0, 1, 40), "b": rng.normal(1, 1, 40), "c": rng.normal(0, 1, 40)})
+    rows = stats.adjust(pd.DataFrame(stats.pairwise(frame, "m", resamples=300, seed=3)), ["welch_t_p", "mannwhitney_p"])
+    ab = rows[(rows.system_a == "a") & (rows.system_b == "b")].iloc[0]
+    assert ab.welch_t_p_holm < 1e-3 and ab.hedges_g_ci_high < 0 and ab.cliffs_delta_ci_high < 0
+    assert ab.welch_t_p <= ab.welch_t_p_holm and ab.mean_diff == pytest.approx(ab.mean_a - ab.mean_b)
+    assert rows.equals(stats.adjust(pd.DataFrame(stats.pairwise(frame, "m", resamples=300, seed=3)),
+                                    ["welch_t_p", "mannwhitney_p"]))
+
+
+def test_sessions_pair_only_when_seeds_match():
+    assert stats.pairing(frame_of({"a": [1, 2], "b": [2, 3]}))[0]
+    imported, reason = stats.pairing(frame_of({"a": [1, 2], "b": [2, 3]}, seeds=False))
+    assert not imported and "imported" in reason
+    mixed = frame_of({"a": [1, 2], "b": [2, 3]})
+    mixed.loc[mixed.system == "b", "seed"] += 1
+    assert not stats.pairing(mixed)[0]
+
+
+def test_paired_effects_follow_a_constant_shift():
+    rng = np.random.default_rng(3)
+    base = rng.normal(0, 1, 30)
+    frame = frame_of({"a": base + 0.5 + rng.normal(0, 0.05, 30), "b": base})
+    (row,) = stats.adjust(pd.DataFrame(stats.paired(frame, "m", resamples=200, seed=1)), ["paired_t_p", "wilcoxon_p"]).to_dict("records")
+    assert row["rank_biserial"] == pytest.approx(1.0) and row["cohens_dz"] > 5 and row["wilcoxon_p_holm"] < 1e-5
+
+
+def test_tukey_keeps_full_precision():
+    rng = np.random.default_rng(1)
+    frame = frame_of({"a": rng.normal(0, 1, 20), "b": rng.normal(0.123456789, 1, 20)})
+    row = stats.tukey(frame, "m").iloc[0]
+    expected = frame[frame.system == "b"].m.mean() - frame[frame.system == "a"].m.mean()
+    assert row.mean_diff == pytest.approx(expected, abs=1e-12)
+
+
+def test_summary_says_why_paired_tests_were_skipped():
+    frame = frame_of({"a": [1.0, 2.0, 3.0], "b": [2.0, 3.0, 5.0]}, seeds=False)
+    anova = stats.omnibus_with_adjustment(pd.DataFrame([stats.omnibus(frame, "m")]))
+    pairwise = stats.adjust(pd.DataFrame(stats.pairwise(frame, "m", 100, 0)), ["welch_t_p", "mannwhitney_p"])
+    paired, reason = stats.pairing(frame)
+    text = stats.markdown_summary(anova, stats.tukey(frame, "m"), pairwise, pd.DataFrame(), pd.DataFrame(), reason)
+    assert not paired and "Not run: the sessions carry no seed (imported logs)" in text
+
+
+# --- power ------------------------------------------------------------------------------------
+
+
+def test_power_table_by_hand():
+    # two systems, SD 1 in each (values -1, 0, 1 repeated), 30 sessions each
+    values = np.tile([-1.0, 0.0, 1.0], 10)
+    frame = frame_of({"a": values, "b": values + 0.25})
+    (row,) = power.power_table(frame, ["m"], 0.05, 0.8, {"m": 0.5}, paired=False).to_dict("records")
+    sd = np.std(values, ddof=1)
+    assert row["pooled_sd"] == pytest.approx(sd)
+    d = TTestIndPower().solve_power(effect_size=None, nobs1=30, alpha=0.05, power=0.8)
+    assert row["mde"] == pytest.approx(d * sd, rel=1e-6)
+    assert row["closest_pair_difference"] == pytest.approx(0.25)
+    needed = TTestIndPower().solve_power(effect_size=0.5 / sd, nobs1=None, alpha=0.05, power=0.8)
+    assert row["sessions_for_stated_difference"] == math.ceil(needed)
+    assert row["mde_all_pairs"] == pytest.approx(row["mde"])  # one pair: alpha / 1
+    # the classic figure: d = 0.5 needs 64 sessions per group at 80 % power, alpha 0.05
+    assert power.sessions_needed(0.5, 1.0, 0.05, 0.8) == 64
+
+
+def test_power_with_paired_sessions_uses_the_sd_of_differences():
+    rng = np.random.default_rng(2)
+    base = rng.normal(0, 1, 40)
+    frame = frame_of({"a": base + 0.2 + rng.normal(0, 0.1, 40), "b": base})
+    (row,) = power.power_table(frame, ["m"], 0.05, 0.8, {}, paired=True).to_dict("records")
+    assert row["paired_sd_of_differences"] < 0.2 < row["pooled_sd"]
+    assert row["paired_sessions_for_closest_pair"] < row["sessions_for_closest_pair"]
+    assert math.isnan(row["stated_difference"]) and math.isnan(row["sessions_for_stated_difference"])
+
+
+# --- judge agreement --------------------------------------------------------------------------
+
+
+def test_krippendorff_alpha_on_krippendorffs_own_example():
+    nan = math.nan
+    # Krippendorff's "C" data: 4 coders x 12 units; his ordinal alpha is 0.815
+    data = np.array([[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+                     [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+                     [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+                     [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]])
+    assert judge_reliability.ordinal_alpha(data) == pytest.approx(0.815, abs=5e-4)
+
+
+def judged(scores_by_system: dict) -> pd.DataFrame:
+    rows = []
+    for system, sessions in scores_by_system.items():
+        for i, samples in enumerate(sessions):
+            row = {"system": system, "session_index": i}
+            for criterion in ("proactiveness", "coherence", "personalization"):
+                valid = [s for s in samples if s is not None]
+                row[f"judge_{criterion}"] = float(np.mean(valid)) if valid else math.nan
+                row[f"judge_{criterion}_scores"] = json.dumps(samples)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_reliability_reads_samples_and_says_when_the_judge_does_not_discriminate():
+    same = judged({"a": [[4, 4], [4, 5], [4, 4]] * 5, "b": [[4, 4], [5, 4], [4, 4]] * 5})
+    table = judge_reliability.reliability_table(same, alpha=0.05, resamples=50, seed=0)
+    row = table.iloc[0].to_dict()
+    assert row["samples"] == 2 and row["sessions_with_two_samples"] == 30 and not row["discriminates"]
+    text = judge_reliability.reliability_markdown(table, 0.05)
+    assert "The judge does not discriminate between the systems on: proactiveness, coherence, personalization" in text
+    apart = judged({"a": [[5, 5], [5, 4], [5, 5]] * 5, "b": [[1, 1], [2, 1], [1, 2]] * 5})
+    row = judge_reliability.reliability_table(apart, 0.05, 50, 0).iloc[0].to_dict()
+    assert row["discriminates"] and row["judge_ranking"] == "a > b" and row["krippendorff_alpha"] > 0.75
+
+
+def test_failed_samples_are_missing_not_scores():
+    frame = judged({"a": [[3, None], [None, None], [2, 4]]})
+    matrix = judge_reliability.sample_matrix(frame, "coherence")
+    assert matrix.shape == (2, 3) and np.isnan(matrix).sum() == 3 and matrix[1, 2] == 4
+
+
+def test_one_sample_per_session_is_reported_as_not_measured():
+    table = judge_reliability.reliability_table(judged({"a": [[3], [4]], "b": [[2], [5]]}), 0.05, 10, 0)
+    assert "agreement not measured" in judge_reliability.agreement_statement(table.iloc[0].to_dict())
+
+
+# --- semantic clusters ------------------------------------------------------------------------
+
+
+def unit(v):
+    v = np.asarray(v, float)
+    return v / np.linalg.norm(v)
+
+
+def test_two_clear_groups_give_two_clusters_and_a_high_silhouette():
+    rng = np.random.default_rng(0)
+    group_a = [unit([1, 0, 0] + rng.normal(0, 0.01, 3)) for _ in range(4)]
+    group_b = [unit([0, 1, 0] + rng.normal(0, 0.01, 3)) for _ in range(4)]
+    result = semantic_clusters(group_a + group_b, seed=1)
+    assert result["semantic_clusters"] == 2 and result["cluster_silhouette"] > 0.9
+    assert result["intra_cluster_diversity"] < 0.01 and result["inter_cluster_diversity"] == pytest.approx(1.0, abs=0.02)
+    assert result == semantic_clusters(group_a + group_b, seed=1)
+
+
+def test_too_few_or_identical_responses_leave_clusters_missing():
+    assert all(math.isnan(v) for v in semantic_clusters([unit([1, 0])] * 3, seed=0).values())
+    assert all(math.isnan(v) for v in semantic_clusters([unit([1, 0])] * 8, seed=0).values())
