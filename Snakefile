@@ -9,6 +9,8 @@ from pathlib import Path
 
 from snakemake.utils import min_version, validate
 
+from crseval.config_checks import check_config
+
 min_version("9.0")
 
 
@@ -19,6 +21,9 @@ if not workflow.config_settings.configfiles:
     configfile: "config/config.yaml"
 
 
+# Every problem of the config at once, each named by its key path, including the rules that relate
+# several values (crseval.config_checks); snakemake's validate then fills the schema's defaults.
+check_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
 validate(config, "workflow/schemas/config.schema.yaml")
 
 
@@ -40,6 +45,8 @@ include: "workflow/rules/judge.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/validity.smk"
+include: "workflow/rules/validity_figure.smk"
+include: "workflow/rules/provenance.smk"
 
 
 rule all:
@@ -53,4 +60,6 @@ rule all:
         stats_outputs(),
         plot_outputs(),
         validity_outputs(),
+        validity_figure_outputs(),
+        PROVENANCE,
     default_target: True

@@ -71,7 +71,7 @@ def test_duplicate_system_names_fail_at_start(workflow_copy):
 
 
 PAPER_JOBS = {"index_catalog": 1, "train_lda": 1, "simulate": 120, "score": 120, "judge": 120,
-              "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
+              "aggregate": 1, "stats": 1, "plots": 1, "provenance": 1, "all": 1}
 
 
 @pytest.mark.parametrize("profile", [None, "workflow/profiles/slurm"])

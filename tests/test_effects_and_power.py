@@ -236,3 +236,22 @@ def test_two_clear_groups_give_two_clusters_and_a_high_silhouette():
 def test_too_few_or_identical_responses_leave_clusters_missing():
     assert all(math.isnan(v) for v in semantic_clusters([unit([1, 0])] * 3, seed=0).values())
     assert all(math.isnan(v) for v in semantic_clusters([unit([1, 0])] * 8, seed=0).values())
+
+
+def test_silhouette_equals_scikit_learns_and_kmeans_finds_planted_groups():
+    from sklearn.metrics import adjusted_rand_score, silhouette_score
+
+    from crseval.metrics.response_stats import kmeans, silhouette
+
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        points = rng.normal(size=(int(rng.integers(4, 15)), 6))
+        points /= np.linalg.norm(points, axis=1, keepdims=True)
+        labels = np.arange(len(points)) % 3
+        distances = np.maximum(1 - points @ points.T, 0)
+        np.fill_diagonal(distances, 0)
+        assert silhouette(distances, labels) == pytest.approx(silhouette_score(points, labels, metric="cosine"), abs=1e-9)
+    centres = rng.normal(size=(3, 20)) * 3
+    planted = np.repeat([0, 1, 2], 4)
+    points = centres[planted] + rng.normal(scale=0.3, size=(12, 20))
+    assert adjusted_rand_score(kmeans(points, 3, np.random.default_rng(0)), planted) == 1.0

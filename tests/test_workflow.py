@@ -76,7 +76,8 @@ def test_lda_setting_reruns_train_lda_only(finished_run):
     workdir, config = finished_run
     config = json.loads(json.dumps(config))
     config["lda"]["passes"] = 4
-    assert dry_run(workdir, config) == {"train_lda": 1, "score": 4, "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
+    assert dry_run(workdir, config) == {"train_lda": 1, "score": 4, "aggregate": 1, "stats": 1, "plots": 1,
+                                        "provenance": 1, "all": 1}
 
 
 def test_catalog_setting_reruns_index_and_downstream(finished_run):
@@ -84,20 +85,22 @@ def test_catalog_setting_reruns_index_and_downstream(finished_run):
     config = json.loads(json.dumps(config))
     config["catalog"]["plot_keywords"]["per_film"] = 4
     assert dry_run(workdir, config) == {"index_catalog": 1, "train_lda": 1, "simulate": 4, "score": 4, "judge": 4,
-                                        "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
+                                        "aggregate": 1, "stats": 1, "plots": 1, "provenance": 1, "all": 1}
 
 
 def test_simulator_setting_reruns_simulation_only(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["simulator"].update(shift_every=c["simulator"]["shift_every"] + 1))
-    assert dry_run(workdir, config) == {"simulate": 4, "score": 4, "judge": 4, "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
+    assert dry_run(workdir, config) == {"simulate": 4, "score": 4, "judge": 4, "aggregate": 1, "stats": 1, "plots": 1,
+                                        "provenance": 1, "all": 1}
 
 
 def test_system_setting_reruns_that_systems_shards_only(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["systems"][1]["options"].update(temperature=0.2))
     jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
-    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
+    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "plots": 1,
+                                  "provenance": 1, "all": 1}
     assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/fake-llm/shard-{k}.jsonl" for k in (0, 1)}
 
 
@@ -105,7 +108,8 @@ def test_more_sessions_add_only_new_shards(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["sessions"].update(count=6))
     jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
-    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
+    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "plots": 1,
+                                  "provenance": 1, "all": 1}
     assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/{s}/shard-2.jsonl" for s in ("template", "fake-llm")}
 
 
@@ -116,7 +120,8 @@ def test_more_sessions_add_only_new_shards(finished_run):
 ])
 def test_scoring_setting_reruns_scoring_only(finished_run, mutate):
     workdir, config = finished_run
-    assert dry_run(workdir, changed(config, mutate)) == {"score": 4, "aggregate": 1, "stats": 1, "plots": 1, "all": 1}
+    assert dry_run(workdir, changed(config, mutate)) == {"score": 4, "aggregate": 1, "stats": 1, "plots": 1,
+                                                         "provenance": 1, "all": 1}
 
 
 def test_scores_cover_every_session(finished_run):
@@ -134,7 +139,7 @@ def test_llm_runtime_settings_rerun_nothing(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["llm"].update(max_retries=7, timeout_s=5, backoff_s=0.1))
     config["scoring"]["embedding_cache"] = ".cache/elsewhere.sqlite"
-    assert dry_run(workdir, config) == {}
+    assert dry_run(workdir, config) == {"provenance": 1, "all": 1}  # only the record of the config
 
 
 def test_sessions_are_paired_across_systems(finished_run):
@@ -171,12 +176,22 @@ def test_tables_and_statistics(finished_run):
     summary = (results / "stats" / "summary.md").read_text()
     assert "## Omnibus tests" in summary and "| tas |" in summary
     anova = pd.read_csv(results / "stats" / "anova.csv")
-    assert "judge_coherence" in set(anova["metric"])
+    assert "judge_coherence" in set(anova["metric"]) and "recommended_p_bh" in anova
+    pairwise = pd.read_csv(results / "stats" / "pairwise.csv")
+    assert {"welch_t_p", "welch_t_p_holm", "welch_t_p_bh", "hedges_g_ci_low", "cliffs_delta_ci_high"} <= set(pairwise.columns)
+    assert set(pairwise["metric"]) >= {"tas", "judge_coherence"}
+    paired = pd.read_csv(results / "stats" / "paired.csv")  # simulated sessions share seeds: they pair
+    assert len(paired) and {"wilcoxon_p_holm", "rank_biserial", "cohens_dz_ci_low"} <= set(paired.columns)
+    assert "Sessions pair: session i has the same seed" in summary
+    assert "| tas | 4 |" in (results / "stats" / "power.md").read_text()
+    reliability = (results / "stats" / "judge_reliability.md").read_text()
+    assert "agreement not measured: the judge ran one sample per session" in reliability
 
 
 def test_stats_setting_reruns_stats_only(finished_run):
     workdir, config = finished_run
-    assert dry_run(workdir, changed(config, lambda c: c["stats"].update(alpha=0.01))) == {"stats": 1, "all": 1}
+    assert dry_run(workdir, changed(config, lambda c: c["stats"].update(alpha=0.01))) == {"stats": 1, "provenance": 1,
+                                                                                          "all": 1}
 
 
 def test_judge_disabled_drops_the_judge_and_adapts(finished_run):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -12,6 +13,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 JUDGE = {"judge_proactiveness": "proactiveness", "judge_coherence": "coherence", "judge_personalization": "personalization"}
 LABELS = {
@@ -23,6 +25,8 @@ LABELS = {
     "context_adaptation_score": "CAS (legacy)", "adherence_f1": "topic adherence F1", "distinct_2": "distinct-2",
     "self_bleu": "self-BLEU", "perplexity": "perplexity (plot LM)", "embedding_diversity": "embedding diversity",
     "persona_similarity": "persona similarity", "avg_recovery_delay": "recovery delay (legacy, turns)",
+    "tas_cc": "TAS: CC (concept Jaccard)", "tas_cr": "TAS: CR (concept cosine)",
+    "tas_copying": "TAS: copying (I)", "dst_f1": "tracking F1 (DST)", "cluster_silhouette": "cluster silhouette",
     **{k: f"judge: {v}" for k, v in JUDGE.items()},
 }
 
@@ -34,6 +38,11 @@ def label(metric: str) -> str:
 def palette(systems: list[str]) -> dict[str, tuple]:
     colours = sns.color_palette("colorblind", n_colors=max(len(systems), 3))
     return {system: colours[i] for i, system in enumerate(sorted(systems))}
+
+
+def integer_ticks(ax, axis: str = "x") -> None:
+    """Ticks at whole numbers only on a turn axis (no "2.5" turns), however few turns there are."""
+    (ax.xaxis if axis == "x" else ax.yaxis).set_major_locator(MaxNLocator(integer=True))
 
 
 def save(figure, stem: Path) -> None:
@@ -112,7 +121,8 @@ def recovery_box(sessions: pd.DataFrame, colours: dict, stem: Path) -> None:
         ax.text(0.01, 0.98, "each dot: one session's mean delay", transform=ax.transAxes, va="top", fontsize=8, color="grey")
     ax.set_xticks(range(len(columns)), ["grounded, cosine (turns after shift)", "grounded, Jaccard", "legacy CAS (system turns)"][:len(columns)])
     ax.set_xlabel("")
-    ax.set_ylabel("recovery delay")
+    ax.set_ylabel("recovery delay (turns)")
+    integer_ticks(ax, "y")
     ax.set_title("Recovery delay per session (recovered shifts only)")
     save(figure, stem)
 
@@ -127,6 +137,7 @@ def tas_over_turns(turns: pd.DataFrame, colours: dict, stem: Path, seed: int) ->
             ax.axvline(turn, color="grey", linestyle="--", linewidth=1)
         ax.text(0.01, 0.98, "dashed: simulator shift turns", transform=ax.transAxes, va="top", fontsize=8, color="grey")
     ax.set_xlabel("turn")
+    integer_ticks(ax, "x")
     ax.set_ylabel("TAS(t)")
     ax.set_title("Grounded TAS per turn: mean and 95% CI per system")
     save(figure, stem)
@@ -171,3 +182,112 @@ def weight_sensitivity(turns: pd.DataFrame, stem: Path) -> pd.DataFrame:
     figure.tight_layout()
     save(figure, stem)
     return table
+
+
+def spearman(x: pd.Series, y: pd.Series) -> tuple[float, int]:
+    """Spearman's rho over the sessions with both values, and their number (rho is NaN below
+    three pairs or when either side is constant)."""
+    pairs = pd.DataFrame({"x": x, "y": y}).dropna()
+    if len(pairs) < 3 or pairs["x"].nunique() < 2 or pairs["y"].nunique() < 2:
+        return float("nan"), len(pairs)
+    return float(pairs["x"].rank().corr(pairs["y"].rank())), len(pairs)
+
+
+def tas_scatter(sessions: pd.DataFrame, others: list[str], colours: dict, stem: Path) -> list[str]:
+    """One point per session: grounded TAS against each of `others` (the legacy CAS, the judge's
+    criteria), coloured by system, Spearman rho over all sessions in each panel's title. A column
+    that is absent or has no value beside a TAS value gets no panel. Returns the columns shown."""
+    has_tas = sessions["tas"].notna() if "tas" in sessions else pd.Series(False, index=sessions.index)
+    shown = [c for c in others if c in sessions and (sessions[c].notna() & has_tas).any()]
+    figure, axes = plt.subplots(1, max(len(shown), 1), figsize=(4.2 * max(len(shown), 1), 3.8), squeeze=False)
+    rng = np.random.default_rng(0)
+    for ax, column in zip(axes.flat, shown):
+        pairs = sessions[["system", "tas", column]].dropna()
+        for system in sorted(colours):
+            points = pairs[pairs["system"] == system]
+            x = points[column].to_numpy(float)
+            if column in JUDGE:  # whole-point scores: spread the dots sideways so that equal scores stay visible
+                x = x + rng.uniform(-0.15, 0.15, len(x))
+            ax.scatter(x, points["tas"], s=18, alpha=0.7, color=colours[system], label=system, edgecolors="none")
+        rho, n = spearman(sessions[column], sessions["tas"])
+        ax.set_title(f"Spearman rho = {'n/a' if rho != rho else f'{rho:.2f}'} (n = {n})", fontsize=10)
+        ax.set_xlabel(label(column))
+        ax.set_ylabel(label("tas"))
+        if column in JUDGE:  # the judge's 1-5 scale, whole points (means of k samples fall in between)
+            ax.set_xlim(0.7, 5.3)
+            ax.set_xticks(range(1, 6))
+    if shown:
+        handles = [plt.Line2D([], [], marker="o", linestyle="", color=colours[s], label=s) for s in sorted(colours)]
+        figure.legend(handles=handles, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8, title="system")
+        figure.suptitle("Grounded TAS against the other scores, one point per session")
+    else:
+        axes.flat[0].axis("off")
+        axes.flat[0].text(0.5, 0.5, "no legacy CAS or judge scores to compare with TAS", ha="center", va="center")
+    figure.tight_layout()
+    save(figure, stem)
+    return shown
+
+
+def order_ranks(order: str) -> dict[str, float]:
+    """System -> rank from an order string such as "oracle > lag1 > stubborn=random": position
+    1 is best; systems tied by "=" share the mean of the positions they take (2.5 above)."""
+    ranks, position = {}, 1
+    for group in order.split(">"):
+        systems = [s.strip() for s in group.split("=") if s.strip()]
+        for system in systems:
+            ranks[system] = position + (len(systems) - 1) / 2
+        position += len(systems)
+    return ranks
+
+
+def restrict_order(order: str, systems: set[str]) -> str:
+    """The order string with only `systems` kept (empty groups dropped)."""
+    groups = ["=".join(s.strip() for s in group.split("=") if s.strip() in systems) for group in order.split(">")]
+    return " > ".join(g for g in groups if g)
+
+
+def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:
+    """Measured against expected rank of each calibration system, one panel per measured metric
+    of the validity table (crseval.validity), with the diagonal of perfect agreement; Kendall's tau,
+    its CI and the verdict in the title. Metrics without a measured order are listed below the
+    panels. Expected ranks are over the systems the experiment has. Returns the metrics drawn."""
+    measured = table[table["measured_order"].notna() & (table["measured_order"].astype(str).str.strip() != "")]
+    skipped = table[~table.index.isin(measured.index)]
+    systems = sorted({s for order in measured["measured_order"] for s in order_ranks(order)})
+    colours = palette(systems)
+    columns = min(4, max(len(measured), 1))
+    rows = max(math.ceil(len(measured) / columns), 1)
+    figure, axes = plt.subplots(rows, columns, figsize=(3.3 * columns, 3.3 * rows + 0.6), squeeze=False)
+    for ax, row in zip(axes.flat, measured.itertuples()):
+        got = order_ranks(row.measured_order)
+        expected = order_ranks(restrict_order(row.expected_order, set(got)))
+        n = len(got)
+        ax.plot([1, n], [1, n], color="grey", linestyle="--", linewidth=1, zorder=0)
+        for system, rank in got.items():
+            if system not in expected:
+                continue
+            ax.scatter(expected[system], rank, s=40, color=colours[system], zorder=2)
+            ax.annotate(system, (expected[system], rank), xytext=(4, 2), textcoords="offset points", fontsize=7)
+        ax.set_xlim(0.5, n + 0.7)
+        ax.set_ylim(0.5, n + 0.5)
+        integer_ticks(ax, "x")
+        integer_ticks(ax, "y")
+        ax.set_xlabel("expected rank", fontsize=8)
+        ax.set_ylabel("measured rank", fontsize=8)
+        tau = "n/a" if row.tau != row.tau else f"{row.tau:.2f}"
+        ci = "" if row.tau_ci_low != row.tau_ci_low else f" [{row.tau_ci_low:.2f}, {row.tau_ci_high:.2f}]"
+        ax.set_title(f"{label(row.metric)}\ntau = {tau}{ci}: {row.verdict}", fontsize=9,
+                     color={"pass": "tab:green", "fail": "tab:red"}.get(row.verdict, "black"))
+    for ax in list(axes.flat)[len(measured):]:
+        ax.axis("off")
+    if not len(measured):
+        axes.flat[0].text(0.5, 0.5, "no metric could be measured", ha="center", va="center")
+    if len(skipped):
+        reasons = [str(r.verdict).removeprefix("not measured").strip(" ()") for r in skipped.itertuples()]
+        note = "Not measured: " + ", ".join(f"{m} ({why})" if why else m for m, why in zip(skipped["metric"], reasons))
+        figure.text(0.01, 0.0, textwrap.fill(note, 45 * columns), fontsize=8, color="grey", ha="left", va="top")
+    figure.suptitle("Metric validity: measured vs expected rank of the calibration systems\n"
+                    "(1 = best; dashed: perfect agreement)")
+    figure.tight_layout()
+    save(figure, stem)
+    return list(measured["metric"])

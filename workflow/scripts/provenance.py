@@ -1,0 +1,19 @@
+"""Rule provenance: resolved config, code, packages, model and input hashes, machine -> provenance.json."""
+
+import json
+from pathlib import Path
+
+from crseval.io import log_to, write_json
+from crseval.provenance import build
+
+log = log_to(snakemake.log[0])
+record = build(
+    json.loads(snakemake.params.config),
+    source_dir=Path(snakemake.scriptdir).resolve().parents[1],  # the tree whose src/ is on PYTHONPATH
+    hash_cache=snakemake.params.hash_cache,
+)
+write_json(record, snakemake.output[0])  # atomic: written through crseval.io.atomic_path
+source = record["source"]
+log.info("crseval %s, commit %s%s, %d model setting(s), %d prompt(s)", record["crseval"]["version"],
+         source["commit"] or f"unknown ({source['reason']})", " (dirty)" if source["dirty"] else "",
+         len(record["models"]), len(record["prompts"]))

@@ -1,0 +1,13 @@
+"""Rule validity_figure: measured vs expected rank per metric, from stats/validity.csv."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from crseval import plots
+from crseval.io import log_to
+
+log = log_to(snakemake.log[0])
+table = pd.read_csv(snakemake.input.table)
+drawn = plots.validity_figure(table, Path(snakemake.output.png).with_suffix(""))
+log.info("validity figure: %d metrics drawn, %d not measured", len(drawn), len(table) - len(drawn))
