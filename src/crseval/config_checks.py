@@ -1,0 +1,176 @@
+"""Checks of an experiment's config: the schema, and the rules that tie values together.
+
+Snakemake's `validate` stops at the first schema error and prints it with a dump of the schema;
+`check_config` reports every problem at once, one line each, starting with the key path as it is
+written in the YAML file (`systems[2].backend.type`). The schema states what one value may be
+(types, bounds, names); the rules here are the ones a JSON schema cannot state because they relate
+several values (sums, ordering, unique names). Without them the pipeline runs and gives silently
+wrong numbers, or fails late with an exception that names no key. config/README.md ("Validation")
+lists the rules.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+from typing import Any, Iterator
+
+import yaml
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError, best_match
+
+from crseval.names import NAME_PATTERN, NAME_RULE
+
+SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+SUM_TOLERANCE = 1e-9
+LM_LAMBDAS = ("scoring", "response_stats", "lm", "lambdas")
+CAS_WEIGHTS = ("scoring", "cas", "weights")
+TAS = ("scoring", "tas")
+RANGES = (("scoring", "cas", "delay_range"),)  # every [low, high] pair of the schema
+
+
+class ConfigError(ValueError):
+    """Every problem of a config, one per line after a count, each starting with its key path."""
+
+    def __init__(self, problems: list[str]):
+        self.problems = list(problems)
+        count = f"{len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"
+        super().__init__("\n".join([f'{count} in the config (rules: config/README.md, "Validation"):',
+                                    *self.problems]))
+
+
+def key_path(path) -> str:
+    """('systems', 2, 'backend', 'type') as `systems[2].backend.type`, the root as `config`."""
+    text = "".join(f"[{key}]" if isinstance(key, int) else f".{key}" for key in path).lstrip(".")
+    return text or "config"
+
+
+def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH) -> None:
+    """Raise one ConfigError listing every problem of `config`; return if there is none.
+
+    The config is not changed: the schema's defaults are filled by snakemake's `validate`, which
+    the Snakefile calls after this.
+    """
+    problems = [*_schema_problems(config, str(schema_path)), *_rule_problems(config)]
+    if problems:
+        raise ConfigError(list(dict.fromkeys(problems)))
+
+
+@functools.lru_cache(maxsize=4)
+def _validator(schema_path: str) -> Draft202012Validator:
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    Draft202012Validator.check_schema(schema)
+    return Draft202012Validator(schema)
+
+
+def _schema_problems(config: Any, schema_path: str) -> Iterator[str]:
+    for error in _validator(schema_path).iter_errors(config):
+        if error.context:  # a oneOf/anyOf: the error of the alternative that fits best, at its key
+            error = best_match(error.context)
+        yield f"{key_path(error.absolute_path)}: {_message(error)}"
+
+
+def _message(error: ValidationError) -> str:
+    if error.validator == "pattern" and error.validator_value == NAME_PATTERN:
+        return f"{error.message}: a name must be {NAME_RULE}"
+    return error.message
+
+
+def _rule_problems(config: Any) -> Iterator[str]:
+    """The cross-value rules; each skips values of the wrong shape, which the schema reports."""
+    yield from _finite_numbers(config, ())
+    yield from _lm_lambdas(config)
+    yield from _cas_weights(config)
+    yield from _tas_weights(config)
+    yield from _ranges(config)
+    yield from _unique_system_names(config)
+
+
+def _at(config: Any, path: tuple) -> Any:
+    """The value at `path`, or None where the config has another shape."""
+    value = config
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(value, list) or key >= len(value):
+                return None
+        elif not isinstance(value, dict) or key not in value:
+            return None
+        value = value[key]
+    return value
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _numbers(value: Any, count: int | None = None) -> list | None:
+    """`value` as a list of finite numbers (of length `count`), or None."""
+    if isinstance(value, list) and (count is None or len(value) == count) and all(map(_is_number, value)):
+        return value
+    return None
+
+
+def _show(number: float) -> str:
+    return format(round(number, 12), ".12g")
+
+
+def _finite_numbers(value: Any, path: tuple) -> Iterator[str]:
+    """YAML's .nan and .inf pass every minimum and maximum of the schema (NaN compares false)."""
+    if isinstance(value, float) and not math.isfinite(value):
+        yield f"{key_path(path)}: {value} is not a finite number"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _finite_numbers(item, (*path, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            yield from _finite_numbers(item, (*path, i))
+
+
+def _lm_lambdas(config: Any) -> Iterator[str]:
+    """Interpolation weights: any sum other than 1 scales every probability, hence the perplexity."""
+    lambdas = _numbers(_at(config, LM_LAMBDAS), 3)
+    if lambdas is not None and abs(math.fsum(lambdas) - 1) > SUM_TOLERANCE:
+        yield (f"{key_path(LM_LAMBDAS)}: {lambdas} sum to {_show(math.fsum(lambdas))}, but must sum to 1 "
+               "(they interpolate the unigram, bigram and trigram models)")
+
+
+def _cas_weights(config: Any) -> Iterator[str]:
+    """CAS divides by the sum of its weights: with no positive weight it is NaN for every session."""
+    weights = _at(config, CAS_WEIGHTS)
+    if isinstance(weights, dict) and weights and all(map(_is_number, weights.values())):
+        total = math.fsum(weights.values())
+        if total <= 0:
+            yield (f"{key_path(CAS_WEIGHTS)}: they sum to {_show(total)}, but must have a positive sum "
+                   "(CAS is the mean of its components weighted by them)")
+
+
+def _tas_weights(config: Any) -> Iterator[str]:
+    """TAS = alpha CC + beta CR - gamma I: without alpha and beta it rewards no adherence at all."""
+    alpha, beta = _at(config, (*TAS, "alpha")), _at(config, (*TAS, "beta"))
+    if _is_number(alpha) and _is_number(beta) and alpha + beta <= 0:
+        yield (f"{key_path(TAS)}: alpha + beta is {_show(alpha + beta)}, but must be positive "
+               "(TAS = alpha CC + beta CR - gamma I would be 0 or below for every system)")
+
+
+def _ranges(config: Any) -> Iterator[str]:
+    """A [low, high] range normalises by high - low: an empty or reversed one divides by 0 or flips."""
+    for path in RANGES:
+        pair = _numbers(_at(config, path), 2)
+        if pair is not None and not pair[0] < pair[1]:
+            yield f"{key_path(path)}: {pair} must be strictly increasing (first < second)"
+
+
+def _unique_system_names(config: Any) -> Iterator[str]:
+    """A system's name is its results folder and its key in every table."""
+    systems = _at(config, ("systems",))
+    first: dict[str, int] = {}
+    for i, system in enumerate(systems if isinstance(systems, list) else []):
+        name = system.get("name") if isinstance(system, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in first:
+            yield (f"systems[{i}].name: {name!r} is also the name of systems[{first[name]}]; "
+                   "every system needs a unique name (it names the system's results folder)")
+        else:
+            first[name] = i
