@@ -10,6 +10,7 @@ import hashlib
 import json
 import threading
 import time
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -81,6 +82,113 @@ class FakeOllama:
         return sum(1 for r in self.requests if r["path"] == "/api/chat")
 
     def __enter__(self) -> "FakeOllama":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@dataclass(frozen=True)
+class RawReply:
+    """One scripted HTTP reply, sent byte for byte: for bodies no well-behaved server would send.
+
+    `declared_length` overrides Content-Length (larger than the body: a connection cut mid-reply).
+    """
+
+    status: int = 200
+    content_type: str | None = "application/json"
+    body: bytes | str = b""
+    declared_length: int | None = None
+
+
+def send_raw(handler: BaseHTTPRequestHandler, reply: RawReply) -> None:
+    body = reply.body.encode("utf-8", "surrogatepass") if isinstance(reply.body, str) else reply.body
+    handler.send_response(reply.status)
+    if reply.content_type is not None:
+        handler.send_header("Content-Type", reply.content_type)
+    handler.send_header("Content-Length", str(len(body) if reply.declared_length is None else reply.declared_length))
+    if reply.declared_length is not None:
+        handler.send_header("Connection", "close")
+        handler.close_connection = True
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+class ScriptedOllama(FakeOllama):
+    """FakeOllama that first answers with the scripted `raw` replies, one per request, then as usual."""
+
+    def __init__(self, raw: list[RawReply], **options):
+        super().__init__(**options)
+        self.raw = list(raw)
+        handler = self._httpd.RequestHandlerClass
+        normal_post = handler.do_POST
+        server = self
+
+        def do_POST(self):
+            with server._lock:
+                scripted = server.raw.pop(0) if server.raw else None
+            if scripted is None:
+                return normal_post(self)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            with server._lock:
+                server.requests.append({"path": self.path, "body": json.loads(body)})
+            send_raw(self, scripted)
+
+        handler.do_POST = do_POST
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)  # quick shutdown
+
+
+class FakeOpenAI:
+    """A loopback OpenAI-compatible server (POST <base>/chat/completions), like vLLM or llama.cpp's server.
+
+    `raw` replies are sent first, one per request; then deterministic chat completions whose text is
+    `content(body)` when given (None gives `"content": null`). Request headers are recorded too, so
+    tests can check which API key was sent (header names in lower case). It binds 127.0.0.1 only.
+    """
+
+    def __init__(self, raw: list[RawReply] | None = None, content=None, failures: list[int] | None = None):
+        self.raw = list(raw or [])
+        self.failures = list(failures or [])
+        self.content = content
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server._lock:
+                    headers = {name.lower(): value for name, value in self.headers.items()}
+                    server.requests.append({"path": self.path, "body": body, "headers": headers})
+                    scripted = server.raw.pop(0) if server.raw else None
+                    status = server.failures.pop(0) if scripted is None and server.failures else 200
+                if scripted is None and status != 200:
+                    scripted = RawReply(status, body=json.dumps({"error": {"message": f"simulated failure {status}"}}))
+                send_raw(self, scripted or RawReply(body=json.dumps(server.reply(body))))
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
+
+    def reply(self, body: dict) -> dict:
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        content = self.content(body) if self.content is not None else f"Try Heat. (ref {digest[:8]})"
+        return {
+            "id": f"chatcmpl-{digest[:12]}", "object": "chat.completion", "created": 1767225600, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": len((content or "").split()), "total_tokens": 9},
+        }
+
+    @property
+    def chat_calls(self) -> int:
+        return sum(1 for r in self.requests if r["path"].endswith("/chat/completions"))
+
+    def __enter__(self) -> "FakeOpenAI":
         self._thread.start()
         return self
 

@@ -63,7 +63,7 @@ def small_config():
 def test_slurm_run_matches_a_local_run(tmp_path, slurm_cluster):
     config = small_config()
     runs = {}
-    for name, extra in (("slurm", ["--profile", "workflow/profiles/slurm"]), ("local", [])):
+    for name, extra in (("slurm", ["--profile", "profiles/slurm"]), ("local", [])):
         (tmp_path / name).mkdir()
         workdir = copy_workflow(tmp_path / name)
         (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))

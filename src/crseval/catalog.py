@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,8 @@ PEOPLE_FIELDS = ("actor", "director", "writer")
 CONCEPT_FIELDS = (*LIST_FIELDS, "year")
 KNOWN_FIELDS = frozenset({"name", "year", "plot", "original_id", *LIST_FIELDS})
 MAX_EXAMPLES = 5
+MAX_DEPTH = 64
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class CatalogError(ValueError):
@@ -143,19 +146,60 @@ def _read_json_object(path: Path, report: NormalisationReport) -> list[tuple[str
         parsed = json.loads(text, object_pairs_hook=_Pairs)
     except json.JSONDecodeError as error:
         raise CatalogError(path, f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}") from None
+    except RecursionError:
+        raise CatalogError(path, "not valid JSON here: nested too deeply") from None
+    except ValueError as error:  # a number too long to convert
+        raise CatalogError(path, f"not valid JSON here: {error}") from None
     if not isinstance(parsed, _Pairs):
         raise CatalogError(path, f"the catalog must be a JSON object mapping titles to films, found {_json_type(parsed)}")
+    _check_parsed_values(path, parsed)
     films: list[tuple[str, object]] = []
     seen: set[str] = set()
     for title, record in parsed:
-        if title in seen:
-            report.defect("repeated title key (first record kept)", title)
+        title_key = _title_key(title, record)
+        if not clean_whitespace(title):
+            report.defect("blank title (the film's name used)", repr(title))
+        elif title_key != title:
+            report.defect("title with surrounding or repeated white space (cleaned)", repr(title))
+        if title_key in seen:
+            report.defect("repeated title key (first record kept)", repr(title) if title_key != title else title)
             continue
-        seen.add(title)
+        seen.add(title_key)
         if isinstance(record, _Pairs) and len({key for key, _ in record}) < len(record):
             report.defect("repeated field key (first value kept)", title)
         films.append((title, _to_plain(record)))
     return films
+
+
+def _check_parsed_values(path: Path, parsed: _Pairs) -> None:
+    """Stop on what parses as JSON but cannot go on: lone surrogates (escapes like \\ud800, which no UTF-8 table
+    can hold) and nesting so deep that walking it would overflow the stack. A film record is 3 levels deep."""
+    for title, record in parsed:
+        stack: list[tuple[object, str | None, int]] = [(title, None, 0), (record, None, 1)]
+        while stack:
+            item, field_name, depth = stack.pop()
+            if depth > MAX_DEPTH:
+                raise CatalogError(path, f"nested deeper than {MAX_DEPTH} levels", film=title, field=field_name)
+            if isinstance(item, str) and _LONE_SURROGATE.search(item):
+                raise CatalogError(path, f"{'title' if depth == 0 else 'text'} is not valid Unicode (a lone surrogate "
+                                   "escape such as \\ud800)", film=title, field=field_name)
+            if isinstance(item, _Pairs):
+                for key, value in item:
+                    child_field = key if depth == 1 else field_name
+                    stack += [(key, child_field, depth + 1), (value, child_field, depth + 1)]
+            elif isinstance(item, list):
+                stack += [(value, field_name, depth + 1) for value in item]
+
+
+def _title_key(title: str, record: object) -> str:
+    """The title a film will have: white space cleaned, so "Heat" and "Heat " are one title; a blank title
+    falls back to the film's name, as in load_catalog."""
+    cleaned = clean_whitespace(title)
+    if cleaned:
+        return cleaned
+    pairs = record if isinstance(record, _Pairs) else []
+    name = next((value for field_name, value in pairs if field_name == "name"), None)
+    return (clean_whitespace(name) if isinstance(name, str) else "") or title
 
 
 def _raise_bad_utf8(path: Path, raw: bytes, error: UnicodeDecodeError) -> None:
@@ -163,7 +207,7 @@ def _raise_bad_utf8(path: Path, raw: bytes, error: UnicodeDecodeError) -> None:
     text = raw.decode("utf-8", errors="surrogateescape")
     try:
         parsed = json.loads(text)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         parsed = None
     if isinstance(parsed, dict):
         for title, record in parsed.items():

@@ -48,9 +48,15 @@ def main(argv: list[str] | None = None) -> int:
     except LogImportError as error:
         print(f"crseval import-logs: {error}", file=sys.stderr)
         return 2
+    targets = {system: args.out / f"{system}.jsonl" for system in sessions}
+    for system, target in targets.items():  # the importer gives safe names; this guards the folder if it ever did not
+        if not target.resolve().is_relative_to(args.out.resolve()):
+            print(f"crseval import-logs: system {system!r} would be written outside the output folder {args.out} "
+                  f"(to {target.resolve()}); nothing written", file=sys.stderr)
+            return 2
     args.out.mkdir(parents=True, exist_ok=True)
     for system, records in sessions.items():
-        (args.out / f"{system}.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
+        targets[system].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
     (args.out / "import_report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report["sessions"]))
     return 0

@@ -44,23 +44,40 @@ class JudgeParseError(ValueError):
 
 
 def parse_judgement(reply: str) -> dict[str, tuple[int, str]]:
-    """criterion -> (score, rationale) from a reply; raises JudgeParseError."""
-    text = reply.strip()
+    """criterion -> (score, rationale) from a reply; raises JudgeParseError, whatever the reply holds.
+
+    The reason goes into the results table, so it is kept short and writable: replies are model
+    output, and a model can send anything (a number too long for int, nesting deeper than the
+    recursion limit, a 100 kB string, lone surrogates).
+    """
+    text = reply.strip() if isinstance(reply, str) else ""
     if text.startswith("```"):
         text = text.strip("`").removeprefix("json").strip()
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         raise JudgeParseError(f"not JSON ({error.msg} at character {error.pos})") from None
-    problems = sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(e.path))
+    except (ValueError, RecursionError) as error:  # an integer of thousands of digits, nesting too deep
+        raise JudgeParseError(f"not JSON ({_short(str(error) or type(error).__name__)})") from None
+    problems = sorted(_VALIDATOR.iter_errors(data), key=lambda e: [str(p) for p in e.path])
     if problems:
         first = problems[0]
         where = "/".join(str(p) for p in first.path) or "reply"
-        raise JudgeParseError(f"{where}: {first.message}")
+        raise JudgeParseError(_short(f"{where}: {first.message}"))
     for criterion in CRITERIA:
         if isinstance(data[criterion]["score"], bool):
             raise JudgeParseError(f"{criterion}/score: a boolean is not a score")
-    return {c: (data[c]["score"], data[c]["rationale"].strip()) for c in CRITERIA}
+    # 4.0 passes the schema as an integer; rationales may hold lone surrogates from JSON escapes
+    return {c: (int(data[c]["score"]), _writable(data[c]["rationale"].strip())) for c in CRITERIA}
+
+
+def _short(reason: str, limit: int = 240) -> str:
+    """A reason cut to `limit` characters and made writable as UTF-8."""
+    return _writable(reason if len(reason) <= limit else reason[: limit - 1] + "…")
+
+
+def _writable(text: str) -> str:
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def preference_source(turns: list[dict]) -> str:

@@ -16,6 +16,10 @@ index = CatalogIndex.read(snakemake.input.films, snakemake.input.concepts)
 catalog_sha = json.loads(Path(snakemake.input.catalog_summary).read_text())["catalog"]["sha256"]
 sessions, report = import_logs(list(snakemake.input.logs), ConceptMatcher(index.concepts, index.films), catalog_sha,
                                canonical_sha({"importer": 1, "shard_size": snakemake.params.shard_size}))
+sessions_folder = (Path(snakemake.params.results) / "sessions").resolve()
+for system in sessions:  # the importer gives safe names; this guards the results folder if it ever did not
+    if not (sessions_folder / system / "shard-0.jsonl").resolve().is_relative_to(sessions_folder):
+        raise ValueError(f"system {system!r}: its session shards would be written outside {sessions_folder}")
 validator = jsonschema.Draft202012Validator(load_schema(snakemake.input.schema))
 size = snakemake.params.shard_size
 for system, records in sessions.items():

@@ -1,11 +1,15 @@
-"""The request/response types shared by every backend, and the two kinds of failure."""
+"""The request/response types shared by every backend, the two kinds of failure, and the checks
+every reply passes before anyone sees it (one place, so that all backends fail the same way)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 
 class LLMError(RuntimeError):
@@ -13,7 +17,7 @@ class LLMError(RuntimeError):
 
 
 class TransientLLMError(LLMError):
-    """A failure worth retrying: connection refused or reset, timeout, HTTP 5xx."""
+    """A failure worth retrying: connection refused or reset, timeout, HTTP 5xx, an empty or unreadable reply."""
 
 
 @dataclass(frozen=True)
@@ -72,3 +76,193 @@ class Backend(Protocol):
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         """One call, no retries; raises TransientLLMError or LLMError."""
+
+
+# --- passwords out of URLs -----------------------------------------------------------------------------------------
+
+_SECRET_QUERY = re.compile(r"key|token|secret|passw|auth|sig", re.I)
+# a bounded scheme keeps the search linear on long runs of letters; the last character is not punctuation
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{0,30}://[^\s'\"<>]*[^\s'\"<>:;,.)\]]")
+
+
+def redact_url(url: str) -> str:
+    """`url` with `***` for the password of its user part and for secret-looking query values.
+
+    Server addresses (ollama `host`, openai `base_url`) may carry credentials, and they appear in
+    error messages and logs that end up in job logs and bug reports; the user name stays.
+    """
+    if not isinstance(url, str) or not url or any(c.isspace() for c in url):
+        return url
+    schemeless = "://" not in url
+    if schemeless and "@" not in url:
+        return url
+    try:
+        parts = urlsplit("//" + url if schemeless else url)
+        password = parts.password
+    except ValueError:
+        return url
+    netloc = parts.netloc
+    if password is not None:
+        netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
+    query = parts.query
+    if query and any(_SECRET_QUERY.search(k) for k, _ in parse_qsl(query, keep_blank_values=True)):
+        pairs = parse_qsl(query, keep_blank_values=True)
+        query = urlencode([(k, "***" if _SECRET_QUERY.search(k) else v) for k, v in pairs], safe="*")
+    if netloc == parts.netloc and query == parts.query:
+        return url
+    redacted = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return redacted[2:] if schemeless else redacted
+
+
+def redact_urls(text: str) -> str:
+    """`text` with `redact_url` applied to every URL in it: for messages written by libraries."""
+    return _URL_IN_TEXT.sub(lambda match: redact_url(match.group(0)), text)
+
+
+class RedactURLs(logging.Filter):
+    """Rewrites log records whose text holds a URL with a password (httpx logs every request URL at INFO)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # a broken record is the handler's to report, not the filter's
+            return True
+        redacted = redact_urls(message)
+        if redacted != message:
+            record.msg, record.args = redacted, ()
+        return True
+
+
+def redact_library_logs() -> None:
+    """Adds RedactURLs to the loggers of the HTTP libraries the backends use (once)."""
+    for name in ("httpx", "httpx2", "openai._base_client"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(f, RedactURLs) for f in logger.filters):
+            logger.addFilter(RedactURLs())
+
+
+# --- reply checks -------------------------------------------------------------------------------------------------
+
+EXCERPT_CHARS = 200
+
+
+def excerpt(text: str, limit: int = EXCERPT_CHARS, size: str | None = None) -> str:
+    """`text` on one line, cut to about `limit` characters: error messages must stay readable.
+
+    `size` describes the whole when `text` is only its start (e.g. "50013 bytes").
+    """
+    flat = " ".join(text[: 4 * limit].split())
+    if size is None and len(flat) <= limit and len(text) <= 4 * limit:
+        return flat
+    return f"{flat[:limit]}… ({size or f'{len(text)} characters'} in all)"
+
+
+def describe_http(status: int, content_type: str | None, body: bytes) -> str:
+    """What came back, for error messages: status, content type and the start of the body."""
+    start = body[: 4 * EXCERPT_CHARS]
+    text = _decode(start, content_type)
+    if not text.strip():
+        shown = "(empty)" if not body.strip() else excerpt(_decode(body, content_type))
+    else:
+        shown = excerpt(text, size=f"{len(body)} bytes" if len(body) > len(start) else None)
+    kind = clean_unicode(excerpt(content_type, 80)) if content_type and content_type.strip() else "(none)"
+    return f"HTTP {status}, content-type {kind}, body: {redact_urls(clean_unicode(shown))}"
+
+
+def _decode(data: bytes, content_type: str | None) -> str:
+    """`data` as text in the charset the content type names, else (unknown, unusable) UTF-8; never fails."""
+    match = re.search(r"charset=\"?([\w.:-]+)", content_type or "", re.I)
+    if match:
+        try:
+            return data.decode(match.group(1), "replace")
+        except (LookupError, UnicodeError, ValueError, TypeError):  # no codec, or not a text codec (rot13, base64)
+            pass
+    return data.decode("utf-8", "replace")
+
+
+def clean_unicode(text: str) -> str:
+    """`text` with lone surrogates (legal in JSON escapes, not in UTF-8) replaced, so it can be written to disk."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def http_failure(where: str, status: int, content_type: str | None, body: bytes) -> LLMError:
+    """The error for a reply with a status other than 2xx: transient for HTTP 5xx (server trouble)."""
+    return (TransientLLMError if status >= 500 else LLMError)(f"{where}: {describe_http(status, content_type, body)}")
+
+
+def json_reply(where: str, status: int, content_type: str | None, body: bytes) -> tuple[dict, str]:
+    """The JSON object of an HTTP reply and its description, shared by the HTTP backends.
+
+    HTTP 5xx and anything unreadable in a 2xx reply (empty, cut short, an HTML page from a proxy,
+    not an object) are TransientLLMErrors: overloaded servers and gateways send such replies now
+    and then, and the next attempt usually succeeds. Other statuses are plain LLMErrors.
+    """
+    if not 200 <= status < 300:
+        raise http_failure(where, status, content_type, body)
+    seen = describe_http(status, content_type, body)
+    if not body.strip():
+        raise TransientLLMError(f"{where}: reply body is empty; {seen}")
+    try:
+        data = json.loads(body)
+    except json.JSONDecodeError as error:
+        problem = f"{error.msg.removesuffix(' at')} at character {error.pos}"
+        raise TransientLLMError(f"{where}: reply is not JSON ({problem}); {seen}") from None
+    except (ValueError, RecursionError) as error:  # not UTF-8, a number too long, nested too deep
+        raise TransientLLMError(f"{where}: reply is not JSON ({excerpt(str(error), 80)}); {seen}") from None
+    if not isinstance(data, dict):
+        raise TransientLLMError(f"{where}: reply is not a JSON object; {seen}")
+    return data, seen
+
+
+def _kind(value) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", list: "a list", dict: "an object"}.get(type(value), type(value).__name__)
+
+
+def reply_text(where: str, data, path: tuple, seen: str) -> str:
+    """The text at `path` (keys and list indices) in a decoded reply, which must be a non-blank string.
+
+    Anything else is a TransientLLMError: an empty reply is retried like a timeout, and so never
+    reaches the cache, where it would be served again after the server is fixed.
+    """
+    value, walked, problem = data, "", None
+    for step in path:
+        here = f"{walked}[{step}]" if isinstance(step, int) else f"{walked}.{step}" if walked else step
+        if isinstance(step, int) and not isinstance(value, list):
+            problem = f"{walked} is {_kind(value)}, not a list"
+        elif isinstance(step, int) and len(value) <= step:
+            problem = f"{walked} is an empty list" if not value else f"{walked} has no item {step}"
+        elif isinstance(step, str) and not isinstance(value, dict):
+            problem = f"{walked or 'reply'} is {_kind(value)}, not an object"
+        elif isinstance(step, str) and step not in value:
+            problem = f"{here} is missing"
+        if problem:
+            break
+        value, walked = value[step], here
+    else:
+        if not isinstance(value, str):
+            problem = f"{walked} is null" if value is None else f"{walked} is {_kind(value)}, not a string"
+        elif not value.strip():
+            problem = f"{walked} is {'an empty string' if not value else 'blank'}"
+    if problem:
+        raise TransientLLMError(f"{where}: reply has no text ({problem}); {seen}")
+    return clean_unicode(value)
+
+
+def token_count(value) -> int | None:
+    """A token count from a reply, or None for anything that is not a plausible count."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 10**12 else None
+
+
+def short_label(value) -> str | None:
+    """A finish reason from a reply, or None: only short strings go into the cache."""
+    return clean_unicode(value[:40]) if isinstance(value, str) else None

@@ -21,16 +21,23 @@ class ResponseCache:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> LLMResponse | None:
+        """The cached reply, or None for a miss. Unreadable entries and empty replies (which older
+        versions cached) are misses: they are asked for again and overwritten, never trusted."""
         path = self._path(key)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
+            response = LLMResponse(**{**data, "cached": True})
         except FileNotFoundError:
             return None
-        except json.JSONDecodeError:
-            return None  # an unreadable entry is recomputed, never trusted
-        return LLMResponse(**{**data, "cached": True})
+        except (ValueError, TypeError, OSError, RecursionError):  # half a file, not UTF-8, wrong fields
+            return None
+        if not isinstance(response.text, str) or not response.text.strip():
+            return None
+        return response
 
     def put(self, key: str, response: LLMResponse) -> None:
+        if not isinstance(response.text, str) or not response.text.strip():
+            raise ValueError(f"refusing to cache an empty reply of {response.backend} model {response.model}")
         record = {
             "text": response.text,
             "backend": response.backend,
@@ -40,5 +47,10 @@ class ResponseCache:
             "completion_tokens": response.completion_tokens,
             "extra": response.extra,
         }
+        text = json.dumps(record, ensure_ascii=False)
+        try:
+            content = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate from a JSON escape: \u escapes keep it intact
+            content = json.dumps(record).encode("ascii")
         with atomic_path(self._path(key)) as temporary:
-            temporary.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
+            temporary.write_bytes(content)

@@ -6,7 +6,7 @@ import logging
 import time
 from dataclasses import dataclass
 
-from crseval.llm.base import Backend, LLMError, LLMRequest, LLMResponse, TransientLLMError
+from crseval.llm.base import Backend, LLMError, LLMRequest, LLMResponse, TransientLLMError, redact_urls
 from crseval.llm.cache import ResponseCache
 
 log = logging.getLogger(__name__)
@@ -49,17 +49,27 @@ class LLMClient:
         while True:
             self.calls += 1
             try:
-                return self.backend.complete(request)
+                return self._checked(self.backend.complete(request))
             except TransientLLMError as error:
+                reason = redact_urls(str(error))
                 if attempt >= self.retry.max_retries:
                     raise LLMError(
                         f"{self.backend.name} model {self.backend.model}: giving up after "
-                        f"{attempt + 1} attempts: {error}"
+                        f"{attempt + 1} attempts: {reason}"
                     ) from error
                 delay = self.retry.delay(attempt)
-                log.warning("%s model %s: %s; retry %d in %.1f s", self.backend.name, self.backend.model, error, attempt + 1, delay)
+                log.warning("%s model %s: %s; retry %d in %.1f s", self.backend.name, self.backend.model, reason,
+                            attempt + 1, delay)
                 self._sleep(delay)
                 attempt += 1
+
+    def _checked(self, response: LLMResponse) -> LLMResponse:
+        """The backend's reply, if it has text: the backends check this themselves, and this makes
+        sure that no backend can hand an empty reply to the caller or the cache."""
+        if not isinstance(response.text, str) or not response.text.strip():
+            raise TransientLLMError(f"{self.backend.name} model {self.backend.model}: reply has no text "
+                                    f"(the backend returned {response.text!r:.40})")
+        return response
 
 
 def make_backend(settings: dict, threads: int = 1, timeout_s: float = 120.0) -> Backend:

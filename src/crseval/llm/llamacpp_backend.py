@@ -8,11 +8,12 @@ the system text prepended to the first user turn instead.
 from __future__ import annotations
 
 import atexit
+import json
 import time
 from functools import lru_cache
 from pathlib import Path
 
-from crseval.llm.base import LLMError, LLMRequest, LLMResponse
+from crseval.llm.base import LLMError, LLMRequest, LLMResponse, excerpt, reply_text, short_label, token_count
 from crseval.llm.models import EMBEDDED_MODELS, model_path
 
 
@@ -73,13 +74,16 @@ class LlamaCppBackend:
         except ValueError as error:  # e.g. prompt longer than the context window
             raise LLMError(f"llamacpp model {self.model}: {error}") from error
         latency = time.perf_counter() - started
-        usage = reply.get("usage", {})
+        where = f"llamacpp model {self.model}"
+        seen = f"completion: {excerpt(json.dumps(reply, ensure_ascii=True, default=repr))}"
+        text = reply_text(where, reply, ("choices", 0, "message", "content"), seen)
+        usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
         return LLMResponse(
-            text=reply["choices"][0]["message"]["content"] or "",
+            text=text,
             backend=self.name,
             model=self.model,
             latency_s=latency,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            extra={"finish_reason": reply["choices"][0].get("finish_reason")},
+            prompt_tokens=token_count(usage.get("prompt_tokens")),
+            completion_tokens=token_count(usage.get("completion_tokens")),
+            extra={"finish_reason": short_label(reply["choices"][0].get("finish_reason"))},
         )
