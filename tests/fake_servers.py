@@ -14,6 +14,13 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class LoopbackServer(ThreadingHTTPServer):
+    """A thread per request, and a listen backlog for many clients connecting at once."""
+
+    request_queue_size = 128
+    daemon_threads = True
+
+
 class FakeOllama:
     def __init__(self, failures: list[int] | None = None, delay_s: float = 0.0, titles: list[str] | None = None,
                  content=None):
@@ -50,7 +57,7 @@ class FakeOllama:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = LoopbackServer(("127.0.0.1", 0), Handler)
         self.host = f"http://127.0.0.1:{self._httpd.server_address[1]}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -101,6 +108,7 @@ class RawReply:
     content_type: str | None = "application/json"
     body: bytes | str = b""
     declared_length: int | None = None
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 def send_raw(handler: BaseHTTPRequestHandler, reply: RawReply) -> None:
@@ -108,6 +116,8 @@ def send_raw(handler: BaseHTTPRequestHandler, reply: RawReply) -> None:
     handler.send_response(reply.status)
     if reply.content_type is not None:
         handler.send_header("Content-Type", reply.content_type)
+    for name, value in reply.headers:
+        handler.send_header(name, value)
     handler.send_header("Content-Length", str(len(body) if reply.declared_length is None else reply.declared_length))
     if reply.declared_length is not None:
         handler.send_header("Connection", "close")
@@ -148,11 +158,14 @@ class FakeOpenAI:
     tests can check which API key was sent (header names in lower case). It binds 127.0.0.1 only.
     """
 
-    def __init__(self, raw: list[RawReply] | None = None, content=None, failures: list[int] | None = None):
+    def __init__(self, raw: list[RawReply] | None = None, content=None, failures: list[int] | None = None,
+                 delay_s: float = 0.0):
         self.raw = list(raw or [])
         self.failures = list(failures or [])
         self.content = content
+        self.delay_s = delay_s  # per reply, like a server decoding; replies are served in parallel
         self.requests: list[dict] = []
+        self.in_flight = self.max_in_flight = 0
         self._lock = threading.Lock()
         server = self
 
@@ -167,11 +180,19 @@ class FakeOpenAI:
                     server.requests.append({"path": self.path, "body": body, "headers": headers})
                     scripted = server.raw.pop(0) if server.raw else None
                     status = server.failures.pop(0) if scripted is None and server.failures else 200
-                if scripted is None and status != 200:
-                    scripted = RawReply(status, body=json.dumps({"error": {"message": f"simulated failure {status}"}}))
-                send_raw(self, scripted or RawReply(body=json.dumps(server.reply(body))))
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                try:
+                    if scripted is None and status != 200:
+                        scripted = RawReply(status, body=json.dumps({"error": {"message": f"simulated failure {status}"}}))
+                    if scripted is None:
+                        time.sleep(server.delay_s)
+                    send_raw(self, scripted or RawReply(body=json.dumps(server.reply(body))))
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = LoopbackServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
 

@@ -71,7 +71,28 @@ def test_unreachable_server_fails_after_retries():
                        retry=RetryPolicy(max_retries=2, backoff_s=0.5), sleep=delays.append)
     with pytest.raises(LLMError, match=r"ollama model m: giving up after 3 attempts"):
         client.complete(REQUEST)
-    assert delays == [0.5, 1.0]  # exponential backoff
+    # exponential backoff, each wait between half and all of it (jitter from the request key)
+    assert len(delays) == 2 and 0.25 <= delays[0] <= 0.5 and 0.5 <= delays[1] <= 1.0
+    assert delays == [RetryPolicy(2, 0.5).delay(n, REQUEST.key("ollama", "m")) for n in range(2)]  # reproducible
+
+
+def test_backoff_jitter_spreads_requests_and_honours_retry_after():
+    policy = RetryPolicy(max_retries=3, backoff_s=1.0, max_wait_s=30.0)
+    waits = {policy.delay(0, f"request-{n}") for n in range(50)}
+    assert len(waits) == 50 and all(0.5 <= w <= 1.0 for w in waits)  # not all at once
+    assert policy.delay(2, "k") == policy.delay(2, "k")
+    assert policy.delay(0, "k", retry_after_s=7.0) == 7.0  # the server's wish when longer
+    assert policy.delay(0, "k", retry_after_s=900.0) == 30.0  # capped
+
+
+@pytest.mark.parametrize("status", [429, 503, 408])
+def test_overloaded_and_rate_limited_answers_are_retried(status):
+    with FakeOllama(failures=[status, status]) as server:
+        delays = []
+        client = LLMClient(OllamaBackend("m", host=server.host), cache=None, retry=RetryPolicy(3, 0.1),
+                           sleep=delays.append)
+        assert client.complete(REQUEST).text
+    assert server.chat_calls == 3 and len(delays) == 2
 
 
 def test_cache_makes_repeat_calls_free(tmp_path):
@@ -99,3 +120,16 @@ def test_corrupt_cache_entry_is_recomputed(tmp_path):
     (tmp_path / key[:2]).mkdir()
     (tmp_path / key[:2] / f"{key}.json").write_text('{"text": "trunc')
     assert cache.get(key) is None
+
+
+def test_openai_retry_after_is_honoured():
+    from crseval.llm.openai_backend import OpenAIBackend
+    from fake_servers import FakeOpenAI, RawReply
+
+    busy = RawReply(429, body=json.dumps({"error": {"message": "slow down"}}), headers=(("Retry-After", "4"),))
+    with FakeOpenAI(raw=[busy]) as server:
+        delays = []
+        client = LLMClient(OpenAIBackend("m", base_url=server.base_url), cache=None, retry=RetryPolicy(2, 0.1),
+                           sleep=delays.append)
+        assert client.complete(REQUEST).text.startswith("Try Heat")
+    assert delays == [4.0] and server.chat_calls == 2

@@ -85,6 +85,7 @@ def _rule_problems(config: Any) -> Iterator[str]:
     yield from _tas_weights(config)
     yield from _ranges(config)
     yield from _unique_system_names(config)
+    yield from _in_process_concurrency(config)
 
 
 def _at(config: Any, path: tuple) -> Any:
@@ -174,3 +175,18 @@ def _unique_system_names(config: Any) -> Iterator[str]:
                    "every system needs a unique name (it names the system's results folder)")
         else:
             first[name] = i
+
+
+def _in_process_concurrency(config: Any) -> Iterator[str]:
+    """An explicit concurrency above 1 for an in-process llama.cpp backend would promise a speed-up
+    that one model instance in the job cannot give (the global llm.concurrency is simply not applied
+    to such jobs, see crseval.llm.concurrency)."""
+    entries = [(("systems", i), system) for i, system in enumerate(_at(config, ("systems",)) or [])]
+    entries.append((("judge",), _at(config, ("judge",))))
+    for path, entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("backend"), dict):
+            continue
+        concurrency = entry.get("concurrency")
+        if entry["backend"].get("type") == "llamacpp" and _is_number(concurrency) and concurrency > 1:
+            yield (f"{key_path((*path, 'concurrency'))}: {concurrency} requests in flight need a server backend "
+                   "(ollama, openai); the llamacpp backend runs in the job's process, one request at a time: use 1")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import jsonschema
@@ -116,6 +117,15 @@ class Judge:
     samples: int
     retries: int
     seed: int
+
+    def judge_sessions(self, records: list[dict], concurrency: int = 1) -> list[dict]:
+        """One row per record, in record order. With `concurrency` > 1 that many sessions are judged
+        at once (threads sharing the client): the rows are the same, only sooner. A failure that is
+        not a judgement's (the server is down) stops the shard; replies already received stay cached."""
+        if concurrency <= 1:
+            return [self.judge_session(record) for record in records]
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="judge") as pool:
+            return list(pool.map(self.judge_session, records))
 
     def judge_session(self, record: dict) -> dict:
         """One row: mean, spread and every sample of each criterion, or the reason they are missing."""

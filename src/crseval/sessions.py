@@ -10,14 +10,16 @@ nothing else. Sessions made under another configuration are never reused.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import logging
 import os
 import re
 from collections import Counter
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import jsonschema
 import yaml
@@ -182,9 +184,17 @@ def run_shard(
     progress_path: str | Path,
     output_path: str | Path,
     schema: dict,
+    concurrency: int = 1,
 ) -> dict:
     """Simulate the sessions `indices` of one system, resuming from `progress_path`, and write
-    them, validated and in index order, to `output_path`. Returns counts for the log."""
+    them, validated and in index order, to `output_path`. Returns counts for the log.
+
+    With `concurrency` > 1, up to that many sessions run at once in threads (each session stays
+    sequential): a server backend answers many requests at a time, while every session's seed,
+    cache keys and record are what they would be alone. Only this thread writes the progress
+    file, one whole line per finished session, so a kill leaves at most a cut last line, which
+    the re-run drops.
+    """
     progress_path = Path(progress_path)
     progress_path.parent.mkdir(parents=True, exist_ok=True)
     done = load_progress(progress_path, config_sha)
@@ -192,17 +202,19 @@ def run_shard(
     resumed = len(done)
     validator = jsonschema.Draft202012Validator(schema)
     bar = tqdm(total=len(indices) * ctx.turns, desc=f"{system} turns", unit="turn", initial=resumed * ctx.turns, mininterval=1.0)
+
+    def simulate(index: int) -> dict:
+        seed = session_seed(experiment_seed, index)
+        record = run_session(ctx, system, make_agent(seed), index, seed, config_sha)
+        _validate(validator, record)
+        return record
+
     with open(progress_path, "ab") as progress:
-        for index in indices:
-            if index in done:
-                continue
-            seed = session_seed(experiment_seed, index)
-            record = run_session(ctx, system, make_agent(seed), index, seed, config_sha)
-            _validate(validator, record)
+        for record in _in_flight(simulate, [i for i in indices if i not in done], concurrency):
             progress.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
             progress.flush()
             os.fsync(progress.fileno())
-            done[index] = record
+            done[record["session_index"]] = record
             bar.update(ctx.turns)
             bar.set_postfix(sessions=f"{len(done)}/{len(indices)}")
     bar.close()
@@ -217,6 +229,33 @@ def run_shard(
     return {"sessions": len(indices), "resumed": resumed, "simulated": len(indices) - resumed,
             "ordinary_turns": ordinary, "contradictions": stages["contradict"],
             "contradiction_rate_realised": round(stages["contradict"] / ordinary, 4) if ordinary else None}
+
+
+def _in_flight(work: Callable[[int], dict], indices: list[int], concurrency: int) -> Iterator[dict]:
+    """work(i) for every index, at most `concurrency` at a time, yielded as each finishes.
+
+    The first failure stops the shard: sessions not yet started are cancelled, the ones in flight
+    are waited for (their results are yielded first, so they are kept for the re-run), then the
+    error is raised.
+    """
+    if concurrency <= 1:
+        yield from map(work, indices)
+        return
+    pending = iter(indices)
+    failure: BaseException | None = None
+    with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="session") as pool:
+        running = {pool.submit(work, index) for index in itertools.islice(pending, concurrency)}
+        while running:
+            finished, running = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                if future.exception() is not None:
+                    failure = failure or future.exception()
+                    continue
+                yield future.result()
+            if failure is None:
+                running |= {pool.submit(work, index) for index in itertools.islice(pending, len(finished))}
+    if failure is not None:
+        raise failure
 
 
 def _validate(validator: jsonschema.Draft202012Validator, record: dict) -> None:

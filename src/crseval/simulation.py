@@ -13,6 +13,7 @@ from crseval.crs import AgentSettings, LLMAgent, PromptTemplate, TemplateAgent
 from crseval.llm import LLMClient, make_backend
 from crseval.llm.cache import ResponseCache
 from crseval.llm.client import RetryPolicy
+from crseval.llm.concurrency import without_runtime
 from crseval.sessions import Paraphraser, SessionContext, canonical_sha, load_schema, run_shard
 from crseval.simulator import SimulatorSettings, Templates
 
@@ -37,6 +38,7 @@ class ShardRunner:
     client: LLMClient | None
     prompt: PromptTemplate | None
     agent_matcher: ConceptMatcher | None = None  # the agents' tracker (plot keywords optional)
+    concurrency: int = 1  # sessions in flight (crseval.llm.concurrency); changes speed, not results
 
     def make_agent(self, seed: int):
         matcher = self.agent_matcher or self.ctx.matcher
@@ -48,7 +50,7 @@ class ShardRunner:
 
     def run(self, indices: range, progress: str | Path, output: str | Path) -> dict:
         return run_shard(self.ctx, self.system["name"], self.make_agent, indices, self.experiment_seed,
-                         self.config_sha, progress, output, self.schema)
+                         self.config_sha, progress, output, self.schema, self.concurrency)
 
     @property
     def calls(self) -> int:
@@ -62,7 +64,8 @@ class ShardRunner:
 
 
 def build_shard_runner(*, system: dict, simulator: dict, agent: dict, experiment_seed: int, turns: int,
-                       films, concepts, catalog_summary, schema, llm_runtime: dict, threads: int) -> ShardRunner:
+                       films, concepts, catalog_summary, schema, llm_runtime: dict, threads: int,
+                       concurrency: int = 1) -> ShardRunner:
     index = CatalogIndex.read(films, concepts)
     keyword_wishes = KEYWORD_FIELD in simulator["field_order"]
     matcher = ConceptMatcher(index.concepts, index.films, CONCEPT_FIELDS + (KEYWORD_FIELD,) if keyword_wishes else CONCEPT_FIELDS)
@@ -82,7 +85,7 @@ def build_shard_runner(*, system: dict, simulator: dict, agent: dict, experiment
         client = make_client(system["backend"], llm_runtime, threads)
         prompt = PromptTemplate(system["prompt"])
     config_sha = canonical_sha({
-        "system": system,
+        "system": without_runtime(system),
         "simulator": simulator,
         "agent": agent,
         "seed": experiment_seed,
@@ -92,4 +95,4 @@ def build_shard_runner(*, system: dict, simulator: dict, agent: dict, experiment
         "prompt": prompt.version if prompt else None,
     })
     return ShardRunner(ctx, system, AgentSettings(**agent), experiment_seed, config_sha, load_schema(schema), client, prompt,
-                       agent_matcher)
+                       agent_matcher, concurrency)

@@ -1,5 +1,7 @@
 """Judge stage: the PEPPER-style LLM judge on each simulated shard (skipped when disabled)."""
 
+from crseval.llm.concurrency import judge_concurrency
+
 JUDGE = config["judge"]
 
 
@@ -27,10 +29,10 @@ if JUDGE["enabled"]:
             system="[A-Za-z0-9._:-]+",
             shard=r"\d+",
         params:
-            judge=config_slice("judge"),
+            judge=json.dumps(without_runtime(JUDGE), sort_keys=True, separators=(",", ":")),
         threads: judge_threads()
         resources:
-            llm_slots=1,
+            llm_slots=judge_concurrency(config),
             cpu_threads=cpu_threads,
         log:
             f"{RESULTS}/logs/judge/{{system}}/shard-{{shard}}.log",

@@ -4,6 +4,7 @@ from conversation logs in one job (`sessions.source: import`)."""
 import glob as _glob
 
 from crseval.importer import sessions_per_system
+from crseval.llm.concurrency import simulate_concurrency, without_runtime
 
 IMPORTING = config["sessions"]["source"] == "import"
 SHARD_SIZE = config["sessions"]["shard_size"]
@@ -35,6 +36,11 @@ def session_shards():
 
 def system_uses_llm(name):
     return SYSTEMS[name]["agent"] == "llm" or config["simulator"]["paraphrase"]["enabled"]
+
+
+def system_llm_slots(name):
+    """Requests a simulate job of `name` keeps in flight: its share of `--resources llm_slots=N`."""
+    return simulate_concurrency(SYSTEMS[name], config) if system_uses_llm(name) else 0
 
 
 def system_threads(name):
@@ -100,7 +106,7 @@ if not IMPORTING:
             system="[A-Za-z0-9._:-]+",
             shard=r"\d+",
         params:
-            system=lambda wc: json.dumps(SYSTEMS[wc.system], sort_keys=True, separators=(",", ":")),
+            system=lambda wc: json.dumps(without_runtime(SYSTEMS[wc.system]), sort_keys=True, separators=(",", ":")),
             simulator=config_slice("simulator"),
             agent=config_slice("agent"),
             seed=config["sessions"]["seed"],
@@ -108,7 +114,7 @@ if not IMPORTING:
             indices=shard_range,
         threads: lambda wc: system_threads(wc.system)
         resources:
-            llm_slots=lambda wc: 1 if system_uses_llm(wc.system) else 0,
+            llm_slots=lambda wc: system_llm_slots(wc.system),
             cpu_threads=cpu_threads,
         log:
             f"{RESULTS}/logs/simulate/{{system}}/shard-{{shard}}.log",

@@ -17,7 +17,27 @@ class LLMError(RuntimeError):
 
 
 class TransientLLMError(LLMError):
-    """A failure worth retrying: connection refused or reset, timeout, HTTP 5xx, an empty or unreadable reply."""
+    """A failure worth retrying: connection refused or reset, timeout, HTTP 5xx, 429 (too many requests),
+    408, an empty or unreadable reply. `retry_after_s` is the wait the server asked for, if it said."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+def transient_status(status: int) -> bool:
+    """Statuses a busy or restarting server sends and a later attempt usually gets past: 5xx (503 is
+    the usual "overloaded"), 429 "too many requests" (rate limits, full request queues) and 408."""
+    return status >= 500 or status in (408, 429)
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds from a Retry-After header given in seconds (the HTTP-date form is ignored), or None."""
+    try:
+        seconds = float(value) if value is not None else None
+    except ValueError:
+        return None
+    return seconds if seconds is not None and 0 <= seconds < 86_400 else None
 
 
 @dataclass(frozen=True)
@@ -189,9 +209,13 @@ def clean_unicode(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def http_failure(where: str, status: int, content_type: str | None, body: bytes) -> LLMError:
-    """The error for a reply with a status other than 2xx: transient for HTTP 5xx (server trouble)."""
-    return (TransientLLMError if status >= 500 else LLMError)(f"{where}: {describe_http(status, content_type, body)}")
+def http_failure(where: str, status: int, content_type: str | None, body: bytes,
+                 retry_after_s: float | None = None) -> LLMError:
+    """The error for a reply with a status other than 2xx: transient for server trouble and back-pressure."""
+    message = f"{where}: {describe_http(status, content_type, body)}"
+    if transient_status(status):
+        return TransientLLMError(message, retry_after_s)
+    return LLMError(message)
 
 
 def json_reply(where: str, status: int, content_type: str | None, body: bytes) -> tuple[dict, str]:

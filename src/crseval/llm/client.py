@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import threading
 import time
 from dataclasses import dataclass
 
@@ -14,15 +16,27 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class RetryPolicy:
+    """Exponential backoff with jitter. Requests that failed together (a server restarting under
+    many requests in flight) must not all come back at the same instant, so each waits between half
+    and all of its backoff; the fraction comes from the request's key, not from a clock or a global
+    RNG, so runs stay reproducible. A server's Retry-After is honoured (up to `max_wait_s`)."""
+
     max_retries: int = 3
     backoff_s: float = 1.0
+    max_wait_s: float = 300.0
 
-    def delay(self, attempt: int) -> float:
-        return self.backoff_s * (2 ** attempt)
+    def delay(self, attempt: int, key: str = "", retry_after_s: float | None = None) -> float:
+        fraction = int.from_bytes(hashlib.sha256(f"{key}:{attempt}".encode()).digest()[:4], "big") / 2**32
+        backoff = self.backoff_s * (2 ** attempt) * (0.5 + 0.5 * fraction)
+        return min(self.max_wait_s, max(backoff, retry_after_s or 0.0))
 
 
 class LLMClient:
-    """Counts real (uncached) calls in `calls`, so callers and tests can check a re-run made none."""
+    """Counts real (uncached) calls in `calls`, so callers and tests can check a re-run made none.
+
+    Safe to share between threads (sessions in flight): the backends' HTTP clients are, the cache
+    writes each entry atomically, and the counters are updated under a lock.
+    """
 
     def __init__(self, backend: Backend, cache: ResponseCache | None, retry: RetryPolicy = RetryPolicy(), sleep=time.sleep):
         self.backend = backend
@@ -31,23 +45,28 @@ class LLMClient:
         self.calls = 0
         self.cache_hits = 0
         self._sleep = sleep
+        self._lock = threading.Lock()
+
+    def _count(self, counter: str) -> None:
+        with self._lock:
+            setattr(self, counter, getattr(self, counter) + 1)
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         key = request.key(self.backend.name, self.backend.model)
         if self.cache is not None:
             cached = self.cache.get(key)
             if cached is not None:
-                self.cache_hits += 1
+                self._count("cache_hits")
                 return cached
-        response = self._call_with_retries(request)
+        response = self._call_with_retries(request, key)
         if self.cache is not None:
             self.cache.put(key, response)
         return response
 
-    def _call_with_retries(self, request: LLMRequest) -> LLMResponse:
+    def _call_with_retries(self, request: LLMRequest, key: str) -> LLMResponse:
         attempt = 0
         while True:
-            self.calls += 1
+            self._count("calls")
             try:
                 return self._checked(self.backend.complete(request))
             except TransientLLMError as error:
@@ -57,7 +76,7 @@ class LLMClient:
                         f"{self.backend.name} model {self.backend.model}: giving up after "
                         f"{attempt + 1} attempts: {reason}"
                     ) from error
-                delay = self.retry.delay(attempt)
+                delay = self.retry.delay(attempt, key, error.retry_after_s)
                 log.warning("%s model %s: %s; retry %d in %.1f s", self.backend.name, self.backend.model, reason,
                             attempt + 1, delay)
                 self._sleep(delay)

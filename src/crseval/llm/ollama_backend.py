@@ -9,7 +9,8 @@ import httpx
 import ollama
 
 from crseval.llm.base import (LLMError, LLMRequest, LLMResponse, TransientLLMError, excerpt, json_reply,
-                              redact_library_logs, redact_url, redact_urls, reply_text, short_label, token_count)
+                              redact_library_logs, redact_url, redact_urls, reply_text, short_label, token_count,
+                              transient_status)
 
 
 class OllamaBackend:
@@ -42,7 +43,7 @@ class OllamaBackend:
             # bare JSONDecodeError or ValidationError; json_reply checks them like every backend's
             raw = self._client._request_raw("POST", "/api/chat", json=payload)
         except ollama.ResponseError as error:
-            kind = TransientLLMError if error.status_code >= 500 else LLMError
+            kind = TransientLLMError if transient_status(error.status_code) else LLMError
             raise kind(f"{self._where}: HTTP {error.status_code}: {redact_urls(excerpt(str(error.error)))}") from error
         except (httpx.TransportError, httpx.DecodingError, ConnectionError) as error:
             raise TransientLLMError(f"{self._where}: {type(error).__name__}: {redact_urls(str(error))}") from error

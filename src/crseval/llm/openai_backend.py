@@ -8,7 +8,8 @@ import time
 import openai
 
 from crseval.llm.base import (LLMError, LLMRequest, LLMResponse, TransientLLMError, http_failure, json_reply,
-                              redact_library_logs, redact_url, redact_urls, reply_text, short_label, token_count)
+                              redact_library_logs, redact_url, redact_urls, reply_text, retry_after, short_label,
+                              token_count)
 
 
 def api_key_from(api_key_env: str | None, where: str) -> str:
@@ -60,7 +61,7 @@ class OpenAIBackend:
         except openai.APIStatusError as error:
             response = error.response
             raise http_failure(self._where, error.status_code, response.headers.get("content-type"),
-                               response.content) from error
+                               response.content, retry_after(response.headers.get("retry-after"))) from error
         return self.parse_reply(status, content_type, body, time.perf_counter() - started)
 
     def parse_reply(self, status: int, content_type: str | None, body: bytes, latency_s: float) -> LLMResponse:
