@@ -1,0 +1,182 @@
+"""Scoring gives the same numbers as the reference fixture, so that speed-ups cannot change results.
+
+The fixture (tests/data/score_reference/) holds the session and turn tables of:
+- the 300 shared thesis logs, imported as the `import_logs` rule does, scored with every family
+  (TAS, legacy CAS in thesis mode, adherence, response statistics with sentence embeddings), and
+  again with the legacy CAS in fixed mode;
+- a few simulated sessions (stored with the fixture, as the simulator may change), which carry
+  the ground truth and liked films that imported logs lack, so that segments, recovery, adherence
+  and persona similarity are compared too.
+Every numeric column must match to 1e-9 (NaN where NaN), every other column exactly.
+Rewrite the fixture, only when a metric is meant to change, with
+    .venv/bin/python tests/test_score_equivalence.py --write
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from conftest import FULL_CATALOG, NON_GENRES, REFERENCE_LOGS, REPO  # noqa: E402
+
+FIXTURE = REPO / "tests" / "data" / "score_reference"
+SIMULATED = FIXTURE / "simulated_sessions.jsonl.gz"
+SHARD_SIZE = 25  # as config/thesis_logs.yaml
+TOLERANCE = 1e-9
+# name -> (cas mode, metric families); the embedding model runs with one thread so that its vectors repeat
+RUNS = {"thesis": ("thesis", ["tas", "cas", "adherence", "response_stats"]), "fixed": ("fixed", ["cas"])}
+SIMULATED_SYSTEMS = [{"name": "template", "agent": "template"}, {"name": "oracle", "agent": "oracle"},
+                     {"name": "stubborn", "agent": "stubborn"}, {"name": "random", "agent": "random"},
+                     {"name": "parrot", "agent": "parrot"}]
+
+pytestmark = pytest.mark.skipif(not (REFERENCE_LOGS.exists() and FULL_CATALOG.exists()),
+                                reason="the thesis logs and the OpenDialKG catalog are not beside the repository")
+
+
+def thesis_config() -> dict:
+    return yaml.safe_load((REPO / "config" / "thesis_logs.yaml").read_text())
+
+
+def prepare(workdir: Path) -> None:
+    """Catalog index and LDA model of the full catalog, with the thesis settings."""
+    from crseval.catalog import build_index
+    from crseval.io import write_parquet
+    from crseval.topics import LdaSettings, TopicModel
+
+    config = thesis_config()
+    films, concepts, summary = build_index(FULL_CATALOG, NON_GENRES, config["catalog"]["plot_keywords"])
+    write_parquet(films, workdir / "films.parquet")
+    write_parquet(concepts, workdir / "concepts.parquet")
+    (workdir / "summary.json").write_text(json.dumps(summary))
+    TopicModel.train([p for p in films.column("plot").to_pylist() if p], LdaSettings.from_config(config["lda"])).save(workdir / "lda")
+
+
+def imported_sessions(workdir: Path) -> list[dict]:
+    """The shared logs as session records, with recognised titles, as the import_logs rule makes them."""
+    from crseval.catalog import CatalogIndex
+    from crseval.concepts import ConceptMatcher
+    from crseval.importer import import_logs
+
+    index = CatalogIndex.read(workdir / "films.parquet", workdir / "concepts.parquet")
+    sessions, _ = import_logs(sorted(REFERENCE_LOGS.glob("*.json")), ConceptMatcher(index.concepts, index.films), "0" * 64, "0" * 64)
+    return [record for system in sorted(sessions) for record in sessions[system]]
+
+
+def simulate_sessions(workdir: Path) -> list[dict]:
+    """A few LLM-free simulated sessions per calibration system (written to the fixture once)."""
+    from crseval.simulation import build_shard_runner
+
+    config = yaml.safe_load((REPO / "config" / "calibration.yaml").read_text())
+    simulator = {**config["simulator"], "templates": str(REPO / config["simulator"]["templates"])}
+    records = []
+    for system in SIMULATED_SYSTEMS:
+        runner = build_shard_runner(system=system, simulator=simulator, agent=config["agent"], experiment_seed=7, turns=12,
+                                    films=workdir / "films.parquet", concepts=workdir / "concepts.parquet",
+                                    catalog_summary=workdir / "summary.json", schema=REPO / "workflow/schemas/session.schema.yaml",
+                                    llm_runtime=config["llm"], threads=1)
+        output = workdir / "sessions" / f"{system['name']}.jsonl"
+        runner.run(range(8), progress=workdir / "sessions" / f".{system['name']}.progress", output=output)
+        records += [json.loads(line) for line in output.read_text().splitlines() if line.strip()]
+    return records
+
+
+def score_all(workdir: Path, records: list[dict], run: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Score the records system by system in shards of SHARD_SIZE with one scorer, as score jobs do."""
+    from crseval.scoring import build_scorer
+
+    mode, families = RUNS[run]
+    scoring = thesis_config()["scoring"]
+    settings = {**scoring, "metrics": families, "cas": {**scoring["cas"], "mode": mode},
+                "response_stats": {**scoring["response_stats"], "embeddings": True}}
+    scorer = build_scorer(films=workdir / "films.parquet", concepts=workdir / "concepts.parquet", lda_dir=workdir / "lda",
+                          settings=settings, embedding_cache=None, threads=1)
+    sessions, turns = [], []
+    for system in dict.fromkeys(r["system"] for r in records):
+        mine = [r for r in records if r["system"] == system]
+        for start in range(0, len(mine), SHARD_SIZE):
+            session_table, turn_table = scorer.score(mine[start:start + SHARD_SIZE])
+            sessions.append(session_table)
+            turns.append(turn_table)
+    return pd.concat(sessions, ignore_index=True), pd.concat(turns, ignore_index=True)
+
+
+def read_simulated() -> list[dict]:
+    with gzip.open(SIMULATED, "rt", encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def fixture_path(run: str, table: str) -> Path:
+    return FIXTURE / f"{run}.{table}.parquet"
+
+
+def assert_same_table(actual: pd.DataFrame, expected: pd.DataFrame, name: str) -> None:
+    assert list(actual.columns) == list(expected.columns), f"{name}: columns differ"
+    assert len(actual) == len(expected), f"{name}: {len(actual)} rows, expected {len(expected)}"
+    for column in expected.columns:
+        want, got = expected[column], actual[column]
+        if pd.api.types.is_numeric_dtype(want) and not pd.api.types.is_bool_dtype(want):
+            want, got = want.to_numpy(dtype=float), got.to_numpy(dtype=float)
+            assert np.array_equal(np.isnan(want), np.isnan(got)), f"{name}.{column}: NaN in other rows"
+            gap = np.abs(np.nan_to_num(want) - np.nan_to_num(got))
+            worst = int(np.argmax(gap)) if len(gap) else 0
+            assert not len(gap) or gap[worst] <= TOLERANCE * max(1.0, abs(np.nan_to_num(want)[worst])), (
+                f"{name}.{column}: row {worst} is {got[worst]!r}, expected {want[worst]!r}")
+        else:
+            assert want.astype(object).where(want.notna(), None).tolist() == got.astype(object).where(got.notna(), None).tolist(), (
+                f"{name}.{column}: values differ")
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("score_reference")
+    prepare(workdir)
+    records = imported_sessions(workdir) + read_simulated()
+    return {run: score_all(workdir, records, run) for run in RUNS}
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+def test_scores_match_the_reference(scored, run):
+    sessions, turns = scored[run]
+    # parquet round trip, so that dtypes compare as stored
+    for table, frame in (("sessions", sessions), ("turns", turns)):
+        expected = pd.read_parquet(fixture_path(run, table))
+        assert_same_table(pd.read_parquet(_round_trip(frame)), expected, f"{run}.{table}")
+
+
+def _round_trip(frame: pd.DataFrame):
+    import io
+
+    buffer = io.BytesIO()
+    frame.to_parquet(buffer, index=False)
+    buffer.seek(0)
+    return buffer
+
+
+def write_fixture() -> None:
+    import tempfile
+
+    FIXTURE.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = Path(tmp)
+        prepare(workdir)
+        if not SIMULATED.exists():
+            with gzip.open(SIMULATED, "wt", encoding="utf-8", compresslevel=9) as handle:
+                handle.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in simulate_sessions(workdir))
+        records = imported_sessions(workdir) + read_simulated()
+        for run in RUNS:
+            for table, frame in zip(("sessions", "turns"), score_all(workdir, records, run)):
+                frame.to_parquet(fixture_path(run, table), index=False, compression="zstd")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] != ["--write"]:
+        sys.exit(__doc__)
+    write_fixture()
