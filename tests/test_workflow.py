@@ -24,8 +24,9 @@ def fast_config(ollama_host):
         {"name": "template", "agent": "template"},
         {"name": "fake-llm", "agent": "llm", "prompt": "resources/prompts/crs_grounded.txt",
          "backend": {"type": "ollama", "model": "fake:1b", "host": ollama_host},
-         "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}},
+         "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}, "concurrency": 2},
     ]
+    config["judge"]["concurrency"] = 2
     return config
 
 
@@ -221,3 +222,34 @@ def test_llm_jobs_take_cpu_threads_equal_to_their_threads(workflow_copy):
     assert simulate["qwen-grounded"][0] == "2" and "cpu_threads=2" in simulate["qwen-grounded"][1]
     assert "llm_slots=1" in simulate["gemma-grounded"][1]
     assert simulate["template"][0] == "" and "cpu_threads=1" in simulate["template"][1] and "llm_slots=0" in simulate["template"][1]
+
+
+def test_concurrency_changes_speed_only_so_only_the_provenance_record_reruns(finished_run):
+    workdir, config = finished_run
+
+    def more_in_flight(c):
+        c["llm"]["concurrency"] = 8
+        c["systems"][1]["concurrency"] = 16
+        c["judge"]["concurrency"] = 1
+
+    # provenance.json records the whole resolved config, so it is written again; no result is
+    assert dry_run(workdir, changed(config, more_in_flight)) == {"provenance": 1, "all": 1}
+
+
+def test_llm_slots_are_the_jobs_concurrency_capped_by_the_resource(workflow_copy):
+    config = default_config()
+    config["systems"] = [{"name": "served", "agent": "llm", "prompt": "resources/prompts/crs_grounded.txt",
+                          "backend": {"type": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"},
+                          "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}, "concurrency": 16},
+                         {"name": "template", "agent": "template"}]
+    config["judge"]["backend"] = {"type": "openai", "model": "j", "base_url": "http://127.0.0.1:9/v1"}
+    config["judge"]["concurrency"] = 6
+    path = str(write_config(workflow_copy, config, "served.yaml"))
+    pattern = r"rule (simulate|judge):\n(?:[ \t]+.*\n)*?[ \t]+wildcards: system=([\w.-]+).*\n(?:[ \t]+.*\n)*?[ \t]+resources: (.*)"
+    for cap, expected in ((None, {"simulate/served": 16, "simulate/template": 0, "judge/served": 6}),
+                          (4, {"simulate/served": 4, "simulate/template": 0, "judge/served": 4})):
+        extra = ("--resources", f"llm_slots={cap}") if cap else ()
+        text = run_snakemake(workflow_copy, "-n", "--configfile", path, *extra).stdout
+        slots = {f"{rule}/{system}": int(re.search(r"llm_slots=(\d+)", resources).group(1))
+                 for rule, system, resources in re.findall(pattern, text)}
+        assert {k: v for k, v in slots.items() if k in expected} == expected

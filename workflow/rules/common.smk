@@ -30,3 +30,12 @@ if workflow.global_resources.get("_nodes").value is None:
 
 def cpu_threads(wildcards, threads):
     return threads
+
+
+def llm_slots(concurrency):
+    """The `llm_slots` a job takes: its concurrency (requests it keeps in flight), at most the
+    `--resources llm_slots=N` given, so that N caps the requests one server gets even when a single
+    job asks for more. The job runs with exactly the slots it holds (snakemake.resources.llm_slots)."""
+    cap = workflow.global_resources.get("llm_slots")
+    cap = getattr(cap, "value", cap)
+    return concurrency if cap is None or concurrency == 0 else max(1, min(concurrency, int(cap)))

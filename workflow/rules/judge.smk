@@ -32,7 +32,7 @@ if JUDGE["enabled"]:
             judge=json.dumps(without_runtime(JUDGE), sort_keys=True, separators=(",", ":")),
         threads: judge_threads()
         resources:
-            llm_slots=judge_concurrency(config),
+            llm_slots=llm_slots(judge_concurrency(config)),
             cpu_threads=cpu_threads,
         log:
             f"{RESULTS}/logs/judge/{{system}}/shard-{{shard}}.log",

@@ -39,8 +39,8 @@ def system_uses_llm(name):
 
 
 def system_llm_slots(name):
-    """Requests a simulate job of `name` keeps in flight: its share of `--resources llm_slots=N`."""
-    return simulate_concurrency(SYSTEMS[name], config) if system_uses_llm(name) else 0
+    """Requests a simulate job of `name` keeps in flight (0 without LLM calls)."""
+    return llm_slots(simulate_concurrency(SYSTEMS[name], config)) if system_uses_llm(name) else 0
 
 
 def system_threads(name):

@@ -10,7 +10,6 @@ from crseval.concepts import ConceptMatcher
 from crseval.crs import PromptTemplate
 from crseval.io import log_to, write_parquet
 from crseval.judge import Judge
-from crseval.llm.concurrency import judge_concurrency
 from crseval.scoring import read_sessions
 from crseval.simulation import make_client
 
@@ -20,7 +19,7 @@ index = CatalogIndex.read(snakemake.input.films, snakemake.input.concepts)
 client = make_client(settings["backend"], snakemake.config["llm"], snakemake.threads)
 judge = Judge(client, PromptTemplate(snakemake.input.prompt), ConceptMatcher(index.concepts, index.films),
               settings["options"], settings["samples"], settings["retries"], settings["seed"])
-rows = judge.judge_sessions(read_sessions(snakemake.input.sessions), judge_concurrency(snakemake.config))
+rows = judge.judge_sessions(read_sessions(snakemake.input.sessions), max(1, snakemake.resources.llm_slots))
 table = pd.DataFrame(rows)
 missing = int((table["judge_valid_samples"] == 0).sum())
 log.info("%d sessions judged, %d missing; LLM calls %d, cache hits %d", len(table), missing, client.calls, client.cache_hits)

@@ -1,8 +1,8 @@
 """Rule simulate: one shard of sessions of one system (resumable after a kill).
 
 Settings that shape the sessions arrive through params (a change re-runs the shard); the LLM
-runtime settings (cache folder, timeout, retries, concurrency) are read from the config because
-they change no result.
+runtime settings (cache folder, timeout, retries) are read from the config and the concurrency
+from the job's `llm_slots`, because they change no result.
 """
 
 import json
@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from crseval.io import log_to
-from crseval.llm.concurrency import simulate_concurrency
 from crseval.simulation import build_shard_runner
 
 log = log_to(snakemake.log[0])
@@ -31,8 +30,7 @@ runner = build_shard_runner(
     schema=snakemake.input.schema,
     llm_runtime=snakemake.config["llm"],
     threads=snakemake.threads,
-    concurrency=simulate_concurrency(next(s for s in snakemake.config["systems"] if s["name"] == system["name"]),
-                                     snakemake.config),
+    concurrency=max(1, snakemake.resources.llm_slots),  # the slots the job holds: its requests in flight
 )
 counts = runner.run(range(start, stop), progress=output.parent / ".progress" / f"{output.stem}.jsonl", output=output)
 log.info("%s %s: %s; LLM calls %d, cache hits %d, sessions in flight %d", system["name"], output.name, counts,
