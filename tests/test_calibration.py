@@ -106,3 +106,17 @@ def test_a_metric_that_does_not_discriminate_fails():
                           "context_adaptation_score": np.tile([0.5] * 5, 10) + np.repeat(np.linspace(0, 0.01, 10), 5)})
     row = assess(frame, next(e for e in EXPECTATIONS if e.metric == "context_adaptation_score"), resamples=100)
     assert row["verdict"] == "fail" and row["tau"] == 0.0
+
+
+def test_the_echo_check_fails_a_metric_that_rewards_copying():
+    """A metric on which the parrot (echo, films of the first focus) beats the oracle fails the echo check,
+    even when it orders the five adapting systems perfectly."""
+    means = {"oracle": 0.5, "lag1": 0.4, "lag2": 0.3, "stubborn": 0.2, "random": 0.1, "parrot": 0.9}
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame([{"system": s, "context_adaptation_score": m + rng.normal(0, 0.01)}
+                          for s, m in means.items() for _ in range(30)])
+    rows = {e.check: assess(frame, e, resamples=100) for e in EXPECTATIONS if e.metric == "context_adaptation_score"}
+    assert rows["adaptation"]["verdict"] == "pass" and rows["adaptation"]["tau"] == 1.0
+    assert rows["echo"]["verdict"] == "fail"
+    # 14 ordered pairs (parrot = stubborn tied); the parrot above oracle, lag1, lag2: 3 discordant
+    assert rows["echo"]["tau"] == pytest.approx((11 - 3) / 14)

@@ -276,7 +276,8 @@ def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:
         ax.set_ylabel("measured rank", fontsize=8)
         tau = "n/a" if row.tau != row.tau else f"{row.tau:.2f}"
         ci = "" if row.tau_ci_low != row.tau_ci_low else f" [{row.tau_ci_low:.2f}, {row.tau_ci_high:.2f}]"
-        ax.set_title(f"{label(row.metric)}\ntau = {tau}{ci}: {row.verdict}", fontsize=9,
+        check = f" ({row.check})" if getattr(row, "check", "adaptation") != "adaptation" else ""
+        ax.set_title(f"{label(row.metric)}{check}\ntau = {tau}{ci}: {row.verdict}", fontsize=9,
                      color={"pass": "tab:green", "fail": "tab:red"}.get(row.verdict, "black"))
     for ax in list(axes.flat)[len(measured):]:
         ax.axis("off")

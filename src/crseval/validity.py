@@ -18,6 +18,12 @@ from crseval.effects import cliffs_delta
 
 # The calibration systems, best to worst adaptation by construction.
 ADAPTATION_ORDER = ("oracle", "lag1", "lag2", "stubborn", "random")
+# With the parrot: it echoes the user's words but recommends films of the first focus whatever the
+# user now wants, so it adapts no more than the stubborn system. A metric of adaptation that ranks
+# it higher rewards copying the user instead of following them.
+ECHO_ORDER = ("oracle", "lag1", "lag2", "parrot=stubborn", "random")
+ECHO_REASON = ("the parrot echoes the user's message but recommends films of the first focus after every shift, as "
+               "the stubborn system does: a metric of adaptation must not rank echoing above following the user")
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,7 @@ class Expectation:
     order: tuple[str, ...]  # best first; "a=b" for systems expected to tie
     higher_is_better: bool
     reason: str
+    check: str = "adaptation"  # what the row tests: "adaptation" (the five adapting systems) or "echo"
 
     def ranks(self) -> dict[str, int]:
         return {system: rank for rank, group in enumerate(self.order, start=1) for system in group.split("=")}
@@ -58,6 +65,16 @@ EXPECTATIONS: tuple[Expectation, ...] = (
     Expectation("cluster_silhouette", ADAPTATION_ORDER, True,
                 "replies that follow the shifts group by segment (clear clusters); replies k turns late blur the "
                 "segments' edges; a stubborn system's replies stay on one topic and random ones on none"),
+    Expectation("tas", ECHO_ORDER, True, ECHO_REASON + " (TAS subtracts gamma x copying for this)", "echo"),
+    Expectation("rec_satisfaction", ECHO_ORDER, True, ECHO_REASON, "echo"),
+    Expectation("adherence_f1", ECHO_ORDER, True, ECHO_REASON, "echo"),
+    Expectation("context_adaptation_score", ECHO_ORDER, True, ECHO_REASON, "echo"),
+    Expectation("topic_recovery_rate", ECHO_ORDER, True, ECHO_REASON, "echo"),
+    Expectation("cross_coherence", ECHO_ORDER, True, ECHO_REASON, "echo"),
+    Expectation("context_retention", ADAPTATION_ORDER, True,
+                "the legacy context retention (similarity of consecutive replies) is weighted into CAS as a merit; "
+                "replies that keep the user's current context while following shifts should earn the most, a "
+                "system that repeats one topic through every shift should not"),
     Expectation("judge_personalization", ADAPTATION_ORDER, True,
                 "personalization is judged as following the user's wishes, changes of mind included"),
     Expectation("judge_coherence", ADAPTATION_ORDER, True,
@@ -87,7 +104,8 @@ def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000,
     """One row of the validity table for one metric: measured order, tau with CI, effect, verdict."""
     ranks = expectation.ranks()
     systems = [s for s in ranks if s in set(frame["system"])]
-    row = {"metric": expectation.metric, "expected_order": " > ".join(expectation.order), "reason": expectation.reason}
+    row = {"metric": expectation.metric, "check": expectation.check, "expected_order": " > ".join(expectation.order),
+           "reason": expectation.reason}
     if expectation.metric not in frame or len(systems) < 3:
         return {**row, "measured_order": None, "tau": np.nan, "tau_ci_low": np.nan, "tau_ci_high": np.nan,
                 "oracle_vs_random_cliffs_delta": np.nan, "verdict": "not measured"}
@@ -125,13 +143,15 @@ def validity_markdown(table: pd.DataFrame, systems: dict[str, int]) -> str:
              "A metric passes when Kendall's tau between its order and the expected order is at least 0.8 and the "
              "95% bootstrap CI's lower end is above 0. Cliff's delta: oracle over random (1 = every oracle session "
              "scores better).", "",
-             "| metric | expected order | measured order | tau [95% CI] | Cliff's delta | verdict |",
-             "|---|---|---|---|---|---|"]
+             "Check `adaptation` orders the five systems built to adapt more or less; check `echo` adds the parrot, "
+             "which copies the user's words but never follows a shift in what it recommends.", "",
+             "| metric | check | expected order | measured order | tau [95% CI] | Cliff's delta | verdict |",
+             "|---|---|---|---|---|---|---|"]
     for row in table.itertuples():
         ci = f"{fmt(row.tau)} [{fmt(row.tau_ci_low)}, {fmt(row.tau_ci_high)}]"
-        lines.append(f"| {row.metric} | {row.expected_order} | {row.measured_order if isinstance(row.measured_order, str) else 'n/a'} | {ci} | "
+        lines.append(f"| {row.metric} | {row.check} | {row.expected_order} | {row.measured_order if isinstance(row.measured_order, str) else 'n/a'} | {ci} | "
                      f"{fmt(row.oracle_vs_random_cliffs_delta)} | {row.verdict} |")
-    failed = table[table["verdict"] == "fail"]["metric"].tolist()
+    failed = [f"{m} ({c})" for m, c in table.loc[table["verdict"] == "fail", ["metric", "check"]].itertuples(index=False)]
     lines += ["", "Failing metrics: " + (", ".join(failed) if failed else "none") + ".", "", "## Why these orders", ""]
-    lines += [f"- {row.metric}: {row.reason}" for row in table.itertuples()]
+    lines += [f"- {row.metric} ({row.check}): {row.reason}" for row in table.itertuples()]
     return "\n".join(lines) + "\n"
