@@ -132,3 +132,17 @@ def full_index():
         pytest.skip("the OpenDialKG catalog is not beside the repository")
     films, concepts, _ = build_index(FULL_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
     return CatalogIndex(films.to_pandas(), concepts.to_pandas())
+
+
+@pytest.fixture(scope="session")
+def catalog_files(tmp_path_factory):
+    """The demo catalog's index files (films, concepts, summary) in a folder, as index_catalog writes them."""
+    from crseval.catalog import build_index
+    from crseval.io import write_json, write_parquet
+
+    folder = tmp_path_factory.mktemp("catalog")
+    films, concepts, summary = build_index(DEMO_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
+    write_parquet(films, folder / "films.parquet")
+    write_parquet(concepts, folder / "concepts.parquet")
+    write_json(summary, folder / "summary.json")
+    return folder

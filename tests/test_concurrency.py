@@ -17,7 +17,7 @@ from crseval.simulation import build_shard_runner
 
 from conftest import REPO, default_config
 from fake_servers import FakeOpenAI
-from test_sessions import arguments, catalog_files, read_jsonl  # noqa: F401 (fixture)
+from test_sessions import arguments, read_jsonl
 
 HERE = Path(__file__).parent
 LATENCY = re.compile(rb'"latency_s": ?[0-9.eE+-]+')

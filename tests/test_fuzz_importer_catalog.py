@@ -17,7 +17,7 @@ from crseval.catalog import CatalogError, concepts_table, films_table, load_cata
 from crseval.concepts import ConceptMatcher
 from crseval.importer import LogImportError, import_logs, read_log
 from crseval.names import is_safe_name
-from crseval.sessions import load_schema
+from crseval.session_io import load_schema
 
 from conftest import REPO
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from crseval.concepts import ConceptMatcher
-from crseval.crs import PromptTemplate
+from crseval.llm.prompts import PromptTemplate
 from crseval.judge import CRITERIA, Judge, JudgeParseError, parse_judgement
 from crseval.llm import LLMClient, LLMError, LLMRequest, LLMResponse
 from crseval.llm.cache import ResponseCache

@@ -16,7 +16,7 @@ from crseval import importer
 from crseval.catalog import CatalogError, load_catalog
 from crseval.importer import LogImportError, import_logs, read_log, repair_user_text, sessions_per_system
 from crseval.io import write_parquet
-from crseval.sessions import load_schema
+from crseval.session_io import load_schema
 
 from conftest import REPO
 

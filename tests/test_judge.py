@@ -6,7 +6,7 @@ import math
 import pytest
 
 from crseval.concepts import ConceptMatcher
-from crseval.crs import PromptTemplate
+from crseval.llm.prompts import PromptTemplate
 from crseval.judge import Judge, JudgeParseError, parse_judgement, preference_summary
 from crseval.llm import LLMClient
 from crseval.llm.client import RetryPolicy

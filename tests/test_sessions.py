@@ -10,25 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from crseval.io import write_json, write_parquet
-from crseval.catalog import build_index
 from crseval.sessions import load_progress, n_shards, session_seed, shard_indices
 from crseval.simulation import build_shard_runner
 
-from conftest import DEMO_CATALOG, NON_GENRES, REPO, default_config
+from conftest import REPO, default_config
 from fake_servers import FakeOllama
 
 HERE = Path(__file__).parent
-
-
-@pytest.fixture(scope="module")
-def catalog_files(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("catalog")
-    films, concepts, summary = build_index(DEMO_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
-    write_parquet(films, folder / "films.parquet")
-    write_parquet(concepts, folder / "concepts.parquet")
-    write_json(summary, folder / "summary.json")
-    return folder
 
 
 def arguments(catalog_files, system, tmp_path, turns=5):

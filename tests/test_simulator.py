@@ -8,7 +8,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from crseval.concepts import ConceptMatcher
 from crseval.crs import AgentSettings, TemplateAgent
 from crseval.sessions import SessionContext, has_structure, run_session
-from crseval.simulator import SimulatorSettings, Templates, UserSimulator, display
+from crseval.fields import display
+from crseval.simulator import SimulatorSettings, Templates, UserSimulator
 
 from conftest import REPO
 

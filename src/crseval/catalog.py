@@ -31,10 +31,8 @@ from crseval.normalize import (
     normalise_year,
 )
 from crseval.text import content_words
+from crseval.fields import CONCEPT_FIELDS, LIST_FIELDS, PEOPLE_FIELDS
 
-LIST_FIELDS = ("genre", "actor", "director", "writer", "language")
-PEOPLE_FIELDS = ("actor", "director", "writer")
-CONCEPT_FIELDS = (*LIST_FIELDS, "year")
 KNOWN_FIELDS = frozenset({"name", "year", "plot", "original_id", *LIST_FIELDS})
 MAX_EXAMPLES = 5
 MAX_DEPTH = 64

@@ -19,6 +19,8 @@ from pathlib import Path
 from crseval.catalog import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.importer import LogImportError, import_logs
+from crseval.io import write_json
+from crseval.session_io import catalog_sha, write_sessions
 from crseval.title_labels import LabelError, evaluate, load_labels
 
 
@@ -41,8 +43,7 @@ def main(argv: list[str] | None = None) -> int:
 
     files = sorted({f for pattern in args.paths for f in (glob.glob(pattern) or [pattern])})
     index = CatalogIndex.read(args.catalog_index / "films.parquet", args.catalog_index / "concepts.parquet")
-    summary = json.loads((args.catalog_index / "summary.json").read_text())["catalog"]["sha256"] \
-        if (args.catalog_index / "summary.json").exists() else "0" * 64
+    summary = catalog_sha(args.catalog_index / "summary.json") if (args.catalog_index / "summary.json").exists() else "0" * 64
     try:
         sessions, report = import_logs(files, ConceptMatcher(index.concepts, index.films), summary, "0" * 64)
     except LogImportError as error:
@@ -56,8 +57,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     args.out.mkdir(parents=True, exist_ok=True)
     for system, records in sessions.items():
-        targets[system].write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8")
-    (args.out / "import_report.json").write_text(json.dumps(report, indent=2) + "\n")
+        write_sessions(records, targets[system])
+    write_json(report, args.out / "import_report.json")
     print(json.dumps(report["sessions"]))
     return 0
 

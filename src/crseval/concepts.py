@@ -27,6 +27,7 @@ import pandas as pd
 from crseval.lexicon import is_common_phrase, is_common_word
 from crseval.text import STOP_WORDS, lemma
 from crseval.tokens import tokenize
+from crseval.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 
 # Words right before a value that say which field a name belongs to.
 FIELD_CUES: dict[str, tuple[str, ...]] = {
@@ -36,9 +37,7 @@ FIELD_CUES: dict[str, tuple[str, ...]] = {
     "language": ("in",),
     "year": ("from", "in", "released in"),
 }
-CONCEPT_FIELDS = ("genre", "actor", "director", "writer", "language", "year")
 # Optional field: the top TF-IDF words of each film's plot (lemmas), matched by the lemma of a word.
-KEYWORD_FIELD = "plot_keyword"
 
 # Genre names that name a kind of film on their own ("I'd like a comedy").
 GENRE_NAMES = frozenset("""

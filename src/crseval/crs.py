@@ -7,18 +7,17 @@ LLM agent's prompt either lists the candidates (grounded) or not (ungrounded abl
 
 from __future__ import annotations
 
-import hashlib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from crseval.catalog import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMRequest
+from crseval.llm.prompts import PromptTemplate
 from crseval.retrieval import Retriever
-from crseval.simulator import display
+from crseval.fields import display
 from crseval.tracker import Constraint, ConstraintTracker
 
 FIELD_PHRASES = {
@@ -123,18 +122,6 @@ class TemplateAgent(Agent):
         shown = candidate_ids[:2]
         films = " and ".join(self._named(f) for f in shown)
         return self.OPENERS[turn % len(self.OPENERS)].format(wish=wish, films=films), None
-
-
-class PromptTemplate:
-    """A prompt file from resources/prompts; its content hash is its version in the cache key."""
-
-    def __init__(self, path: str | Path):
-        self.path = Path(path)
-        self.text = self.path.read_text(encoding="utf-8")
-        self.version = hashlib.sha256(self.text.encode("utf-8")).hexdigest()[:16]
-
-    def render(self, **values) -> str:
-        return self.text.format(**values).strip()
 
 
 class LLMAgent(Agent):

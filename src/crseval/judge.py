@@ -22,9 +22,9 @@ from dataclasses import dataclass
 import jsonschema
 
 from crseval.concepts import ConceptMatcher
-from crseval.crs import PromptTemplate
+from crseval.llm.prompts import PromptTemplate
 from crseval.llm import LLMClient, LLMRequest
-from crseval.simulator import display
+from crseval.fields import display
 from crseval.tracker import ConstraintTracker
 
 CRITERIA = ("proactiveness", "coherence", "personalization")

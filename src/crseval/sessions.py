@@ -21,16 +21,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-import jsonschema
-import yaml
 from tqdm import tqdm
 
 from crseval.catalog import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.crs import Agent
-from crseval.io import atomic_path
 from crseval.llm import LLMClient, LLMRequest
-from crseval.simulator import ORDINARY_STAGES, SimulatorSettings, Templates, UserSimulator, display
+from crseval.session_io import session_line, session_validator, validate_session, write_sessions
+from crseval.fields import display
+from crseval.simulator import ORDINARY_STAGES, SimulatorSettings, Templates, UserSimulator
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +46,6 @@ def shard_indices(count: int, shard_size: int, shard: int) -> range:
 
 def n_shards(count: int, shard_size: int) -> int:
     return (count + shard_size - 1) // shard_size
-
-
-def canonical_sha(data: object) -> str:
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 _STRUCTURE = re.compile(r"[{}\[\]]|': '|\": \"")
@@ -170,10 +164,6 @@ def load_progress(path: Path, config_sha: str) -> dict[int, dict]:
     return done
 
 
-def load_schema(path: str | Path) -> dict:
-    return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-
-
 def run_shard(
     ctx: SessionContext,
     system: str,
@@ -200,29 +190,25 @@ def run_shard(
     done = load_progress(progress_path, config_sha)
     done = {i: r for i, r in done.items() if i in indices}
     resumed = len(done)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = session_validator(schema)
     bar = tqdm(total=len(indices) * ctx.turns, desc=f"{system} turns", unit="turn", initial=resumed * ctx.turns, mininterval=1.0)
 
     def simulate(index: int) -> dict:
         seed = session_seed(experiment_seed, index)
         record = run_session(ctx, system, make_agent(seed), index, seed, config_sha)
-        _validate(validator, record)
+        validate_session(validator, record)
         return record
 
     with open(progress_path, "ab") as progress:
         for record in _in_flight(simulate, [i for i in indices if i not in done], concurrency):
-            progress.write((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+            progress.write(session_line(record).encode("utf-8"))
             progress.flush()
             os.fsync(progress.fileno())
             done[record["session_index"]] = record
             bar.update(ctx.turns)
             bar.set_postfix(sessions=f"{len(done)}/{len(indices)}")
     bar.close()
-    with atomic_path(output_path) as temporary:
-        with open(temporary, "w", encoding="utf-8") as out:
-            for index in indices:
-                _validate(validator, done[index])
-                out.write(json.dumps(done[index], ensure_ascii=False) + "\n")
+    write_sessions((done[index] for index in indices), output_path, validator)
     progress_path.unlink()
     stages = Counter(t["user_meta"]["stage"] for i in indices for t in done[i]["turns"])
     ordinary = sum(stages[s] for s in ORDINARY_STAGES)
@@ -256,11 +242,3 @@ def _in_flight(work: Callable[[int], dict], indices: list[int], concurrency: int
                 running |= {pool.submit(work, index) for index in itertools.islice(pending, len(finished))}
     if failure is not None:
         raise failure
-
-
-def _validate(validator: jsonschema.Draft202012Validator, record: dict) -> None:
-    errors = sorted(validator.iter_errors(record), key=lambda e: list(e.path))
-    if errors:
-        first = errors[0]
-        where = "/".join(str(p) for p in first.path) or "(record)"
-        raise ValueError(f"session {record.get('session_id')} does not match the session schema at {where}: {first.message}")

@@ -2,29 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from crseval.calibration import CALIBRATION_AGENTS, make_calibration_agent
+from crseval.canonical import canonical_sha
 from crseval.catalog import CatalogIndex
-from crseval.concepts import CONCEPT_FIELDS, KEYWORD_FIELD, ConceptMatcher
-from crseval.crs import AgentSettings, LLMAgent, PromptTemplate, TemplateAgent
-from crseval.llm import LLMClient, make_backend
-from crseval.llm.cache import ResponseCache
-from crseval.llm.client import RetryPolicy
+from crseval.concepts import ConceptMatcher
+from crseval.fields import CONCEPT_FIELDS, KEYWORD_FIELD
+from crseval.crs import AgentSettings, LLMAgent, TemplateAgent
+from crseval.llm import LLMClient
+from crseval.llm.client import make_client
+from crseval.llm.prompts import PromptTemplate
 from crseval.llm.concurrency import without_runtime
-from crseval.sessions import Paraphraser, SessionContext, canonical_sha, load_schema, run_shard
+from crseval.session_io import catalog_sha as read_catalog_sha
+from crseval.session_io import load_schema
+from crseval.sessions import Paraphraser, SessionContext, run_shard
 from crseval.simulator import SimulatorSettings, Templates
-
-
-def make_client(backend: dict, llm_runtime: dict, threads: int) -> LLMClient:
-    cache_dir = llm_runtime.get("cache_dir")
-    return LLMClient(
-        make_backend(backend, threads=threads, timeout_s=llm_runtime["timeout_s"]),
-        ResponseCache(cache_dir) if cache_dir else None,
-        RetryPolicy(max_retries=llm_runtime["max_retries"], backoff_s=llm_runtime["backoff_s"]),
-    )
 
 
 @dataclass
@@ -74,7 +68,7 @@ def build_shard_runner(*, system: dict, simulator: dict, agent: dict, experiment
         agent_matcher = ConceptMatcher(index.concepts, index.films,
                                        CONCEPT_FIELDS + (KEYWORD_FIELD,) if agent.get("track_plot_keywords") else CONCEPT_FIELDS)
     templates = Templates.load(simulator["templates"])
-    catalog_sha = json.loads(Path(catalog_summary).read_text())["catalog"]["sha256"]
+    catalog_sha = read_catalog_sha(catalog_summary)
     paraphraser = None
     if simulator["paraphrase"]["enabled"]:
         paraphrase = simulator["paraphrase"]

@@ -29,8 +29,8 @@ from crseval.catalog import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.text import lemma
 from crseval.tracker import Constraint, extract_statements
+from crseval.fields import CONCEPT_FIELDS, display
 
-SIMULATOR_FIELDS = ("genre", "actor", "director", "writer", "language", "year")
 MAX_REDRAWS = 40
 ORDINARY_STAGES = ("accept", "reject", "ask", "no_title", "contradict")
 
@@ -79,12 +79,6 @@ class Templates:
         for key in keys:
             options = options[key]
         return options[int(rng.integers(len(options)))]
-
-
-def display(field_name: str, value: str) -> str:
-    """How a value is written in text: languages capitalised ("english" -> "English"), the rest
-    as the catalog spells it. Matching is case-insensitive, so both read as the same value."""
-    return value.title() if field_name == "language" else value
 
 
 _A_BEFORE_VOWEL = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
@@ -140,7 +134,7 @@ class UserSimulator:
         self.text_rng = np.random.default_rng(text_seed)
         self.recognizer = self.matcher.title_recognizer
         # plot keywords are wishes (and bridges) only when the field order asks for them
-        self.fields = SIMULATOR_FIELDS + tuple(f for f in self.settings.field_order if f not in SIMULATOR_FIELDS)
+        self.fields = CONCEPT_FIELDS + tuple(f for f in self.settings.field_order if f not in CONCEPT_FIELDS)
         first_field = self.settings.field_order[0]
         with_values = [f for f in self.index.films["film_id"] if self._values(int(f), first_field)]
         if not with_values:

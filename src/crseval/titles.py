@@ -30,8 +30,8 @@ import pandas as pd
 
 from crseval.tokens import tokenize
 from crseval.lexicon import is_common_phrase
+from crseval.fields import PEOPLE_FIELDS
 
-PEOPLE_FIELDS = ("actor", "director", "writer")
 
 # Spans the writer marked as a name: quotes, bold, italics.
 _FORMATTED = re.compile(

@@ -7,11 +7,11 @@ import pyarrow as pa
 
 from crseval.catalog import CatalogIndex
 from crseval.concepts import ConceptMatcher
-from crseval.crs import PromptTemplate
+from crseval.llm.prompts import PromptTemplate
 from crseval.io import log_to, write_parquet
 from crseval.judge import Judge
-from crseval.scoring import read_sessions
-from crseval.simulation import make_client
+from crseval.session_io import read_sessions
+from crseval.llm.client import make_client
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.judge)

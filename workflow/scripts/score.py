@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from crseval.io import log_to, write_parquet
 from crseval.scoring import build_scorer, read_sessions
-from crseval.simulation import make_client
+from crseval.llm.client import make_client
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.scoring)

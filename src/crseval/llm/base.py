@@ -3,13 +3,14 @@ every reply passes before anyone sees it (one place, so that all backends fail t
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from crseval.canonical import canonical_sha
 
 
 class LLMError(RuntimeError):
@@ -62,9 +63,7 @@ class LLMRequest:
 
     def key(self, backend: str, model: str) -> str:
         """Content hash of backend, model, messages, options, schema and template tag."""
-        payload = {"backend": backend, "model": model, **asdict(self)}
-        text = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return canonical_sha({"backend": backend, "model": model, **asdict(self)})
 
 
 @dataclass

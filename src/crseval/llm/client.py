@@ -109,3 +109,14 @@ def make_backend(settings: dict, threads: int = 1, timeout_s: float = 120.0) -> 
         return OpenAIBackend(settings["model"], base_url=settings["base_url"],
                              api_key_env=settings.get("api_key_env"), timeout_s=timeout_s)
     raise LLMError(f"unknown LLM backend type {kind!r}")
+
+
+def make_client(backend: dict, llm_runtime: dict, threads: int) -> LLMClient:
+    """A client for a `backend` config section with the experiment's `llm` runtime settings
+    (cache folder, timeout, retries)."""
+    cache_dir = llm_runtime.get("cache_dir")
+    return LLMClient(
+        make_backend(backend, threads=threads, timeout_s=llm_runtime["timeout_s"]),
+        ResponseCache(cache_dir) if cache_dir else None,
+        RetryPolicy(max_retries=llm_runtime["max_retries"], backoff_s=llm_runtime["backoff_s"]),
+    )
