@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from crseval.concepts import ConceptMatcher
 from crseval.llm.prompts import PromptTemplate
-from crseval.judge import CRITERIA, Judge, JudgeParseError, parse_judgement
+from crseval.judge import Judge, JudgeParseError, parse_judgement
+from crseval.judge_columns import CRITERIA
 from crseval.llm import LLMClient, LLMError, LLMRequest, LLMResponse
 from crseval.llm.cache import ResponseCache
 from crseval.llm.client import RetryPolicy

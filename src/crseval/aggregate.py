@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+from crseval.judge_columns import COUNT_COLUMNS, TEXT_COLUMNS, THESIS_NAMES
 from scipy import stats
 
 ID_TYPES = {
@@ -26,13 +27,8 @@ ID_TYPES = {
     "shard": pa.int32(),
     "turn": pa.int32(),
 }
-TEXT_COLUMNS = {"judge_proactiveness_rationale", "judge_coherence_rationale", "judge_personalization_rationale",
-                "judge_proactiveness_scores", "judge_coherence_scores", "judge_personalization_scores",
-                "judge_missing_reason", "judge_raw_reply", "judge_preferences_source"}
 BOOL_COLUMNS = {"shift", "cas_shift"}
-JUDGE_RENAMES = {"judge_proactiveness": "proactiveness", "judge_coherence": "coherence",
-                 "judge_personalization": "personalization"}
-NOT_METRICS = set(ID_TYPES) | TEXT_COLUMNS | BOOL_COLUMNS | {"judge_samples", "judge_valid_samples"}
+NOT_METRICS = set(ID_TYPES) | TEXT_COLUMNS | BOOL_COLUMNS | set(COUNT_COLUMNS)
 
 _SHARD = re.compile(r"shard-(\d+)")
 
@@ -59,7 +55,7 @@ def schema_for(frame: pd.DataFrame) -> pa.Schema:
             kind = pa.string()
         elif column in BOOL_COLUMNS:
             kind = pa.bool_()
-        elif column in ("judge_samples", "judge_valid_samples", "turns"):
+        elif column in (*COUNT_COLUMNS, "turns"):
             kind = pa.int64()
         else:
             kind = pa.float64()
@@ -117,7 +113,7 @@ def model_metrics(sessions: pd.DataFrame) -> pd.DataFrame:
         if "judge_valid_samples" in group:
             row["judge_missing_share"] = float((group["judge_valid_samples"] == 0).mean())
         for metric in metrics:
-            name = JUDGE_RENAMES.get(metric, metric)
+            name = THESIS_NAMES.get(metric, metric)
             mean, low, high, n = mean_ci(group[metric])
             row.update({name: mean, f"{name}_ci_low": low, f"{name}_ci_high": high, f"{name}_n": n})
         rows.append(row)

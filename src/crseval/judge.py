@@ -25,9 +25,9 @@ from crseval.concepts import ConceptMatcher
 from crseval.llm.prompts import PromptTemplate
 from crseval.llm import LLMClient, LLMRequest
 from crseval.fields import display
+from crseval.judge_columns import CRITERIA, rationale_column, samples_column, score_column, spread_column
 from crseval.tracker import ConstraintTracker
 
-CRITERIA = ("proactiveness", "coherence", "personalization")
 _CRITERION = {
     "type": "object",
     "additionalProperties": False,
@@ -148,11 +148,11 @@ class Judge:
                "judge_preferences_source": preference_source(record["turns"])}
         for criterion in CRITERIA:
             scores = [v[criterion] for v in valid]
-            row[f"judge_{criterion}"] = statistics.fmean(scores) if scores else math.nan
-            row[f"judge_{criterion}_sd"] = statistics.stdev(scores) if len(scores) > 1 else math.nan
-            row[f"judge_{criterion}_rationale"] = rationales.get(criterion)
+            row[score_column(criterion)] = statistics.fmean(scores) if scores else math.nan
+            row[spread_column(criterion)] = statistics.stdev(scores) if len(scores) > 1 else math.nan
+            row[rationale_column(criterion)] = rationales.get(criterion)
             # every sample's score in order (null where the sample failed): the agreement between samples
-            row[f"judge_{criterion}_scores"] = json.dumps([s[criterion] if s else None for s in per_sample])
+            row[samples_column(criterion)] = json.dumps([s[criterion] if s else None for s in per_sample])
         row["judge_missing_reason"] = None if valid else failures[-1][0]
         row["judge_raw_reply"] = None if valid else failures[-1][1]
         return row

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from crseval.judge import CRITERIA
+from crseval.judge_columns import CRITERIA, samples_column, score_column
 
 NAN = math.nan
 SCALE = (1, 2, 3, 4, 5)
@@ -30,7 +30,7 @@ RELY, TENTATIVE = 0.8, 0.667
 
 def sample_matrix(sessions: pd.DataFrame, criterion: str) -> np.ndarray:
     """Samples x sessions, NaN where a sample failed; sessions judged once or never give NaN columns."""
-    column = f"judge_{criterion}_scores"
+    column = samples_column(criterion)
     if column not in sessions:
         return np.empty((0, 0))
     lists = [json.loads(v) if isinstance(v, str) else [] for v in sessions[column]]
@@ -72,7 +72,7 @@ def reliability_table(sessions: pd.DataFrame, alpha: float, resamples: int, seed
     """One row per criterion: agreement between samples and discrimination between systems (full precision)."""
     rows = []
     for i, criterion in enumerate(CRITERIA):
-        column = f"judge_{criterion}"
+        column = score_column(criterion)
         matrix = sample_matrix(sessions, criterion)
         k_alpha = ordinal_alpha(matrix)
         low, high = alpha_ci(matrix, resamples, seed + i) if not math.isnan(k_alpha) else (NAN, NAN)

@@ -13,9 +13,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
+from crseval.judge_columns import THESIS_NAMES
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-JUDGE = {"judge_proactiveness": "proactiveness", "judge_coherence": "coherence", "judge_personalization": "personalization"}
+JUDGE = THESIS_NAMES
 LABELS = {
     "tas": "grounded TAS", "tas_segment": "segment TAS", "recovery_rate_cosine": "recovery rate (cosine)",
     "missing_concepts": "missing concepts / turn", "hallucinated_concepts": "hallucinated concepts / turn",
