@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from crseval.catalog import CatalogIndex, build_index
+from crseval.catalog import build_index
+from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.io import write_json, write_parquet
 from crseval.metrics import grounded

@@ -107,7 +107,8 @@ def small_index(tmp_path_factory):
     """The hand-written eight-film catalog above, indexed."""
     import json
 
-    from crseval.catalog import CatalogIndex, build_index
+    from crseval.catalog import build_index
+    from crseval.catalog_index import CatalogIndex
 
     path = tmp_path_factory.mktemp("small") / "catalog.json"
     path.write_text(json.dumps(SMALL_CATALOG))
@@ -117,7 +118,8 @@ def small_index(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def demo_index(tmp_path_factory):
-    from crseval.catalog import CatalogIndex, build_index
+    from crseval.catalog import build_index
+    from crseval.catalog_index import CatalogIndex
 
     films, concepts, _ = build_index(DEMO_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
     return CatalogIndex(films.to_pandas(), concepts.to_pandas())
@@ -126,7 +128,8 @@ def demo_index(tmp_path_factory):
 @pytest.fixture(scope="session")
 def full_index():
     """The 2,164-film OpenDialKG catalog, indexed (tests using it skip when it is absent)."""
-    from crseval.catalog import CatalogIndex, build_index
+    from crseval.catalog import build_index
+    from crseval.catalog_index import CatalogIndex
 
     if not FULL_CATALOG.exists():
         pytest.skip("the OpenDialKG catalog is not beside the repository")

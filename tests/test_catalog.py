@@ -5,7 +5,8 @@ import json
 import pyarrow as pa
 import pytest
 
-from crseval.catalog import CatalogError, CatalogIndex, build_index, load_catalog, plot_keywords
+from crseval.catalog import CatalogError, build_index, load_catalog, plot_keywords
+from crseval.catalog_index import CatalogIndex
 from crseval.normalize import NonGenreList
 
 from conftest import DEMO_CATALOG, FULL_CATALOG, NON_GENRES

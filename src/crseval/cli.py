@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from crseval.catalog import CatalogIndex
+from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.importer import LogImportError, import_logs
 from crseval.io import write_json

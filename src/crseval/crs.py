@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crseval.catalog import CatalogIndex
+from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.prompts import PromptTemplate

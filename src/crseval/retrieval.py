@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from crseval.catalog import CatalogIndex
+from crseval.catalog_index import CatalogIndex
 from crseval.tracker import Constraint
 
 

@@ -23,7 +23,7 @@ from typing import Callable, Iterator
 
 from tqdm import tqdm
 
-from crseval.catalog import CatalogIndex
+from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.crs import Agent
 from crseval.llm import LLMClient, LLMRequest

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from crseval.calibration import CALIBRATION_AGENTS, make_calibration_agent
 from crseval.canonical import canonical_sha
-from crseval.catalog import CatalogIndex
+from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.crs import AgentSettings, LLMAgent, TemplateAgent

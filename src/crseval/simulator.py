@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from crseval.catalog import CatalogIndex
+from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.text import lemma
 from crseval.tracker import Constraint, extract_statements

@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from crseval.canonical import canonical_sha
-from crseval.catalog import CatalogIndex
+from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.importer import import_logs
 from crseval.io import log_to, write_json

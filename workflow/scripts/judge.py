@@ -5,7 +5,7 @@ import json
 import pandas as pd
 import pyarrow as pa
 
-from crseval.catalog import CatalogIndex
+from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.llm.prompts import PromptTemplate
 from crseval.io import log_to, write_parquet
