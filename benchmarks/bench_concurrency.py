@@ -34,7 +34,7 @@ import yaml
 
 from crseval.catalog import build_index
 from crseval.io import write_json, write_parquet
-from crseval.simulation import build_shard_runner
+from crseval.shard_runner import build_shard_runner
 
 REPO = Path(__file__).resolve().parents[1]
 LATENCY = re.compile(rb'"latency_s": ?[0-9.eE+-]+')

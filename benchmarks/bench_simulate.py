@@ -23,7 +23,7 @@ import yaml
 from crseval.catalog import build_index
 from crseval.io import write_json, write_parquet
 from crseval.llm.llamacpp_backend import LlamaCppBackend, _load, merge_system_into_user
-from crseval.simulation import build_shard_runner
+from crseval.shard_runner import build_shard_runner
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -29,7 +29,7 @@ from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.io import write_json, write_parquet
 from crseval.metrics import grounded
-from crseval.simulation import build_shard_runner
+from crseval.shard_runner import build_shard_runner
 
 REPO = Path(__file__).resolve().parents[1]
 ORDINARY = ("accept", "reject", "ask", "no_title", "contradict")

@@ -11,7 +11,7 @@ from crseval.concepts import ConceptMatcher
 from crseval.crs import AgentSettings, TemplateAgent
 from crseval.metrics import grounded
 from crseval.sessions import SessionContext, run_session, session_seed
-from crseval.simulator import SimulatorSettings, Templates
+from crseval.user_simulator import SimulatorSettings, Templates
 from crseval.validity import EXPECTATIONS, assess, cliffs_delta, kendall_tau
 
 from conftest import REPO

@@ -13,7 +13,7 @@ import pytest
 
 from crseval.config_checks import ConfigError, check_config
 from crseval.llm.concurrency import effective, judge_concurrency, simulate_concurrency, without_runtime
-from crseval.simulation import build_shard_runner
+from crseval.shard_runner import build_shard_runner
 
 from conftest import REPO, default_config
 from fake_servers import FakeOpenAI

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from crseval.sessions import load_progress, n_shards, session_seed, shard_indices
-from crseval.simulation import build_shard_runner
+from crseval.shard_runner import build_shard_runner
 
 from conftest import REPO, default_config
 from fake_servers import FakeOllama

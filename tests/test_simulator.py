@@ -9,7 +9,7 @@ from crseval.concepts import ConceptMatcher
 from crseval.crs import AgentSettings, TemplateAgent
 from crseval.sessions import SessionContext, has_structure, run_session
 from crseval.fields import display
-from crseval.simulator import SimulatorSettings, Templates, UserSimulator
+from crseval.user_simulator import SimulatorSettings, Templates, UserSimulator
 
 from conftest import REPO
 

@@ -29,7 +29,7 @@ from crseval.crs import Agent
 from crseval.llm import LLMClient, LLMRequest
 from crseval.session_io import session_line, session_validator, validate_session, write_sessions
 from crseval.fields import display
-from crseval.simulator import ORDINARY_STAGES, SimulatorSettings, Templates, UserSimulator
+from crseval.user_simulator import ORDINARY_STAGES, SimulatorSettings, Templates, UserSimulator
 
 log = logging.getLogger(__name__)
 

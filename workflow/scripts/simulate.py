@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from crseval.io import log_to
-from crseval.simulation import build_shard_runner
+from crseval.shard_runner import build_shard_runner
 
 log = log_to(snakemake.log[0])
 sys.stderr = open(snakemake.log[0], "a", buffering=1)  # the progress bar goes to the log

@@ -1,4 +1,6 @@
-"""Assemble a shard's simulation from config sections (used by the `simulate` rule and tests)."""
+"""Build a shard runner from config sections: the catalog index, the simulated user, the agent of
+one system and its LLM client, wired for the `simulate` rule (and the tests). Sessions themselves
+are run by crseval.sessions; the user is crseval.user_simulator."""
 
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from crseval.llm.concurrency import without_runtime
 from crseval.session_io import catalog_sha as read_catalog_sha
 from crseval.session_io import load_schema
 from crseval.sessions import Paraphraser, SessionContext, run_shard
-from crseval.simulator import SimulatorSettings, Templates
+from crseval.user_simulator import SimulatorSettings, Templates
 
 
 @dataclass
