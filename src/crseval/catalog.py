@@ -1,4 +1,5 @@
-"""Read a movie catalog JSON, check it, normalise it and build the per-field value index.
+"""The write side of the catalog: read a movie catalog JSON, check it, normalise it, find plot
+keywords and write the index_catalog tables (crseval.catalog_index reads them).
 
 Input format (OpenDialKG-derived): a JSON object `title -> {name, year, genre[], actor[],
 director[], writer[], language[], plot, original_id}`. A defect that makes a film unusable
