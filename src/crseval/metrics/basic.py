@@ -30,7 +30,7 @@ def words(text: str) -> list[str]:
 
 
 def ngrams(tokens: list[str], n: int) -> list[tuple[str, ...]]:
-    return [tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1)]
+    return list(zip(*(tokens[i:] for i in range(n))))
 
 
 def ngram_counts(tokens: list[str], n: int) -> Counter:

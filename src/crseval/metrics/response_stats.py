@@ -35,9 +35,34 @@ NAN = math.nan
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 
 
+def ngram_table(responses: list[list[str]], orders: int) -> list[tuple[np.ndarray, np.ndarray, int]]:
+    """For n = 1..orders: every word n-gram inside one response as (its response, its id), and how
+    many distinct n-grams there are. Ids are integers (an n-gram's id codes its (n-1)-gram prefix's
+    id and its last word), so counting needs no tuples; n-grams across two responses get no id."""
+    vocabulary: dict[str, int] = {}
+    words_ = np.array([vocabulary.setdefault(w, len(vocabulary)) for tokens in responses for w in tokens], dtype=np.int64)
+    owner = np.repeat(np.arange(len(responses)), [len(tokens) for tokens in responses])
+    table, ids = [], words_
+    for n in range(1, orders + 1):
+        if n > 1:
+            inside = owner[:max(len(words_) - n + 1, 0)] == owner[n - 1:]
+            codes = np.where(inside, ids[:-1] * max(len(vocabulary), 1) + words_[n - 1:], -1)
+            distinct, ids = np.unique(codes, return_inverse=True)
+            # the code -1 (an n-gram across responses) sorts first: the others are numbered from 0
+            crossing = int(bool(len(distinct)) and distinct[0] == -1)
+            table.append((owner[:len(ids)][inside], ids[inside] - crossing, len(distinct) - crossing))
+        else:
+            table.append((owner, words_, len(vocabulary)))
+    return table
+
+
 def distinct_n(responses: list[list[str]], n: int) -> float:
-    grams = [g for tokens in responses for g in ngrams(tokens, n)]
-    return len(set(grams)) / len(grams) if grams else NAN
+    return _distinct(ngram_table(responses, n)[n - 1])
+
+
+def _distinct(grams: tuple[np.ndarray, np.ndarray, int]) -> float:
+    _, gram, count = grams
+    return count / len(gram) if len(gram) else NAN
 
 
 def richness(tokens: list[str]) -> dict:
@@ -56,38 +81,61 @@ def entropy_bits(tokens: list[str]) -> float:
     return float(-(p * np.log2(p)).sum())
 
 
+ORDERS = (1, 2, 3, 4)
+
+
+def _bleu_from_counts(clipped: list[int], totals: list[int], length: int, reference_lengths: list[int]) -> float:
+    """BLEU-4 from the clipped and total n-gram counts of orders 1..4 and the lengths involved."""
+    log_precision = 0.0
+    for n, (hits, total) in enumerate(zip(clipped, totals), start=1):
+        if n == 1:
+            if hits == 0:
+                return 0.0
+            precision = hits / total
+        else:
+            precision = (hits + 1) / (total + 1)
+        log_precision += math.log(precision) / 4
+    closest = min((abs(r - length), r) for r in reference_lengths)[1]
+    brevity = 1.0 if length > closest else math.exp(1 - closest / length)
+    return brevity * math.exp(log_precision)
+
+
 def bleu4(hypothesis: list[str], references: list[list[str]]) -> float:
     if not hypothesis or not references:
         return NAN
-    log_precision = 0.0
-    for n in range(1, 5):
+    clipped, totals = [], []
+    for n in ORDERS:
         hyp = ngram_counts(hypothesis, n)
-        total = sum(hyp.values())
         max_ref: Counter = Counter()
         for ref in references:
             for gram, count in ngram_counts(ref, n).items():
                 max_ref[gram] = max(max_ref[gram], count)
-        clipped = sum(min(c, max_ref[g]) for g, c in hyp.items())
-        if n == 1:
-            if clipped == 0:
-                return 0.0
-            precision = clipped / total
-        else:
-            precision = (clipped + 1) / (total + 1)
-        log_precision += math.log(precision) / 4
-    closest = min((abs(len(r) - len(hypothesis)), len(r)) for r in references)[1]
-    brevity = 1.0 if len(hypothesis) > closest else math.exp(1 - closest / len(hypothesis))
-    return brevity * math.exp(log_precision)
+        clipped.append(sum(min(c, max_ref[g]) for g, c in hyp.items()))
+        totals.append(sum(hyp.values()))
+    return _bleu_from_counts(clipped, totals, len(hypothesis), [len(r) for r in references])
 
 
 def self_bleu(responses: list[list[str]], sample: int, seed: int) -> float:
+    """Mean of `bleu4(response, the other responses)`. The n-grams are counted once, into a
+    responses x n-grams matrix, whose column maxima without each row give every clip at once."""
     responses = [r for r in responses if r]
     if len(responses) < 2:
         return NAN
     if len(responses) > sample:
         chosen = np.random.default_rng(seed).choice(len(responses), size=sample, replace=False)
         responses = [responses[i] for i in sorted(chosen)]
-    scores = [bleu4(h, responses[:i] + responses[i + 1:]) for i, h in enumerate(responses)]
+    rows = len(responses)
+    clipped, totals = [], []
+    for gram_owner, gram, count in ngram_table(responses, len(ORDERS)):
+        counts = np.bincount(gram_owner * count + gram, minlength=rows * count).reshape(rows, count)
+        ordered = np.sort(counts, axis=0)
+        highest, runner_up = ordered[-1], ordered[-2]
+        others_max = np.where(counts == highest, runner_up, highest)  # the highest count among the other rows
+        clipped.append(np.minimum(counts, others_max).sum(axis=1).tolist())
+        totals.append(counts.sum(axis=1).tolist())
+    lengths = [len(r) for r in responses]
+    scores = [_bleu_from_counts([c[i] for c in clipped], [t[i] for t in totals], lengths[i], lengths[:i] + lengths[i + 1:])
+              for i in range(rows)]
     return float(np.mean(scores))
 
 
@@ -112,7 +160,24 @@ class TrigramLM:
         self.vocabulary = set(self.uni) | {UNK}
         self.size = len(self.vocabulary)
         self.total = sum(self.uni.values())
+        self._index()
         return self
+
+    def _index(self) -> None:
+        """Word ids and the counts as arrays keyed by integer-coded n-grams, so that a whole
+        session's probabilities are a few array look-ups instead of a dictionary walk per word."""
+        vocabulary = sorted(self.vocabulary | {BOS})
+        base = len(vocabulary)
+        if base ** 3 >= 2 ** 63:
+            raise ValueError(f"vocabulary of {base} words: trigram codes would overflow 64 bits")
+        self._base = base
+        self._id = {word: i for i, word in enumerate(vocabulary)}
+        code = self._id
+        self._uni_counts = np.array([self.uni[w] for w in vocabulary], dtype=float)
+        self._bi_context_counts = np.array([self.bi_context[w] for w in vocabulary], dtype=float)
+        self._bi = _sorted_counts({code[v] * base + code[w]: n for (v, w), n in self.bi.items()})
+        self._tri = _sorted_counts({(code[u] * base + code[v]) * base + code[w]: n for (u, v, w), n in self.tri.items()})
+        self._tri_context = _sorted_counts({code[u] * base + code[v]: n for (u, v), n in self.tri_context.items()})
 
     def prob(self, u: str, v: str, w: str) -> float:
         k, (l1, l2, l3) = self.k, self.lambdas
@@ -123,23 +188,62 @@ class TrigramLM:
 
     def surprisal_bits(self, text: str) -> tuple[float, int]:
         """Total surprisal (bits) of the text's words and end marker, and their count."""
-        tokens = [t if t in self.vocabulary else UNK for t in words(text)]
-        if not tokens:
-            return 0.0, 0
-        padded = [BOS, BOS, *tokens, EOS]
-        bits = -sum(math.log2(self.prob(u, v, w)) for u, v, w in zip(padded, padded[1:], padded[2:]))
-        return bits, len(tokens) + 1
+        return self.surprisal_many([words(text)])[0]
+
+    def surprisal_many(self, token_lists: list[list[str]]) -> list[tuple[float, int]]:
+        """`surprisal_bits` of many token lists in one vectorised pass (`prob` on arrays)."""
+        unknown, start, end = self._id[UNK], self._id[BOS], self._id[EOS]
+        code = self._id
+        padded = [[start, start, *[code.get(t, unknown) for t in tokens], end] for tokens in token_lists if tokens]
+        if not padded:
+            return [(0.0, 0)] * len(token_lists)
+        sequence = np.array([i for ids in padded for i in ids], dtype=np.int64)
+        owner = np.repeat(np.arange(len(padded)), [len(ids) for ids in padded])
+        inside = owner[:-2] == owner[2:]  # trigrams within one text: one per word and one for the end marker
+        u, v, w = sequence[:-2][inside], sequence[1:-1][inside], sequence[2:][inside]
+        k, (l1, l2, l3) = self.k, self.lambdas
+        base, size = self._base, self.size
+        p1 = (self._uni_counts[w] + k) / (self.total + k * size)
+        p2 = (_look_up(self._bi, v * base + w) + k) / (self._bi_context_counts[v] + k * size)
+        p3 = (_look_up(self._tri, (u * base + v) * base + w) + k) / (_look_up(self._tri_context, u * base + v) + k * size)
+        logs = np.log2(l1 * p1 + l2 * p2 + l3 * p3).tolist()
+        result, first = [], 0
+        for tokens in token_lists:
+            if tokens:
+                last = first + len(tokens) + 1
+                result.append((-sum(logs[first:last]), last - first))
+                first = last
+            else:
+                result.append((0.0, 0))
+        return result
+
+
+def _sorted_counts(counts: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    keys = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
+    values = np.fromiter(counts.values(), dtype=float, count=len(counts))
+    order = np.argsort(keys)
+    return keys[order], values[order]
+
+
+def _look_up(table: tuple[np.ndarray, np.ndarray], codes: np.ndarray) -> np.ndarray:
+    """Counts of the coded n-grams (0 for unseen ones)."""
+    keys, values = table
+    if not len(keys):
+        return np.zeros(len(codes))
+    at = np.minimum(np.searchsorted(keys, codes), len(keys) - 1)
+    return np.where(keys[at] == codes, values[at], 0.0)
 
 
 def score_session(system_texts: list[str], lm: TrigramLM, sample: int, seed: int) -> dict:
     responses = [words(t) for t in system_texts]
     tokens = [w for r in responses for w in r]
-    bits = [lm.surprisal_bits(t) for t in system_texts]
+    bits = lm.surprisal_many(responses)
+    unigrams, bigrams = ngram_table(responses, 2)
     n_bits = sum(n for _, n in bits)
     surprisal = sum(b for b, _ in bits) / n_bits if n_bits else NAN
     return {
-        "distinct_1": distinct_n(responses, 1),
-        "distinct_2": distinct_n(responses, 2),
+        "distinct_1": _distinct(unigrams),
+        "distinct_2": _distinct(bigrams),
         **richness(tokens),
         "response_entropy": entropy_bits(tokens),
         "self_bleu": self_bleu(responses, sample, seed),
