@@ -3,8 +3,9 @@
 Training uses gensim's single-process `LdaModel` with a fixed `random_state`, which makes the
 topics a function of the settings and the corpus (LdaMulticore is not reproducible).
 gensim's inference draws its starting point from the model's random state, so the topics of
-a text would depend on which texts were inferred before it; `TopicModel` reseeds per text so
-that a text's topics depend on the text alone.
+a text would depend on which texts were inferred before it; `TopicModel` starts every text from
+the state just after reseeding, so that a text's topics depend on the text alone. That starting
+point is the same for every text, so it is drawn once (see `_topic_distribution`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 from gensim.corpora import Dictionary
 from gensim.models import CoherenceModel, LdaModel
+from gensim.models.ldamodel import dirichlet_expectation, mean_absolute_difference
 
 from crseval.text import content_words
 
@@ -60,6 +62,8 @@ class TopicModel:
             [word for word, _ in model.show_topic(topic, topn=settings.top_words)]
             for topic in range(model.num_topics)
         ]
+        self._start: tuple[np.ndarray, np.ndarray] | None = None
+        self._best_topic: dict[tuple, int | None] = {}  # bag of words -> its topic (texts differing in stop words share one)
 
     # ------------------------------------------------------------ training
 
@@ -106,15 +110,17 @@ class TopicModel:
     def topics(self, text: str) -> list[str]:
         """Top words of the text's most probable topic (at most `top_words`); an empty list when
         no word of the text is in the vocabulary or no topic reaches `minimum_probability`."""
-        bow = self.dictionary.doc2bow(self.settings.tokens(text))
+        bow = tuple(self.dictionary.doc2bow(self.settings.tokens(text)))
         if not bow:
             return []
-        self.model.random_state = np.random.RandomState(self.settings.random_state)
-        distribution = self.model.get_document_topics(bow, minimum_probability=self.settings.minimum_probability)
-        if not distribution:
-            return []
-        best = max(distribution, key=lambda pair: (pair[1], -pair[0]))[0]
-        return list(self.topic_words[best])
+        if bow not in self._best_topic:
+            distribution = self._topic_distribution(bow)
+            # gensim's get_document_topics keeps topics at or above the minimum (never below 1e-8);
+            # the most probable wins, the lower topic id on a tie
+            kept = distribution >= max(self.settings.minimum_probability, 1e-8)
+            self._best_topic[bow] = int(np.argmax(np.where(kept, distribution, -np.inf))) if kept.any() else None
+        best = self._best_topic[bow]
+        return [] if best is None else list(self.topic_words[best])
 
     def topics_batch(self, texts: list[str]) -> list[list[str]]:
         """`topics` for many texts; repeated texts are inferred once."""
@@ -122,6 +128,32 @@ class TopicModel:
         for text in unique:
             unique[text] = self.topics(text)
         return [list(unique[text]) for text in texts]
+
+    def _topic_distribution(self, bow: tuple[tuple[int, int], ...]) -> np.ndarray:
+        """The normalised topic weights of one document, as gensim's `get_document_topics` gives
+        them when the model's random state was just reseeded: the operations of
+        `LdaModel.inference` on a chunk of one document, in the same order and precision, from
+        the same starting point. Drawing that point once instead of building a seeded random
+        state per text saves more time than the inference takes."""
+        model = self.model
+        if self._start is None:
+            gamma = np.random.RandomState(self.settings.random_state).gamma(100., 1. / 100., (1, model.num_topics))
+            gamma = gamma.astype(model.dtype, copy=False)
+            self._start = (gamma[0], np.exp(dirichlet_expectation(gamma))[0])
+        gammad, exp_elog_thetad = self._start
+        ids = [word for word, _ in bow]
+        counts = np.fromiter((count for _, count in bow), dtype=model.dtype, count=len(bow))
+        exp_elog_betad = model.expElogbeta[:, ids]
+        epsilon = np.finfo(model.dtype).eps
+        phinorm = np.dot(exp_elog_thetad, exp_elog_betad) + epsilon
+        for _ in range(model.iterations):
+            last_gamma = gammad
+            gammad = model.alpha + exp_elog_thetad * np.dot(counts / phinorm, exp_elog_betad.T)
+            exp_elog_thetad = np.exp(dirichlet_expectation(gammad))
+            phinorm = np.dot(exp_elog_thetad, exp_elog_betad) + epsilon
+            if mean_absolute_difference(gammad, last_gamma) < model.gamma_threshold:
+                break
+        return gammad / sum(gammad)
 
     def topic_table(self, topn: int = 10) -> pd.DataFrame:
         """One row per (topic, rank): the word and its probability in the topic."""

@@ -24,6 +24,7 @@ class LdaTopics:
     def __init__(self, model: TopicModel):
         self.model = model
         self._cache: dict[str, list[str]] = {}
+        model.settings.tokens("films")  # loads the lemmatiser's dictionary now, at set-up, not in the first shard
 
     def __call__(self, texts: list[str]) -> list[list[str]]:
         new = [t for t in dict.fromkeys(texts) if t not in self._cache]
