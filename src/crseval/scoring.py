@@ -15,10 +15,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crseval.catalog import CatalogIndex
+from crseval.catalog_index import CatalogIndex
 from crseval.concepts import CONCEPT_FIELDS, ConceptMatcher
 from crseval.metrics import adherence, grounded, legacy_cas, response_stats
-from crseval.metrics.similarity import EmbeddingCache, EmbeddingSimilarity, SentenceEmbedder, TfidfSimilarity
+from crseval.metrics.similarity import (EmbeddingCache, EmbeddingSimilarity, MemoisedSimilarity, SentenceEmbedder,
+                                        TfidfSimilarity)
 from crseval.metrics.topic_words import HeuristicTopics, LdaTopics, LlmTopics
 from crseval.topics import TopicModel
 
@@ -42,6 +43,7 @@ class Scorer:
         texts = [t[k] for r in records for t in r["turns"] for k in ("user_text", "system_text")]
         system_texts = list(dict.fromkeys(t["system_text"] for r in records for t in r["turns"]))
         topic_of, vectors, profiles, llm_topics = {}, {}, {}, {}
+        cas_similarity = MemoisedSimilarity(self.similarity)
         if "cas" in families:
             self.similarity.prepare(texts)
             unique = list(dict.fromkeys(texts))
@@ -71,7 +73,7 @@ class Scorer:
                     row.update(values)
             if "cas" in families:
                 cas_session, cas_turns = legacy_cas.score_dialogue(
-                    users, systems, [topic_of[u] for u in users], [topic_of[s] for s in systems], self.similarity, self.cas)
+                    users, systems, [topic_of[u] for u in users], [topic_of[s] for s in systems], cas_similarity, self.cas)
                 session.update(cas_session)
                 for row, values in zip(per_turn, cas_turns):
                     row.update(cas_sim=values["cas_sim"], cas_shift=values["cas_shift"])

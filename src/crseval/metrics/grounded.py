@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crseval.catalog import CatalogIndex
+from crseval.catalog_index import CatalogIndex
 from crseval.concepts import CONCEPT_FIELDS, ConceptMatcher
 from crseval.metrics.basic import cosine, jaccard, ngrams, safe_mean, words
 

@@ -77,12 +77,26 @@ def detect_shifts(user_texts: list[str], user_topics: list[list[str]], sim: Simi
     return shifts
 
 
-def _overlap(system_topics: list[str], reference: list[str], sim: Similarity, s: CasSettings) -> float:
-    """Jaccard of the topic sets, or the similarity of the joined topic words below the fallback."""
-    value = jaccard(set(system_topics), set(reference))
-    if value < s.jaccard_fallback:
-        value = sim(" ".join(system_topics), " ".join(reference))
-    return value
+class _Overlaps:
+    """Overlap of system turn k's topics with segment j's topics: Jaccard of the topic sets, or the
+    similarity of the joined topic words below the fallback. Each (turn, segment) pair is computed
+    once: a segment is the new topic of one shift and the old topic of the next, and the thesis
+    mode scans every later turn for each shift."""
+
+    def __init__(self, system_topics: list[list[str]], segments: list[list[str]], sim: Similarity, s: CasSettings):
+        self.system_sets, self.system_words = [set(t) for t in system_topics], [" ".join(t) for t in system_topics]
+        self.segment_sets, self.segment_words = [set(t) for t in segments], [" ".join(t) for t in segments]
+        self.sim, self.fallback = sim, s.jaccard_fallback
+        self.values: dict[tuple[int, int], float] = {}
+
+    def __call__(self, turn: int, segment: int) -> float:
+        value = self.values.get((turn, segment))
+        if value is None:
+            value = jaccard(self.system_sets[turn], self.segment_sets[segment])
+            if value < self.fallback:
+                value = self.sim(self.system_words[turn], self.segment_words[segment])
+            self.values[(turn, segment)] = value
+        return value
 
 
 def score_dialogue(user_texts: list[str], system_texts: list[str], user_topics: list[list[str]],
@@ -96,18 +110,18 @@ def score_dialogue(user_texts: list[str], system_texts: list[str], user_topics: 
 
     shifts = detect_shifts(user_texts, user_topics, sim, s) if pairs else []
     bounds = [0, *shifts, pairs]
-    segment_topics = [_union(user_topics[a:b]) for a, b in zip(bounds, bounds[1:])]
+    segments = [_union(user_topics[a:b]) for a, b in zip(bounds, bounds[1:])]
+    overlap = _Overlaps(system_topics, segments, sim, s)
     recovered_delays, interference = [], []
     for number, start in enumerate(shifts, start=1):
-        old, new = segment_topics[number - 1], segment_topics[number]
         stop = pairs if s.thesis else bounds[number + 1]
         seen = hits = 0
         delay = None
         for k in range(start, stop):
             seen += 1
-            if _overlap(system_topics[k], old, sim, s) >= s.alignment_threshold:
+            if overlap(k, number - 1) >= s.alignment_threshold:
                 hits += 1
-            if _overlap(system_topics[k], new, sim, s) >= s.alignment_threshold:
+            if overlap(k, number) >= s.alignment_threshold:
                 delay = seen
                 break
         denominator = delay if delay is not None else min(seen, s.interference_cap)

