@@ -61,7 +61,7 @@ def prepare(workdir: Path) -> None:
 
 def imported_sessions(workdir: Path) -> list[dict]:
     """The shared logs as session records, with recognised titles, as the import_logs rule makes them."""
-    from crseval.catalog import CatalogIndex
+    from crseval.catalog_index import CatalogIndex
     from crseval.concepts import ConceptMatcher
     from crseval.importer import import_logs
 
@@ -72,7 +72,7 @@ def imported_sessions(workdir: Path) -> list[dict]:
 
 def simulate_sessions(workdir: Path) -> list[dict]:
     """A few LLM-free simulated sessions per calibration system (written to the fixture once)."""
-    from crseval.simulation import build_shard_runner
+    from crseval.shard_runner import build_shard_runner
 
     config = yaml.safe_load((REPO / "config" / "calibration.yaml").read_text())
     simulator = {**config["simulator"], "templates": str(REPO / config["simulator"]["templates"])}
