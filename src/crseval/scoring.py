@@ -52,12 +52,20 @@ class Scorer:
         if "response_stats" in families:
             vectors = self.embedder.embed([t for t in system_texts if t.strip()]) if self.embedder else {}
             profiles = {r["session_id"]: self._profile(r) for r in records}
-            self.persona_similarity.prepare([p for p in profiles.values() if p] + system_texts)
+            # only sessions with liked films have a persona similarity (imported logs have none)
+            liking = [r for r in records if profiles[r["session_id"]]]
+            self.persona_similarity.prepare([profiles[r["session_id"]] for r in liking]
+                                            + [t["system_text"] for r in liking for t in r["turns"]])
+        if "response_stats" in families:
+            seeds = [self.stats["seed"] + (r.get("session_index") or 0) for r in records]
+            statistics = response_stats.score_sessions(
+                [[t["system_text"] for t in r["turns"]] for r in records], self.lm, self.stats["self_bleu_sample"], seeds
+            )
         if "adherence" in families and self.adherence_topics is not None:
             llm_topics = dict(zip(system_texts, self.adherence_topics(system_texts)))
 
         session_rows, turn_rows = [], []
-        for record in records:
+        for number, record in enumerate(records):
             turns = record["turns"]
             users, systems = [t["user_text"] for t in turns], [t["system_text"] for t in turns]
             ids = {"system": record["system"], "session_id": record["session_id"],
@@ -84,11 +92,10 @@ class Scorer:
                     system_topics = [set(llm_topics[s]) for s in systems]
                 session.update(adherence.score_session(turns, system_topics))
             if "response_stats" in families:
-                session.update(response_stats.score_session(systems, self.lm, self.stats["self_bleu_sample"],
-                                                            self.stats["seed"] + (record.get("session_index") or 0)))
+                session.update(statistics[number])
                 embedded = [vectors[s] for s in systems if s in vectors] if self.embedder else []
                 session["embedding_diversity"] = response_stats.embedding_diversity(embedded) if self.embedder else math.nan
-                session.update(response_stats.semantic_clusters(embedded, self.stats["seed"] + (record.get("session_index") or 0))
+                session.update(response_stats.semantic_clusters(embedded, seeds[number])
                                if self.embedder else dict.fromkeys(response_stats.CLUSTER_KEYS, math.nan))
                 profile = profiles[record["session_id"]]
                 persona = [self.persona_similarity(profile, s) for s in systems] if profile else [math.nan] * len(systems)

@@ -115,27 +115,36 @@ def bleu4(hypothesis: list[str], references: list[list[str]]) -> float:
     return _bleu_from_counts(clipped, totals, len(hypothesis), [len(r) for r in references])
 
 
-def self_bleu(responses: list[list[str]], sample: int, seed: int) -> float:
-    """Mean of `bleu4(response, the other responses)`. The n-grams are counted once, into a
-    responses x n-grams matrix, whose column maxima without each row give every clip at once."""
+def self_bleu(responses: list[list[str]], sample: int, seed: int, table: list | None = None) -> float:
+    """Mean of `bleu4(response, the other responses)` over the non-empty responses (up to `sample`
+    of them, drawn with the seed). `table`: their `ngram_table` of orders 1..4 when the caller has
+    it already (used only when no sample is drawn)."""
     responses = [r for r in responses if r]
     if len(responses) < 2:
         return NAN
     if len(responses) > sample:
         chosen = np.random.default_rng(seed).choice(len(responses), size=sample, replace=False)
         responses = [responses[i] for i in sorted(chosen)]
-    rows = len(responses)
+        table = None
+    return _mean_leave_one_out_bleu(table or ngram_table(responses, len(ORDERS)), [len(r) for r in responses])
+
+
+def _mean_leave_one_out_bleu(table: list, lengths: list[int]) -> float:
+    """The n-grams are counted once, into a responses x n-grams matrix per order, whose column
+    maxima without each row give the clip of every response against all the others at once."""
+    rows = len(lengths)
     clipped, totals = [], []
-    for gram_owner, gram, count in ngram_table(responses, len(ORDERS)):
+    for gram_owner, gram, count in table:
         counts = np.bincount(gram_owner * count + gram, minlength=rows * count).reshape(rows, count)
         ordered = np.sort(counts, axis=0)
         highest, runner_up = ordered[-1], ordered[-2]
         others_max = np.where(counts == highest, runner_up, highest)  # the highest count among the other rows
         clipped.append(np.minimum(counts, others_max).sum(axis=1).tolist())
         totals.append(counts.sum(axis=1).tolist())
-    lengths = [len(r) for r in responses]
-    scores = [_bleu_from_counts([c[i] for c in clipped], [t[i] for t in totals], lengths[i], lengths[:i] + lengths[i + 1:])
-              for i in range(rows)]
+    scores = [
+        _bleu_from_counts([c[i] for c in clipped], [t[i] for t in totals], lengths[i], lengths[:i] + lengths[i + 1 :])
+        for i in range(rows)
+    ]
     return float(np.mean(scores))
 
 
@@ -235,21 +244,32 @@ def _look_up(table: tuple[np.ndarray, np.ndarray], codes: np.ndarray) -> np.ndar
 
 
 def score_session(system_texts: list[str], lm: TrigramLM, sample: int, seed: int) -> dict:
-    responses = [words(t) for t in system_texts]
+    return score_sessions([system_texts], lm, sample, [seed])[0]
+
+
+def score_sessions(sessions: list[list[str]], lm: TrigramLM, sample: int, seeds: list[int]) -> list[dict]:
+    """`score_session` of many sessions (each its system texts, with its self-BLEU seed); the LM
+    reads the responses of all of them in one vectorised pass."""
+    tokenised = [[words(t) for t in texts] for texts in sessions]
+    bits = iter(lm.surprisal_many([r for responses in tokenised for r in responses]))
+    return [_statistics(responses, [next(bits) for _ in responses], sample, seed) for responses, seed in zip(tokenised, seeds)]
+
+
+def _statistics(responses: list[list[str]], bits: list[tuple[float, int]], sample: int, seed: int) -> dict:
     tokens = [w for r in responses for w in r]
-    bits = lm.surprisal_many(responses)
-    unigrams, bigrams = ngram_table(responses, 2)
+    said = [r for r in responses if r]  # empty responses add no n-gram: one table serves distinct-n and self-BLEU
+    table = ngram_table(said, len(ORDERS))
     n_bits = sum(n for _, n in bits)
     surprisal = sum(b for b, _ in bits) / n_bits if n_bits else NAN
     return {
-        "distinct_1": _distinct(unigrams),
-        "distinct_2": _distinct(bigrams),
+        "distinct_1": _distinct(table[0]),
+        "distinct_2": _distinct(table[1]),
         **richness(tokens),
         "response_entropy": entropy_bits(tokens),
-        "self_bleu": self_bleu(responses, sample, seed),
+        "self_bleu": self_bleu(said, sample, seed, table),
         "surprisal": surprisal,
-        "perplexity": 2 ** surprisal if n_bits else NAN,
-        "response_words": len(tokens) / len(system_texts) if system_texts else NAN,
+        "perplexity": 2**surprisal if n_bits else NAN,
+        "response_words": len(tokens) / len(responses) if responses else NAN,
         "empty_responses": sum(1 for r in responses if not r),
     }
 
