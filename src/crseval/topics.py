@@ -11,6 +11,7 @@ point is the same for every text, so it is drawn once (see `_topic_distribution`
 from __future__ import annotations
 
 import json
+from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -110,7 +111,7 @@ class TopicModel:
     def topics(self, text: str) -> list[str]:
         """Top words of the text's most probable topic (at most `top_words`); an empty list when
         no word of the text is in the vocabulary or no topic reaches `minimum_probability`."""
-        bow = tuple(self.dictionary.doc2bow(self.settings.tokens(text)))
+        bow = self._bag_of_words(self.settings.tokens(text))
         if not bow:
             return []
         if bow not in self._best_topic:
@@ -128,6 +129,12 @@ class TopicModel:
         for text in unique:
             unique[text] = self.topics(text)
         return [list(unique[text]) for text in texts]
+
+    def _bag_of_words(self, tokens: list[str]) -> tuple[tuple[int, int], ...]:
+        """`Dictionary.doc2bow(tokens)` as a tuple ((word id, count) by id, known words only), without its
+        per-call bookkeeping."""
+        known = self.dictionary.token2id
+        return tuple(sorted((known[word], count) for word, count in Counter(tokens).items() if word in known))
 
     def _topic_distribution(self, bow: tuple[tuple[int, int], ...]) -> np.ndarray:
         """The normalised topic weights of one document, as gensim's `get_document_topics` gives
