@@ -32,7 +32,7 @@ class Scorer:
     similarity: object
     topics: object
     adherence_topics: object | None  # None: the catalog extractor
-    lm: response_stats.TrigramLM
+    lm: response_stats.TrigramLM | None  # None (like the similarities) when its family is not selected
     embedder: SentenceEmbedder | None
     persona_similarity: object
     stats: dict
@@ -43,8 +43,9 @@ class Scorer:
         texts = [t[k] for r in records for t in r["turns"] for k in ("user_text", "system_text")]
         system_texts = list(dict.fromkeys(t["system_text"] for r in records for t in r["turns"]))
         topic_of, vectors, profiles, llm_topics = {}, {}, {}, {}
-        cas_similarity = MemoisedSimilarity(self.similarity)
+        cas_similarity = None
         if "cas" in families:
+            cas_similarity = MemoisedSimilarity(self.similarity)
             self.similarity.prepare(texts)
             unique = list(dict.fromkeys(texts))
             topic_of = dict(zip(unique, self.topics(unique)))
@@ -131,9 +132,19 @@ def build_scorer(*, films, concepts, lda_dir, settings: dict, embedding_cache: s
             embedder = SentenceEmbedder(EmbeddingCache(embedding_cache) if embedding_cache else None, threads=threads)
         return embedder
 
+    tfidf = None
+
+    def get_tfidf():
+        nonlocal tfidf
+        if tfidf is None:
+            tfidf = TfidfSimilarity(index.films["name"].tolist(), index.films["plot"].tolist())
+        return tfidf
+
+    # each model is built only when a selected family uses it: a job's set-up is part of its time
     families = set(settings["metrics"])
-    tfidf = TfidfSimilarity(index.films["name"].tolist(), index.films["plot"].tolist())
-    similarity = tfidf if cas_section["similarity"] == "tfidf" else EmbeddingSimilarity(get_embedder())
+    similarity = None
+    if "cas" in families:
+        similarity = get_tfidf() if cas_section["similarity"] == "tfidf" else EmbeddingSimilarity(get_embedder())
     if "cas" not in families:
         topics = None
     elif cas_section["topics"] == "lda":
@@ -147,8 +158,11 @@ def build_scorer(*, films, concepts, lda_dir, settings: dict, embedding_cache: s
     if "adherence" in families and adherence_section["extractor"] == "llm":
         adherence_topics = LlmTopics(llm_factory(adherence_section["llm"]["backend"]), adherence_section["llm"]["options"])
     stats = settings["response_stats"]
-    lm = response_stats.TrigramLM(k=stats["lm"]["k"], lambdas=tuple(stats["lm"]["lambdas"])).fit(index.films["plot"].tolist())
-    persona = tfidf if stats["persona_similarity"] == "tfidf" else EmbeddingSimilarity(get_embedder())
+    lm = persona = None
+    if "response_stats" in families:
+        lm = response_stats.TrigramLM(k=stats["lm"]["k"], lambdas=tuple(stats["lm"]["lambdas"]))
+        lm.fit(index.films["plot"].tolist())
+        persona = get_tfidf() if stats["persona_similarity"] == "tfidf" else EmbeddingSimilarity(get_embedder())
     return Scorer(index, space, legacy_cas.CasSettings.from_config(cas_section), similarity, topics, adherence_topics, lm,
                   get_embedder() if stats["embeddings"] and "response_stats" in families else None, persona, stats, frozenset(settings["metrics"]))
 

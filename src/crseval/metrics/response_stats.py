@@ -156,44 +156,54 @@ class TrigramLM:
     lambdas: tuple[float, float, float]  # unigram, bigram, trigram weights (sum to 1)
 
     def fit(self, documents: list[str]) -> "TrigramLM":
-        self.uni, self.bi, self.tri = Counter(), Counter(), Counter()
-        self.bi_context, self.tri_context = Counter(), Counter()
-        for document in documents:
-            tokens = [BOS, BOS, *words(document), EOS]
-            self.uni.update(tokens[2:])
-            for u, v, w in zip(tokens, tokens[1:], tokens[2:]):
-                self.tri[(u, v, w)] += 1
-                self.tri_context[(u, v)] += 1
-                self.bi[(v, w)] += 1
-                self.bi_context[v] += 1
-        self.vocabulary = set(self.uni) | {UNK}
+        """Counts of the documents' word trigrams (each document padded with <s> <s> ... </s>), kept
+        as arrays keyed by integer-coded n-grams, so that a whole shard's probabilities are a few
+        array look-ups instead of a dictionary walk per word."""
+        tokenised = [words(document) for document in documents]
+        self.vocabulary = {w for tokens in tokenised for w in tokens} | ({EOS} if documents else set()) | {UNK}
         self.size = len(self.vocabulary)
-        self.total = sum(self.uni.values())
-        self._index()
+        known = sorted(self.vocabulary | {BOS, EOS})
+        base = self._base = len(known)
+        if base**3 >= 2**63:
+            raise ValueError(f"vocabulary of {base} words: trigram codes would overflow 64 bits")
+        self._id = {word: i for i, word in enumerate(known)}
+        u, v, w = self._trigram_ids([[self._id[t] for t in tokens] for tokens in tokenised])
+        self.total = len(w)
+        self._uni_counts = np.bincount(w, minlength=base).astype(float)
+        self._bi_context_counts = np.bincount(v, minlength=base).astype(float)
+        self._bi = _code_counts(v * base + w)
+        self._tri = _code_counts((u * base + v) * base + w)
+        self._tri_context = _code_counts(u * base + v)
         return self
 
-    def _index(self) -> None:
-        """Word ids and the counts as arrays keyed by integer-coded n-grams, so that a whole
-        session's probabilities are a few array look-ups instead of a dictionary walk per word."""
-        vocabulary = sorted(self.vocabulary | {BOS})
-        base = len(vocabulary)
-        if base ** 3 >= 2 ** 63:
-            raise ValueError(f"vocabulary of {base} words: trigram codes would overflow 64 bits")
-        self._base = base
-        self._id = {word: i for i, word in enumerate(vocabulary)}
-        code = self._id
-        self._uni_counts = np.array([self.uni[w] for w in vocabulary], dtype=float)
-        self._bi_context_counts = np.array([self.bi_context[w] for w in vocabulary], dtype=float)
-        self._bi = _sorted_counts({code[v] * base + code[w]: n for (v, w), n in self.bi.items()})
-        self._tri = _sorted_counts({(code[u] * base + code[v]) * base + code[w]: n for (u, v, w), n in self.tri.items()})
-        self._tri_context = _sorted_counts({code[u] * base + code[v]: n for (u, v), n in self.tri_context.items()})
+    def _trigram_ids(self, sequences: list[list[int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Word ids of (u, v, w) for every trigram of the sequences padded with <s> <s> ... </s>:
+        one per word and one for the end marker."""
+        start, end = self._id[BOS], self._id[EOS]
+        padded = [[start, start, *ids, end] for ids in sequences]
+        if not padded:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        joined = np.array([i for ids in padded for i in ids], dtype=np.int64)
+        owner = np.repeat(np.arange(len(padded)), [len(ids) for ids in padded])
+        inside = owner[:-2] == owner[2:]
+        return joined[:-2][inside], joined[1:-1][inside], joined[2:][inside]
 
     def prob(self, u: str, v: str, w: str) -> float:
+        """P(w | u v); a word outside the vocabulary has count 0 in every n-gram."""
+        code = self._id
         k, (l1, l2, l3) = self.k, self.lambdas
-        p1 = (self.uni[w] + k) / (self.total + k * self.size)
-        p2 = (self.bi[(v, w)] + k) / (self.bi_context[v] + k * self.size)
-        p3 = (self.tri[(u, v, w)] + k) / (self.tri_context[(u, v)] + k * self.size)
-        return l1 * p1 + l2 * p2 + l3 * p3
+        p1 = ((self._uni_counts[code[w]] if w in code else 0.0) + k) / (self.total + k * self.size)
+        p2 = (self._count(self._bi, v, w) + k) / ((self._bi_context_counts[code[v]] if v in code else 0.0) + k * self.size)
+        p3 = (self._count(self._tri, u, v, w) + k) / (self._count(self._tri_context, u, v) + k * self.size)
+        return float(l1 * p1 + l2 * p2 + l3 * p3)
+
+    def _count(self, table: tuple[np.ndarray, np.ndarray], *ngram: str) -> float:
+        if not all(word in self._id for word in ngram):
+            return 0.0
+        code = 0
+        for word in ngram:
+            code = code * self._base + self._id[word]
+        return float(_look_up(table, np.array([code], dtype=np.int64))[0])
 
     def surprisal_bits(self, text: str) -> tuple[float, int]:
         """Total surprisal (bits) of the text's words and end marker, and their count."""
@@ -201,15 +211,10 @@ class TrigramLM:
 
     def surprisal_many(self, token_lists: list[list[str]]) -> list[tuple[float, int]]:
         """`surprisal_bits` of many token lists in one vectorised pass (`prob` on arrays)."""
-        unknown, start, end = self._id[UNK], self._id[BOS], self._id[EOS]
-        code = self._id
-        padded = [[start, start, *[code.get(t, unknown) for t in tokens], end] for tokens in token_lists if tokens]
-        if not padded:
+        unknown, code = self._id[UNK], self._id
+        u, v, w = self._trigram_ids([[code.get(t, unknown) for t in tokens] for tokens in token_lists if tokens])
+        if not len(w):
             return [(0.0, 0)] * len(token_lists)
-        sequence = np.array([i for ids in padded for i in ids], dtype=np.int64)
-        owner = np.repeat(np.arange(len(padded)), [len(ids) for ids in padded])
-        inside = owner[:-2] == owner[2:]  # trigrams within one text: one per word and one for the end marker
-        u, v, w = sequence[:-2][inside], sequence[1:-1][inside], sequence[2:][inside]
         k, (l1, l2, l3) = self.k, self.lambdas
         base, size = self._base, self.size
         p1 = (self._uni_counts[w] + k) / (self.total + k * size)
@@ -227,11 +232,10 @@ class TrigramLM:
         return result
 
 
-def _sorted_counts(counts: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    keys = np.fromiter(counts.keys(), dtype=np.int64, count=len(counts))
-    values = np.fromiter(counts.values(), dtype=float, count=len(counts))
-    order = np.argsort(keys)
-    return keys[order], values[order]
+def _code_counts(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct codes, sorted, and how often each occurs."""
+    keys, counts = np.unique(codes, return_counts=True)
+    return keys, counts.astype(float)
 
 
 def _look_up(table: tuple[np.ndarray, np.ndarray], codes: np.ndarray) -> np.ndarray:
