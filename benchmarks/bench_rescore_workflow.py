@@ -87,23 +87,31 @@ def main() -> None:
         (scratch / "rescore.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
         snakemake = Path(sys.executable).parent / "snakemake"
         started = time.perf_counter()
-        run = subprocess.run([str(snakemake), "--cores", str(args.cores), "--configfile", "rescore.yaml", "--until", "aggregate"],
-                             cwd=scratch, capture_output=True, text=True)
+        run = subprocess.run(
+            [str(snakemake), "--cores", str(args.cores), "--configfile", "rescore.yaml", "--until", "aggregate"],
+            cwd=scratch,
+            capture_output=True,
+            text=True,
+        )
         elapsed = time.perf_counter() - started
         if run.returncode != 0:
             sys.exit(f"snakemake failed:\n{run.stdout[-3000:]}\n{run.stderr[-3000:]}")
         results = scratch / "results" / config["experiment"]
         summary = json.loads((results / "sessions" / "import_report.json").read_text())
         jobs = re.search(r"Job stats:\njob\s+count\n[-\s]+\n(.*?)\ntotal\s+(\d+)", run.stdout + run.stderr, re.S)
-        print(json.dumps({
-            "log_files": files,
-            "sessions": sum(summary["sessions"].values()),
-            "shard_size": config["sessions"]["shard_size"],
-            "cores": args.cores,
-            "jobs": int(jobs.group(2)) if jobs else None,
-            "wall_s": round(elapsed, 1),
-            "score_jobs_scoring_s": round(scoring_seconds(results), 1),
-        }))
+        print(
+            json.dumps(
+                {
+                    "log_files": files,
+                    "sessions": sum(summary["sessions"].values()),
+                    "shard_size": config["sessions"]["shard_size"],
+                    "cores": args.cores,
+                    "jobs": int(jobs.group(2)) if jobs else None,
+                    "wall_s": round(elapsed, 1),
+                    "score_jobs_scoring_s": round(scoring_seconds(results), 1),
+                }
+            )
+        )
     finally:
         if args.keep:
             print(f"kept {scratch}", file=sys.stderr)

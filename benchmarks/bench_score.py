@@ -58,7 +58,9 @@ def run_family(family: str, sessions: int, shard: int, repeat: int, workdir: Pat
     from crseval.scoring import build_scorer
 
     logs = json.loads((workdir / "records.json").read_text())
-    records = [dict(logs[i % len(logs)], session_id=f"{logs[i % len(logs)]['session_id']}#{i}") for i in range(sessions)]
+    records = [
+        dict(logs[i % len(logs)], session_id=f"{logs[i % len(logs)]['session_id']}#{i}") for i in range(sessions)
+    ]
     best = None
     for _ in range(repeat):  # a fresh scorer each time: its caches must not carry over
         started = time.perf_counter()
@@ -112,7 +114,16 @@ def prepare(workdir: Path) -> None:
 
 def measure(family: str, args, workdir: str, source: str | None) -> dict:
     env = {**os.environ, "PYTHONPATH": source} if source else None
-    command = [sys.executable, __file__, "--family", family, "--sessions", str(args.sessions), "--shard", str(args.shard)]
+    command = [
+        sys.executable,
+        __file__,
+        "--family",
+        family,
+        "--sessions",
+        str(args.sessions),
+        "--shard",
+        str(args.shard),
+    ]
     command += ["--repeat", str(args.repeat), "--workdir", workdir]
     result = subprocess.run(command, capture_output=True, text=True, check=True, env=env)
     return json.loads(result.stdout.strip().splitlines()[-1])

@@ -33,12 +33,18 @@ SHARD_SIZE = 25  # as config/thesis_logs.yaml
 TOLERANCE = 1e-9
 # name -> (cas mode, metric families); the embedding model runs with one thread so that its vectors repeat
 RUNS = {"thesis": ("thesis", ["tas", "cas", "adherence", "response_stats"]), "fixed": ("fixed", ["cas"])}
-SIMULATED_SYSTEMS = [{"name": "template", "agent": "template"}, {"name": "oracle", "agent": "oracle"},
-                     {"name": "stubborn", "agent": "stubborn"}, {"name": "random", "agent": "random"},
-                     {"name": "parrot", "agent": "parrot"}]
+SIMULATED_SYSTEMS = [
+    {"name": "template", "agent": "template"},
+    {"name": "oracle", "agent": "oracle"},
+    {"name": "stubborn", "agent": "stubborn"},
+    {"name": "random", "agent": "random"},
+    {"name": "parrot", "agent": "parrot"},
+]
 
-pytestmark = pytest.mark.skipif(not (REFERENCE_LOGS.exists() and FULL_CATALOG.exists()),
-                                reason="the thesis logs and the OpenDialKG catalog are not beside the repository")
+pytestmark = pytest.mark.skipif(
+    not (REFERENCE_LOGS.exists() and FULL_CATALOG.exists()),
+    reason="the thesis logs and the OpenDialKG catalog are not beside the repository",
+)
 
 
 def thesis_config() -> dict:
@@ -56,7 +62,9 @@ def prepare(workdir: Path) -> None:
     write_parquet(films, workdir / "films.parquet")
     write_parquet(concepts, workdir / "concepts.parquet")
     (workdir / "summary.json").write_text(json.dumps(summary))
-    TopicModel.train([p for p in films.column("plot").to_pylist() if p], LdaSettings.from_config(config["lda"])).save(workdir / "lda")
+    TopicModel.train([p for p in films.column("plot").to_pylist() if p], LdaSettings.from_config(config["lda"])).save(
+        workdir / "lda"
+    )
 
 
 def imported_sessions(workdir: Path) -> list[dict]:
@@ -66,7 +74,9 @@ def imported_sessions(workdir: Path) -> list[dict]:
     from crseval.importer import import_logs
 
     index = CatalogIndex.read(workdir / "films.parquet", workdir / "concepts.parquet")
-    sessions, _ = import_logs(sorted(REFERENCE_LOGS.glob("*.json")), ConceptMatcher(index.concepts, index.films), "0" * 64, "0" * 64)
+    sessions, _ = import_logs(
+        sorted(REFERENCE_LOGS.glob("*.json")), ConceptMatcher(index.concepts, index.films), "0" * 64, "0" * 64
+    )
     return [record for system in sorted(sessions) for record in sessions[system]]
 
 
@@ -78,10 +88,19 @@ def simulate_sessions(workdir: Path) -> list[dict]:
     simulator = {**config["simulator"], "templates": str(REPO / config["simulator"]["templates"])}
     records = []
     for system in SIMULATED_SYSTEMS:
-        runner = build_shard_runner(system=system, simulator=simulator, agent=config["agent"], experiment_seed=7, turns=12,
-                                    films=workdir / "films.parquet", concepts=workdir / "concepts.parquet",
-                                    catalog_summary=workdir / "summary.json", schema=REPO / "workflow/schemas/session.schema.yaml",
-                                    llm_runtime=config["llm"], threads=1)
+        runner = build_shard_runner(
+            system=system,
+            simulator=simulator,
+            agent=config["agent"],
+            experiment_seed=7,
+            turns=12,
+            films=workdir / "films.parquet",
+            concepts=workdir / "concepts.parquet",
+            catalog_summary=workdir / "summary.json",
+            schema=REPO / "workflow/schemas/session.schema.yaml",
+            llm_runtime=config["llm"],
+            threads=1,
+        )
         output = workdir / "sessions" / f"{system['name']}.jsonl"
         runner.run(range(8), progress=workdir / "sessions" / f".{system['name']}.progress", output=output)
         records += [json.loads(line) for line in output.read_text().splitlines() if line.strip()]
@@ -94,15 +113,25 @@ def score_all(workdir: Path, records: list[dict], run: str) -> tuple[pd.DataFram
 
     mode, families = RUNS[run]
     scoring = thesis_config()["scoring"]
-    settings = {**scoring, "metrics": families, "cas": {**scoring["cas"], "mode": mode},
-                "response_stats": {**scoring["response_stats"], "embeddings": True}}
-    scorer = build_scorer(films=workdir / "films.parquet", concepts=workdir / "concepts.parquet", lda_dir=workdir / "lda",
-                          settings=settings, embedding_cache=None, threads=1)
+    settings = {
+        **scoring,
+        "metrics": families,
+        "cas": {**scoring["cas"], "mode": mode},
+        "response_stats": {**scoring["response_stats"], "embeddings": True},
+    }
+    scorer = build_scorer(
+        films=workdir / "films.parquet",
+        concepts=workdir / "concepts.parquet",
+        lda_dir=workdir / "lda",
+        settings=settings,
+        embedding_cache=None,
+        threads=1,
+    )
     sessions, turns = [], []
     for system in dict.fromkeys(r["system"] for r in records):
         mine = [r for r in records if r["system"] == system]
         for start in range(0, len(mine), SHARD_SIZE):
-            session_table, turn_table = scorer.score(mine[start:start + SHARD_SIZE])
+            session_table, turn_table = scorer.score(mine[start : start + SHARD_SIZE])
             sessions.append(session_table)
             turns.append(turn_table)
     return pd.concat(sessions, ignore_index=True), pd.concat(turns, ignore_index=True)
@@ -128,10 +157,13 @@ def assert_same_table(actual: pd.DataFrame, expected: pd.DataFrame, name: str) -
             gap = np.abs(np.nan_to_num(want) - np.nan_to_num(got))
             worst = int(np.argmax(gap)) if len(gap) else 0
             assert not len(gap) or gap[worst] <= TOLERANCE * max(1.0, abs(np.nan_to_num(want)[worst])), (
-                f"{name}.{column}: row {worst} is {got[worst]!r}, expected {want[worst]!r}")
+                f"{name}.{column}: row {worst} is {got[worst]!r}, expected {want[worst]!r}"
+            )
         else:
-            assert want.astype(object).where(want.notna(), None).tolist() == got.astype(object).where(got.notna(), None).tolist(), (
-                f"{name}.{column}: values differ")
+            assert (
+                want.astype(object).where(want.notna(), None).tolist()
+                == got.astype(object).where(got.notna(), None).tolist()
+            ), f"{name}.{column}: values differ"
 
 
 @pytest.fixture(scope="module")

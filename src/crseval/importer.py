@@ -107,9 +107,12 @@ def repair_user_text(text: str, report: Counter) -> str:
     while (match := _PASTED_START.search(text, position)) is not None:
         end = _pasted_end(text, match.start())
         name = _NAME.search(text, match.start(), end)
-        report["structure pasted into a user turn: replaced by the film name" if name
-               else "structure pasted into a user turn: removed"] += 1
-        pieces += [text[position:match.start()], name.group(1) if name else ""]
+        report[
+            "structure pasted into a user turn: replaced by the film name"
+            if name
+            else "structure pasted into a user turn: removed"
+        ] += 1
+        pieces += [text[position : match.start()], name.group(1) if name else ""]
         position = end
     pieces.append(text[position:])
     return re.sub(r"\s+", " ", "".join(pieces)).strip()
@@ -141,10 +144,18 @@ def read_log(path: Path) -> dict:
         raise LogImportError(f"{path}: cannot be read as JSON: {error}") from None
     if (defect := _unusable(data)) is not None:
         raise LogImportError(f"{path}: {defect}")
-    if not isinstance(data, dict) or not isinstance(data.get("conversation"), list) or not isinstance(data.get("model_name"), str):
+    if (
+        not isinstance(data, dict)
+        or not isinstance(data.get("conversation"), list)
+        or not isinstance(data.get("model_name"), str)
+    ):
         raise LogImportError(f"{path}: expected an object with 'model_name' (string) and 'conversation' (list)")
     for position, message in enumerate(data["conversation"]):
-        if not isinstance(message, dict) or not isinstance(message.get("text"), str) or not isinstance(message.get("speaker"), str):
+        if (
+            not isinstance(message, dict)
+            or not isinstance(message.get("text"), str)
+            or not isinstance(message.get("speaker"), str)
+        ):
             raise LogImportError(f"{path}: message {position} needs 'speaker' and 'text' strings")
     return data
 
@@ -177,7 +188,9 @@ def pair_turns(conversation: list[dict], report: Counter) -> list[dict]:
     return [{"user": messages[i], "system": messages[i + 1]} for i in range(0, len(messages) - 1, 2)]
 
 
-def import_logs(paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str) -> tuple[dict[str, list[dict]], dict]:
+def import_logs(
+    paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str
+) -> tuple[dict[str, list[dict]], dict]:
     """system -> session records (ordered by session number), and the import report."""
     report: Counter = Counter()
     seen: dict[str, str] = {}
@@ -209,13 +222,25 @@ def import_logs(paths: list[str | Path], matcher: ConceptMatcher | None, catalog
             true_genre = None
         match = _INDEX.search(path.name)
         numbers.setdefault(system, []).append(int(match.group(1)) if match else None)
-        sessions.setdefault(system, []).append({
-            "session_id": None, "session_index": None,
-            "system": system, "seed": None, "catalog_sha": catalog_sha, "config_sha": config_sha,
-            "liked_titles": [], "turns": turns, "shift_events": [],
-            "provenance": {"source_file": _printable(path.name), "model_name": model_name, "true_genre": true_genre,
-                           "repairs": {k: v for k, v in sorted(file_report.items())}},
-        })
+        sessions.setdefault(system, []).append(
+            {
+                "session_id": None,
+                "session_index": None,
+                "system": system,
+                "seed": None,
+                "catalog_sha": catalog_sha,
+                "config_sha": config_sha,
+                "liked_titles": [],
+                "turns": turns,
+                "shift_events": [],
+                "provenance": {
+                    "source_file": _printable(path.name),
+                    "model_name": model_name,
+                    "true_genre": true_genre,
+                    "repairs": {k: v for k, v in sorted(file_report.items())},
+                },
+            }
+        )
     for system, records in sessions.items():
         if renumbered := _number_sessions(system, records, numbers[system]):
             report[RENUMBERED] += renumbered
@@ -236,8 +261,10 @@ def _system_name(model_name: str, path: Path, model_of_system: dict[str, tuple[s
     system = safe_slug(model_name)
     first_name, first_path = model_of_system.setdefault(system, (model_name, path))
     if first_name != model_name:
-        raise LogImportError(f"model names {first_name!r} ({first_path}) and {model_name!r} ({path}) both become the "
-                             f"system folder {system!r}; rename one of them in its log files")
+        raise LogImportError(
+            f"model names {first_name!r} ({first_path}) and {model_name!r} ({path}) both become the "
+            f"system folder {system!r}; rename one of them in its log files"
+        )
     return system
 
 
@@ -257,12 +284,19 @@ def _import_turns(conversation: list[dict], matcher: ConceptMatcher | None, file
             # user_named already holds every film of this user turn, so passing user_text as well would
             # only read it a second time (a third of the import's time) for the same result
             titles = recognizer.recognise(system_text, context_titles=user_named)
-        turns.append({
-            "turn": len(turns) + 1, "user_text": user_text, "user_meta": None, "system_text": system_text,
-            "system_constraints": tracked_constraints(pair["system"].get("constraints"), file_report),
-            "candidate_titles": [], "recommended_titles": titles.recommended if titles else [],
-            "mentioned_titles": titles.mentioned if titles else [], "llm": None,
-        })
+        turns.append(
+            {
+                "turn": len(turns) + 1,
+                "user_text": user_text,
+                "user_meta": None,
+                "system_text": system_text,
+                "system_constraints": tracked_constraints(pair["system"].get("constraints"), file_report),
+                "candidate_titles": [],
+                "recommended_titles": titles.recommended if titles else [],
+                "mentioned_titles": titles.mentioned if titles else [],
+                "llm": None,
+            }
+        )
     return turns
 
 

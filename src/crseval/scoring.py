@@ -18,8 +18,13 @@ import pandas as pd
 from crseval.catalog_index import CatalogIndex
 from crseval.concepts import CONCEPT_FIELDS, ConceptMatcher
 from crseval.metrics import adherence, grounded, legacy_cas, response_stats
-from crseval.metrics.similarity import (EmbeddingCache, EmbeddingSimilarity, MemoisedSimilarity, SentenceEmbedder,
-                                        TfidfSimilarity)
+from crseval.metrics.similarity import (
+    EmbeddingCache,
+    EmbeddingSimilarity,
+    MemoisedSimilarity,
+    SentenceEmbedder,
+    TfidfSimilarity,
+)
 from crseval.metrics.topic_words import HeuristicTopics, LdaTopics, LlmTopics
 from crseval.topics import TopicModel
 
@@ -55,12 +60,16 @@ class Scorer:
             profiles = {r["session_id"]: self._profile(r) for r in records}
             # only sessions with liked films have a persona similarity (imported logs have none)
             liking = [r for r in records if profiles[r["session_id"]]]
-            self.persona_similarity.prepare([profiles[r["session_id"]] for r in liking]
-                                            + [t["system_text"] for r in liking for t in r["turns"]])
+            self.persona_similarity.prepare(
+                [profiles[r["session_id"]] for r in liking] + [t["system_text"] for r in liking for t in r["turns"]]
+            )
         if "response_stats" in families:
             seeds = [self.stats["seed"] + (r.get("session_index") or 0) for r in records]
             statistics = response_stats.score_sessions(
-                [[t["system_text"] for t in r["turns"]] for r in records], self.lm, self.stats["self_bleu_sample"], seeds
+                [[t["system_text"] for t in r["turns"]] for r in records],
+                self.lm,
+                self.stats["self_bleu_sample"],
+                seeds,
             )
         if "adherence" in families and self.adherence_topics is not None:
             llm_topics = dict(zip(system_texts, self.adherence_topics(system_texts)))
@@ -69,11 +78,18 @@ class Scorer:
         for number, record in enumerate(records):
             turns = record["turns"]
             users, systems = [t["user_text"] for t in turns], [t["system_text"] for t in turns]
-            ids = {"system": record["system"], "session_id": record["session_id"],
-                   "session_index": record.get("session_index"), "seed": record.get("seed")}
+            ids = {
+                "system": record["system"],
+                "session_id": record["session_id"],
+                "session_index": record.get("session_index"),
+                "seed": record.get("seed"),
+            }
             has_truth = bool(turns) and all(t.get("user_meta") for t in turns)
-            session = {**ids, "turns": len(turns),
-                       "shifts": sum(1 for t in turns if t["user_meta"]["shift_event"]) if has_truth else math.nan}
+            session = {
+                **ids,
+                "turns": len(turns),
+                "shifts": sum(1 for t in turns if t["user_meta"]["shift_event"]) if has_truth else math.nan,
+            }
             per_turn = [{**ids, "turn": t["turn"]} for t in turns]
             if "tas" in families:
                 tas_session, tas_turns = grounded.score_session(record, self.space)
@@ -82,7 +98,13 @@ class Scorer:
                     row.update(values)
             if "cas" in families:
                 cas_session, cas_turns = legacy_cas.score_dialogue(
-                    users, systems, [topic_of[u] for u in users], [topic_of[s] for s in systems], cas_similarity, self.cas)
+                    users,
+                    systems,
+                    [topic_of[u] for u in users],
+                    [topic_of[s] for s in systems],
+                    cas_similarity,
+                    self.cas,
+                )
                 session.update(cas_session)
                 for row, values in zip(per_turn, cas_turns):
                     row.update(cas_sim=values["cas_sim"], cas_shift=values["cas_shift"])
@@ -95,11 +117,18 @@ class Scorer:
             if "response_stats" in families:
                 session.update(statistics[number])
                 embedded = [vectors[s] for s in systems if s in vectors] if self.embedder else []
-                session["embedding_diversity"] = response_stats.embedding_diversity(embedded) if self.embedder else math.nan
-                session.update(response_stats.semantic_clusters(embedded, seeds[number])
-                               if self.embedder else dict.fromkeys(response_stats.CLUSTER_KEYS, math.nan))
+                session["embedding_diversity"] = (
+                    response_stats.embedding_diversity(embedded) if self.embedder else math.nan
+                )
+                session.update(
+                    response_stats.semantic_clusters(embedded, seeds[number])
+                    if self.embedder
+                    else dict.fromkeys(response_stats.CLUSTER_KEYS, math.nan)
+                )
                 profile = profiles[record["session_id"]]
-                persona = [self.persona_similarity(profile, s) for s in systems] if profile else [math.nan] * len(systems)
+                persona = (
+                    [self.persona_similarity(profile, s) for s in systems] if profile else [math.nan] * len(systems)
+                )
                 session["persona_similarity"] = float(np.nanmean(persona)) if profile and persona else math.nan
                 for row, value in zip(per_turn, persona):
                     row["persona_similarity"] = value
@@ -118,7 +147,9 @@ class Scorer:
         return " ".join(parts)
 
 
-def build_scorer(*, films, concepts, lda_dir, settings: dict, embedding_cache: str | None, llm_factory=None, threads: int = 1) -> Scorer:
+def build_scorer(
+    *, films, concepts, lda_dir, settings: dict, embedding_cache: str | None, llm_factory=None, threads: int = 1
+) -> Scorer:
     index = CatalogIndex.read(films, concepts)
     tas_settings = grounded.TasSettings.from_config(settings["tas"])
     matcher = ConceptMatcher(index.concepts, index.films, tuple(dict.fromkeys(CONCEPT_FIELDS + tas_settings.fields)))
@@ -156,15 +187,28 @@ def build_scorer(*, films, concepts, lda_dir, settings: dict, embedding_cache: s
     adherence_section = settings["adherence"]
     adherence_topics = None
     if "adherence" in families and adherence_section["extractor"] == "llm":
-        adherence_topics = LlmTopics(llm_factory(adherence_section["llm"]["backend"]), adherence_section["llm"]["options"])
+        adherence_topics = LlmTopics(
+            llm_factory(adherence_section["llm"]["backend"]), adherence_section["llm"]["options"]
+        )
     stats = settings["response_stats"]
     lm = persona = None
     if "response_stats" in families:
         lm = response_stats.TrigramLM(k=stats["lm"]["k"], lambdas=tuple(stats["lm"]["lambdas"]))
         lm.fit(index.films["plot"].tolist())
         persona = get_tfidf() if stats["persona_similarity"] == "tfidf" else EmbeddingSimilarity(get_embedder())
-    return Scorer(index, space, legacy_cas.CasSettings.from_config(cas_section), similarity, topics, adherence_topics, lm,
-                  get_embedder() if stats["embeddings"] and "response_stats" in families else None, persona, stats, frozenset(settings["metrics"]))
+    return Scorer(
+        index,
+        space,
+        legacy_cas.CasSettings.from_config(cas_section),
+        similarity,
+        topics,
+        adherence_topics,
+        lm,
+        get_embedder() if stats["embeddings"] and "response_stats" in families else None,
+        persona,
+        stats,
+        frozenset(settings["metrics"]),
+    )
 
 
 def read_sessions(path: str | Path) -> list[dict]:

@@ -60,11 +60,11 @@ class TopicModel:
         self.dictionary = dictionary
         self.settings = settings
         self.topic_words = [
-            [word for word, _ in model.show_topic(topic, topn=settings.top_words)]
-            for topic in range(model.num_topics)
+            [word for word, _ in model.show_topic(topic, topn=settings.top_words)] for topic in range(model.num_topics)
         ]
         self._start: tuple[np.ndarray, np.ndarray] | None = None
-        self._best_topic: dict[tuple, int | None] = {}  # bag of words -> its topic (texts differing in stop words share one)
+        # bag of words -> its topic (texts differing only in stop words share one)
+        self._best_topic: dict[tuple, int | None] = {}
 
     # ------------------------------------------------------------ training
 
@@ -144,7 +144,7 @@ class TopicModel:
         state per text saves more time than the inference takes."""
         model = self.model
         if self._start is None:
-            gamma = np.random.RandomState(self.settings.random_state).gamma(100., 1. / 100., (1, model.num_topics))
+            gamma = np.random.RandomState(self.settings.random_state).gamma(100.0, 1.0 / 100.0, (1, model.num_topics))
             gamma = gamma.astype(model.dtype, copy=False)
             self._start = (gamma[0], np.exp(dirichlet_expectation(gamma))[0])
         gammad, exp_elog_thetad = self._start

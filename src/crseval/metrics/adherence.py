@@ -38,13 +38,18 @@ def adherence(extracted: set, references: set) -> tuple[float, float, float]:
 def score_session(turns: list[dict], system_topics: list[set]) -> dict:
     """`system_topics[i]`: topics of system turn i, as (field, value) concepts or strings."""
     if not all(t.get("user_meta") for t in turns):
-        return {f"adherence_{k}": NAN for k in ("precision", "recall", "f1", "segment_precision", "segment_recall", "segment_f1")}
+        return {
+            f"adherence_{k}": NAN
+            for k in ("precision", "recall", "f1", "segment_precision", "segment_recall", "segment_f1")
+        }
     focus = [(t["user_meta"]["focus_field"], t["user_meta"]["focus_value"]) for t in turns]
     session = adherence(set().union(*system_topics) if system_topics else set(), set(focus))
     starts = [0] + [i for i, t in enumerate(turns) if t["user_meta"]["shift_event"]] + [len(turns)]
     segments = [adherence(set().union(*system_topics[a:b]), {focus[a]}) for a, b in zip(starts, starts[1:]) if b > a]
     return {
-        "adherence_precision": session[0], "adherence_recall": session[1], "adherence_f1": session[2],
+        "adherence_precision": session[0],
+        "adherence_recall": session[1],
+        "adherence_f1": session[2],
         "adherence_segment_precision": safe_mean(s[0] for s in segments),
         "adherence_segment_recall": safe_mean(s[1] for s in segments),
         "adherence_segment_f1": safe_mean(s[2] for s in segments),

@@ -42,9 +42,15 @@ class TasSettings:
 
     @classmethod
     def from_config(cls, section: dict) -> "TasSettings":
-        return cls(alpha=section["alpha"], beta=section["beta"], gamma=section["gamma"], fields=tuple(section["fields"]),
-                   include_titles=section["include_titles"], recovery_window=section["recovery_window"],
-                   recovery_threshold=section["recovery_threshold"])
+        return cls(
+            alpha=section["alpha"],
+            beta=section["beta"],
+            gamma=section["gamma"],
+            fields=tuple(section["fields"]),
+            include_titles=section["include_titles"],
+            recovery_window=section["recovery_window"],
+            recovery_threshold=section["recovery_threshold"],
+        )
 
 
 class ConceptSpace:
@@ -72,7 +78,9 @@ class ConceptSpace:
         return counts
 
     def vector(self, counts: Counter) -> dict:
-        return {c: n * (self.title_idf if c[0] == "title" else self.idf.get(c, self.title_idf)) for c, n in counts.items()}
+        return {
+            c: n * (self.title_idf if c[0] == "title" else self.idf.get(c, self.title_idf)) for c, n in counts.items()
+        }
 
     def film_concepts(self, title: str) -> set[tuple[str, str]]:
         film_id = self.index.film_id(title)
@@ -140,19 +148,32 @@ def score_session(record: dict, space: ConceptSpace) -> tuple[dict, list[dict]]:
             wanted = {(f, v) for f, v, negated in gold if not negated and f in s.fields}
             unwanted = {(f, v) for f, v, negated in gold if negated}
             tracked = {(c["field"], c["value"], c["negated"]) for c in turn.get("system_constraints") or []}
-            satisfied = [wanted <= space.film_concepts(t) and not (unwanted & space.film_concepts(t)) for t in recommended
-                         if space.index.film_id(t) is not None]
+            satisfied = [
+                wanted <= space.film_concepts(t) and not (unwanted & space.film_concepts(t))
+                for t in recommended
+                if space.index.film_id(t) is not None
+            ]
             row.update(
                 shift=bool(meta["shift_event"]),
                 missing_concepts=len(wanted - s_set),
                 hallucinated_concepts=len(s_set - wanted - u_set - supported),
-                dst_tp=len(tracked & gold), dst_pred=len(tracked), dst_gold=len(gold),
+                dst_tp=len(tracked & gold),
+                dst_pred=len(tracked),
+                dst_gold=len(gold),
                 dst_joint=float(tracked == gold),
                 rec_satisfaction=float(np.mean(satisfied)) if satisfied else NAN,
             )
         else:
-            row.update(shift=None, missing_concepts=NAN, hallucinated_concepts=len(s_set - u_set - supported),
-                       dst_tp=NAN, dst_pred=NAN, dst_gold=NAN, dst_joint=NAN, rec_satisfaction=NAN)
+            row.update(
+                shift=None,
+                missing_concepts=NAN,
+                hallucinated_concepts=len(s_set - u_set - supported),
+                dst_tp=NAN,
+                dst_pred=NAN,
+                dst_gold=NAN,
+                dst_joint=NAN,
+                rec_satisfaction=NAN,
+            )
         rows.append(row)
         user_vectors.append(u_vec)
         system_vectors.append(s_vec)
@@ -166,13 +187,32 @@ def score_session(record: dict, space: ConceptSpace) -> tuple[dict, list[dict]]:
         "tas_copying": safe_mean(r["copying"] for r in rows),
         "hallucinated_concepts": safe_mean(r["hallucinated_concepts"] for r in rows),
         "recommendation_rate": safe_mean(float(r["recommended"] > 0) for r in rows),
-        "repeat_rate": (sum(r["repeated_recommendations"] for r in rows) / n) if (n := sum(r["recommended"] for r in rows)) else NAN,
+        "repeat_rate": (sum(r["repeated_recommendations"] for r in rows) / n)
+        if (n := sum(r["recommended"] for r in rows))
+        else NAN,
     }
     if not has_truth:
-        session.update({key: NAN for key in (
-            "tas_segment", "tas_segment_cc", "tas_segment_cr", "segments", "recovery_rate_jaccard", "recovery_delay_jaccard",
-            "recovery_rate_cosine", "recovery_delay_cosine", "missing_concepts", "dst_precision", "dst_recall", "dst_f1",
-            "dst_joint_accuracy", "rec_satisfaction")})
+        session.update(
+            {
+                key: NAN
+                for key in (
+                    "tas_segment",
+                    "tas_segment_cc",
+                    "tas_segment_cr",
+                    "segments",
+                    "recovery_rate_jaccard",
+                    "recovery_delay_jaccard",
+                    "recovery_rate_cosine",
+                    "recovery_delay_cosine",
+                    "missing_concepts",
+                    "dst_precision",
+                    "dst_recall",
+                    "dst_f1",
+                    "dst_joint_accuracy",
+                    "rec_satisfaction",
+                )
+            }
+        )
         return session, rows
 
     shift_turns = [i for i, r in enumerate(rows) if r["shift"]]
@@ -199,7 +239,7 @@ def score_session(record: dict, space: ConceptSpace) -> tuple[dict, list[dict]]:
     for variant, key in (("jaccard", "cc"), ("cosine", "cr")):
         delays = []
         for shift in shift_turns:
-            window = rows[shift:shift + s.recovery_window]
+            window = rows[shift : shift + s.recovery_window]
             delays.append(next((d for d, r in enumerate(window) if r[key] >= s.recovery_threshold), None))
         recovered = [d for d in delays if d is not None]
         session[f"recovery_rate_{variant}"] = len(recovered) / len(delays) if delays else NAN
@@ -208,7 +248,9 @@ def score_session(record: dict, space: ConceptSpace) -> tuple[dict, list[dict]]:
     precision, recall, f1 = _prf(tp, pred, gold)
     session.update(
         missing_concepts=safe_mean(r["missing_concepts"] for r in rows),
-        dst_precision=precision, dst_recall=recall, dst_f1=f1,
+        dst_precision=precision,
+        dst_recall=recall,
+        dst_f1=f1,
         dst_joint_accuracy=safe_mean(r["dst_joint"] for r in rows),
         rec_satisfaction=safe_mean(r["rec_satisfaction"] for r in rows),
     )

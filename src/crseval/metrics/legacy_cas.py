@@ -34,15 +34,29 @@ class CasSettings:
     interference_cap: int = 4
     delay_min: float = 1.0
     delay_max: float = 6.0
-    weights: dict = field(default_factory=lambda: {"recovery": 0.01, "delay": 0.02, "interference": 0.02,
-                                                   "cross_coherence": 0.3, "context_retention": 0.15})
+    weights: dict = field(
+        default_factory=lambda: {
+            "recovery": 0.01,
+            "delay": 0.02,
+            "interference": 0.02,
+            "cross_coherence": 0.3,
+            "context_retention": 0.15,
+        }
+    )
 
     @classmethod
     def from_config(cls, section: dict) -> "CasSettings":
-        return cls(mode=section["mode"], sim_topic_shift=section["sim_topic_shift"],
-                   topic_jaccard_shift=section["topic_jaccard_shift"], alignment_threshold=section["alignment_threshold"],
-                   jaccard_fallback=section["jaccard_fallback"], interference_cap=section["interference_cap"],
-                   delay_min=section["delay_range"][0], delay_max=section["delay_range"][1], weights=dict(section["weights"]))
+        return cls(
+            mode=section["mode"],
+            sim_topic_shift=section["sim_topic_shift"],
+            topic_jaccard_shift=section["topic_jaccard_shift"],
+            alignment_threshold=section["alignment_threshold"],
+            jaccard_fallback=section["jaccard_fallback"],
+            interference_cap=section["interference_cap"],
+            delay_min=section["delay_range"][0],
+            delay_max=section["delay_range"][1],
+            weights=dict(section["weights"]),
+        )
 
     @property
     def thesis(self) -> bool:
@@ -71,8 +85,10 @@ def detect_shifts(user_texts: list[str], user_topics: list[list[str]], sim: Simi
     or low Jaccard between their topic sets (two empty sets have Jaccard 0: a shift)."""
     shifts = []
     for j in range(1, len(user_texts)):
-        if (sim(user_texts[j - 1], user_texts[j]) < s.sim_topic_shift
-                or jaccard(set(user_topics[j - 1]), set(user_topics[j])) < s.topic_jaccard_shift):
+        if (
+            sim(user_texts[j - 1], user_texts[j]) < s.sim_topic_shift
+            or jaccard(set(user_topics[j - 1]), set(user_topics[j])) < s.topic_jaccard_shift
+        ):
             shifts.append(j)
     return shifts
 
@@ -87,20 +103,27 @@ class _Overlaps:
         self.system_sets, self.system_words = [set(t) for t in system_topics], [" ".join(t) for t in system_topics]
         self.segment_sets, self.segment_words = [set(t) for t in segments], [" ".join(t) for t in segments]
         self.sim, self.fallback = sim, s.jaccard_fallback
-        self.values: dict[tuple[int, int], float] = {}
+        self.values: list[list[float | None]] = [[None] * len(system_topics) for _ in segments]
 
     def __call__(self, turn: int, segment: int) -> float:
-        value = self.values.get((turn, segment))
+        known = self.values[segment]
+        value = known[turn]
         if value is None:
             value = jaccard(self.system_sets[turn], self.segment_sets[segment])
             if value < self.fallback:
                 value = self.sim(self.system_words[turn], self.segment_words[segment])
-            self.values[(turn, segment)] = value
+            known[turn] = value
         return value
 
 
-def score_dialogue(user_texts: list[str], system_texts: list[str], user_topics: list[list[str]],
-                   system_topics: list[list[str]], sim: Similarity, s: CasSettings) -> tuple[dict, list[dict]]:
+def score_dialogue(
+    user_texts: list[str],
+    system_texts: list[str],
+    user_topics: list[list[str]],
+    system_topics: list[list[str]],
+    sim: Similarity,
+    s: CasSettings,
+) -> tuple[dict, list[dict]]:
     """Session metrics and per-turn values of one dialogue of USER/SYSTEM pairs."""
     pairs = len(user_texts)
     turn_sims = [sim(u, r) for u, r in zip(user_texts, system_texts)]

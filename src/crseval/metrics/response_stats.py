@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crseval.metrics.basic import ngram_counts, ngrams, words
+from crseval.metrics.basic import ngram_counts, words
 
 NAN = math.nan
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
@@ -40,17 +40,19 @@ def ngram_table(responses: list[list[str]], orders: int) -> list[tuple[np.ndarra
     many distinct n-grams there are. Ids are integers (an n-gram's id codes its (n-1)-gram prefix's
     id and its last word), so counting needs no tuples; n-grams across two responses get no id."""
     vocabulary: dict[str, int] = {}
-    words_ = np.array([vocabulary.setdefault(w, len(vocabulary)) for tokens in responses for w in tokens], dtype=np.int64)
+    words_ = np.array(
+        [vocabulary.setdefault(w, len(vocabulary)) for tokens in responses for w in tokens], dtype=np.int64
+    )
     owner = np.repeat(np.arange(len(responses)), [len(tokens) for tokens in responses])
     table, ids = [], words_
     for n in range(1, orders + 1):
         if n > 1:
-            inside = owner[:max(len(words_) - n + 1, 0)] == owner[n - 1:]
-            codes = np.where(inside, ids[:-1] * max(len(vocabulary), 1) + words_[n - 1:], -1)
+            inside = owner[: max(len(words_) - n + 1, 0)] == owner[n - 1 :]
+            codes = np.where(inside, ids[:-1] * max(len(vocabulary), 1) + words_[n - 1 :], -1)
             distinct, ids = np.unique(codes, return_inverse=True)
             # the code -1 (an n-gram across responses) sorts first: the others are numbered from 0
             crossing = int(bool(len(distinct)) and distinct[0] == -1)
-            table.append((owner[:len(ids)][inside], ids[inside] - crossing, len(distinct) - crossing))
+            table.append((owner[: len(ids)][inside], ids[inside] - crossing, len(distinct) - crossing))
         else:
             table.append((owner, words_, len(vocabulary)))
     return table
@@ -69,8 +71,11 @@ def richness(tokens: list[str]) -> dict:
     if not tokens:
         return {"ttr": NAN, "root_ttr": NAN, "corrected_ttr": NAN}
     types = len(set(tokens))
-    return {"ttr": types / len(tokens), "root_ttr": types / math.sqrt(len(tokens)),
-            "corrected_ttr": types / math.sqrt(2 * len(tokens))}
+    return {
+        "ttr": types / len(tokens),
+        "root_ttr": types / math.sqrt(len(tokens)),
+        "corrected_ttr": types / math.sqrt(2 * len(tokens)),
+    }
 
 
 def entropy_bits(tokens: list[str]) -> float:
@@ -193,7 +198,9 @@ class TrigramLM:
         code = self._id
         k, (l1, l2, l3) = self.k, self.lambdas
         p1 = ((self._uni_counts[code[w]] if w in code else 0.0) + k) / (self.total + k * self.size)
-        p2 = (self._count(self._bi, v, w) + k) / ((self._bi_context_counts[code[v]] if v in code else 0.0) + k * self.size)
+        p2 = (self._count(self._bi, v, w) + k) / (
+            (self._bi_context_counts[code[v]] if v in code else 0.0) + k * self.size
+        )
         p3 = (self._count(self._tri, u, v, w) + k) / (self._count(self._tri_context, u, v) + k * self.size)
         return float(l1 * p1 + l2 * p2 + l3 * p3)
 
@@ -219,7 +226,9 @@ class TrigramLM:
         base, size = self._base, self.size
         p1 = (self._uni_counts[w] + k) / (self.total + k * size)
         p2 = (_look_up(self._bi, v * base + w) + k) / (self._bi_context_counts[v] + k * size)
-        p3 = (_look_up(self._tri, (u * base + v) * base + w) + k) / (_look_up(self._tri_context, u * base + v) + k * size)
+        p3 = (_look_up(self._tri, (u * base + v) * base + w) + k) / (
+            _look_up(self._tri_context, u * base + v) + k * size
+        )
         logs = np.log2(l1 * p1 + l2 * p2 + l3 * p3).tolist()
         result, first = [], 0
         for tokens in token_lists:
@@ -256,7 +265,10 @@ def score_sessions(sessions: list[list[str]], lm: TrigramLM, sample: int, seeds:
     reads the responses of all of them in one vectorised pass."""
     tokenised = [[words(t) for t in texts] for texts in sessions]
     bits = iter(lm.surprisal_many([r for responses in tokenised for r in responses]))
-    return [_statistics(responses, [next(bits) for _ in responses], sample, seed) for responses, seed in zip(tokenised, seeds)]
+    return [
+        _statistics(responses, [next(bits) for _ in responses], sample, seed)
+        for responses, seed in zip(tokenised, seeds)
+    ]
 
 
 def _statistics(responses: list[list[str]], bits: list[tuple[float, int]], sample: int, seed: int) -> dict:
@@ -295,21 +307,23 @@ def kmeans(points: np.ndarray, k: int, rng: np.random.Generator, n_init: int = 1
     """Lloyd's k-means with k-means++ seeding, best of `n_init` by inertia (as scikit-learn's
     KMeans does); written for a session's dozen responses, where scikit-learn's per-call overhead
     is 40x the arithmetic."""
-    squared = (points ** 2).sum(axis=1)
+    squared = (points**2).sum(axis=1)
     best_labels, best_inertia = None, np.inf
     for _ in range(n_init):
         centres = points[[rng.integers(len(points))]]
         for _ in range(1, k):
-            nearest = np.maximum(squared[:, None] - 2 * points @ centres.T + (centres ** 2).sum(axis=1), 0).min(axis=1)
+            nearest = np.maximum(squared[:, None] - 2 * points @ centres.T + (centres**2).sum(axis=1), 0).min(axis=1)
             if nearest.sum() <= 0:
                 break
             centres = np.vstack([centres, points[rng.choice(len(points), p=nearest / nearest.sum())]])
         if len(centres) < k:
             continue
         for _ in range(max_iter):
-            distances = np.maximum(squared[:, None] - 2 * points @ centres.T + (centres ** 2).sum(axis=1), 0)
+            distances = np.maximum(squared[:, None] - 2 * points @ centres.T + (centres**2).sum(axis=1), 0)
             labels = distances.argmin(axis=1)
-            moved = np.array([points[labels == j].mean(axis=0) if np.any(labels == j) else centres[j] for j in range(k)])
+            moved = np.array(
+                [points[labels == j].mean(axis=0) if np.any(labels == j) else centres[j] for j in range(k)]
+            )
             if np.allclose(moved, centres):
                 break
             centres = moved
@@ -360,6 +374,9 @@ def semantic_clusters(vectors: list[np.ndarray], seed: int) -> dict:
     off_diagonal = ~np.eye(len(matrix), dtype=bool)
     same = (labels[:, None] == labels[None, :]) & off_diagonal
     other = labels[:, None] != labels[None, :]
-    return {"semantic_clusters": float(k), "cluster_silhouette": score,
-            "intra_cluster_diversity": float(1 - sims[same].mean()) if same.any() else NAN,
-            "inter_cluster_diversity": float(1 - sims[other].mean())}
+    return {
+        "semantic_clusters": float(k),
+        "cluster_silhouette": score,
+        "intra_cluster_diversity": float(1 - sims[same].mean()) if same.any() else NAN,
+        "inter_cluster_diversity": float(1 - sims[other].mean()),
+    }

@@ -77,7 +77,7 @@ class EmbeddingCache:
     def get_many(self, keys: list[str]) -> dict[str, np.ndarray]:
         found = {}
         for i in range(0, len(keys), 500):
-            chunk = keys[i:i + 500]
+            chunk = keys[i : i + 500]
             marks = ",".join("?" * len(chunk))
             for key, blob in self._db.execute(f"SELECT key, vector FROM embeddings WHERE key IN ({marks})", chunk):
                 found[key] = np.frombuffer(blob, dtype=np.float32)
@@ -85,8 +85,10 @@ class EmbeddingCache:
 
     def put_many(self, items: dict[str, np.ndarray]) -> None:
         with self._db:
-            self._db.executemany("INSERT OR REPLACE INTO embeddings VALUES (?, ?)",
-                                 [(k, v.astype(np.float32).tobytes()) for k, v in items.items()])
+            self._db.executemany(
+                "INSERT OR REPLACE INTO embeddings VALUES (?, ?)",
+                [(k, v.astype(np.float32).tobytes()) for k, v in items.items()],
+            )
 
 
 class SentenceEmbedder:

@@ -51,8 +51,10 @@ class HeuristicTopics:
 
 
 TOPICS_SCHEMA = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 40}, "maxItems": MAX_TOPICS}
-TOPICS_PROMPT = ("List the main topics of this message from a conversation about movies, as a JSON array of at most "
-                 "five short lower-case strings (genres, people, themes). Message: {text}")
+TOPICS_PROMPT = (
+    "List the main topics of this message from a conversation about movies, as a JSON array of at most "
+    "five short lower-case strings (genres, people, themes). Message: {text}"
+)
 
 
 class LlmTopics:
@@ -71,9 +73,15 @@ class LlmTopics:
             if not text.strip():
                 self._cache[text] = []
                 continue
-            request = LLMRequest.chat([{"role": "user", "content": TOPICS_PROMPT.format(text=text)}],
-                                      temperature=0.0, top_p=self.options.get("top_p", 1.0),
-                                      max_tokens=self.options["max_tokens"], seed=0, json_schema=TOPICS_SCHEMA, tag="topics@1")
+            request = LLMRequest.chat(
+                [{"role": "user", "content": TOPICS_PROMPT.format(text=text)}],
+                temperature=0.0,
+                top_p=self.options.get("top_p", 1.0),
+                max_tokens=self.options["max_tokens"],
+                seed=0,
+                json_schema=TOPICS_SCHEMA,
+                tag="topics@1",
+            )
             reply = self.client.complete(request).text
             try:
                 topics = json.loads(reply)
