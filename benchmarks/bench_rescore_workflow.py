@@ -7,7 +7,7 @@ files. The importer skips a conversation it has seen, so every replica carries a
 its first message (ignored by the importer, its texts unchanged) and a file number of its own. The
 run is `snakemake --cores N --configfile <config/thesis_logs.yaml pointed at them> --until aggregate`
 in a scratch copy of the workflow, timed from start to end; the score jobs' own scoring times are
-read from their logs.
+read from their logs, each rule's span (first start to last end) from Snakemake's.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime
 from pathlib import Path
 
 import yaml
@@ -68,6 +69,20 @@ def scoring_seconds(results: Path) -> float:
     return total
 
 
+def rule_spans(scratch: Path) -> dict[str, float]:
+    """Rule -> seconds from its first job's start to its last job's end, from Snakemake's log."""
+    log = sorted((scratch / ".snakemake" / "log").glob("*.snakemake.log"))[-1].read_text()
+    starts, ends, stamp = {}, {}, None
+    for line in log.splitlines():
+        if re.fullmatch(r"\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\]", line):
+            stamp = datetime.strptime(line.strip("[]"), "%a %b %d %H:%M:%S %Y")
+        elif (started := re.match(r"localrule (\w+):", line)) and stamp:
+            starts.setdefault(started.group(1), stamp)
+        elif (finished := re.match(r"Finished jobid: \d+ \(Rule: (\w+)\)", line)) and stamp:
+            ends[finished.group(1)] = stamp
+    return {rule: (ends[rule] - starts[rule]).total_seconds() for rule in starts if rule in ends}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=6000)
@@ -109,6 +124,7 @@ def main() -> None:
                     "jobs": int(jobs.group(2)) if jobs else None,
                     "wall_s": round(elapsed, 1),
                     "score_jobs_scoring_s": round(scoring_seconds(results), 1),
+                    "rule_spans_s": rule_spans(scratch),
                 }
             )
         )
