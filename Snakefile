@@ -4,8 +4,12 @@ Run the default experiment with `snakemake --cores 2`; choose another experiment
 `--configfile config/<name>.yaml`. Outputs go to results/<experiment>/.
 """
 
-import os
+import sys
 from pathlib import Path
+
+# The workflow plans with the library of this source tree, as its rule scripts run with it
+# (workflow/scripts/source_tree.py), whatever crseval is installed.
+sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from snakemake.utils import min_version, validate
 
@@ -29,13 +33,8 @@ validate(config, "workflow/schemas/config.schema.yaml")
 
 report: "workflow/report/workflow.rst"
 
-# Rule scripts import the library from this source tree in whatever environment runs them
-# (the project venv, a conda env per rule group, or a cluster node).
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (str(Path(workflow.basedir) / "src"), os.environ.get("PYTHONPATH")) if p
-)
 
-
+# Shared state and helpers first; then one file per stage, each after the stages it reads from.
 include: "workflow/rules/common.smk"
 include: "workflow/rules/catalog.smk"
 include: "workflow/rules/topics.smk"
@@ -45,21 +44,21 @@ include: "workflow/rules/judge.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/validity.smk"
-include: "workflow/rules/validity_figure.smk"
 include: "workflow/rules/provenance.smk"
 
 
 rule all:
-    input:
-        catalog_outputs(),
-        topic_outputs(),
-        session_shards(),
-        score_outputs(),
-        judge_outputs(),
-        aggregate_outputs(),
-        stats_outputs(),
-        plot_outputs(),
-        validity_outputs(),
-        validity_figure_outputs(),
-        PROVENANCE,
     default_target: True
+    input:
+        rules.index_catalog.output,
+        rules.train_lda.output,
+        rules.import_logs.output if IMPORTING else per_shard(rules.simulate.output[0]),
+        per_shard(rules.score.output.sessions),
+        per_shard(rules.score.output.turns),
+        per_shard(rules.judge.output[0]) if JUDGE["enabled"] else [],
+        rules.aggregate.output,
+        rules.stats.output,
+        rules.plots.output,
+        rules.validity.output if VALIDITY else [],
+        rules.validity_figure.output if VALIDITY else [],
+        rules.provenance.output,

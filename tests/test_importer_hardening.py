@@ -17,6 +17,7 @@ from crseval.catalog import CatalogError, load_catalog
 from crseval.importer import LogImportError, import_logs, read_log, repair_user_text, sessions_per_system
 from crseval.io import write_parquet
 from crseval.session_io import load_schema
+from crseval.sessions import n_shards
 
 from conftest import REPO
 
@@ -123,33 +124,42 @@ def test_cli_refuses_a_system_path_outside_the_output_folder(tmp_path, index_dir
 
 
 def fake_snakemake(tmp_path, index_dir, logs, shard_size=2):
+    """The `snakemake` object of the import_logs rule, its shards planned as workflow/rules/common.smk plans them."""
     results = tmp_path / "results" / "exp"
+    counts = sessions_per_system([str(p) for p in logs])
+    shards = [[system, shard] for system, count in counts.items() for shard in range(n_shards(count, shard_size))]
     return SimpleNamespace(
         input=SimpleNamespace(logs=[str(p) for p in logs], films=str(index_dir / "films.parquet"),
                               concepts=str(index_dir / "concepts.parquet"),
                               catalog_summary=str(index_dir / "summary.json"), schema=str(SCHEMA)),
-        params=SimpleNamespace(shard_size=shard_size, results=str(results)),
-        output=SimpleNamespace(report=str(results / "sessions" / "import_report.json")),
+        params=SimpleNamespace(shard_size=shard_size, shards=shards),
+        output=SimpleNamespace(shards=[str(results / "sessions" / s / f"shard-{k}.jsonl") for s, k in shards],
+                               report=str(results / "sessions" / "import_report.json")),
         log=[str(tmp_path / "import.log")],
     ), results
 
 
-def test_workflow_script_writes_unsafe_model_names_under_their_slug(tmp_path, index_dir):
+def run_script(snakemake, monkeypatch):
+    monkeypatch.syspath_prepend(str(SCRIPT.parent))  # as Snakemake does for a rule script
+    runpy.run_path(str(SCRIPT), init_globals={"snakemake": snakemake})
+
+
+def test_workflow_script_writes_unsafe_model_names_under_their_slug(tmp_path, index_dir, monkeypatch):
     source = log(tmp_path / "logs" / "e_0.json", model="../../ESCAPED")
     snakemake, results = fake_snakemake(tmp_path, index_dir, [source])
-    runpy.run_path(str(SCRIPT), init_globals={"snakemake": snakemake})
+    run_script(snakemake, monkeypatch)
     assert sessions_outside(tmp_path, results / "sessions") == []
     record = json.loads((results / "sessions" / "ESCAPED" / "shard-0.jsonl").read_text())
     assert record["provenance"]["model_name"] == "../../ESCAPED"
 
 
-def test_workflow_script_refuses_a_shard_path_outside_the_sessions_folder(tmp_path, index_dir, monkeypatch):
+def test_workflow_script_writes_only_the_shards_the_workflow_planned(tmp_path, index_dir, monkeypatch):
     source = log(tmp_path / "logs" / "e_0.json")
     snakemake, results = fake_snakemake(tmp_path, index_dir, [source])
     sessions, report = import_logs([source], None, "c" * 64, "b" * 64)  # schema-valid records under an unsafe name
     monkeypatch.setattr(importer, "import_logs", lambda *args: ({"../../x": sessions["mini:1b"]}, report))
-    with pytest.raises(ValueError, match=r"system '\.\./\.\./x': its session shards would be written outside"):
-        runpy.run_path(str(SCRIPT), init_globals={"snakemake": snakemake})
+    with pytest.raises(ValueError, match=r"system '\.\./\.\./x', shard 0: not an output the workflow planned"):
+        run_script(snakemake, monkeypatch)
     assert list(tmp_path.rglob("*.jsonl")) == []
 
 

@@ -1,14 +1,6 @@
 """Catalog stage: normalise the movie catalog and build the per-field value index."""
 
 
-def catalog_outputs():
-    return [
-        f"{RESULTS}/catalog/films.parquet",
-        f"{RESULTS}/catalog/concepts.parquet",
-        f"{RESULTS}/catalog/summary.json",
-    ]
-
-
 rule index_catalog:
     input:
         catalog=config["catalog"]["path"],
@@ -16,16 +8,12 @@ rule index_catalog:
     output:
         films=f"{RESULTS}/catalog/films.parquet",
         concepts=f"{RESULTS}/catalog/concepts.parquet",
-        summary=report(
-            f"{RESULTS}/catalog/summary.json",
-            caption="../report/catalog_summary.rst",
-            category="Catalog",
-        ),
-    params:
-        plot_keywords=config_slice("catalog", "plot_keywords"),
+        summary=report(f"{RESULTS}/catalog/summary.json", caption="../report/catalog_summary.rst", category="Catalog"),
     log:
         f"{RESULTS}/logs/index_catalog.log",
     conda:
         ENV
+    params:
+        plot_keywords=config_slice("catalog", "plot_keywords"),
     script:
         "../scripts/index_catalog.py"

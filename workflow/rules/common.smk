@@ -1,15 +1,43 @@
-"""Paths and config slices shared by every stage."""
+"""What the stages share: the experiment's systems and shards, paths, and every helper function.
 
+Included first by the Snakefile. The stage files define rules only; a rule refers to the files
+of a rule defined before it as `rules.<name>.output`.
+"""
+
+import glob as _glob
 import json
 import os
 
+from crseval.importer import sessions_per_system
+from crseval.llm.concurrency import judge_concurrency, simulate_concurrency, without_runtime
+from crseval.provenance import rule_inputs as provenance_inputs
+from crseval.sessions import n_shards, shard_indices
+
+# ------------------------------------------------------------------ paths
+
 EXPERIMENT = config["experiment"]
 RESULTS = f"results/{EXPERIMENT}"
-ENV = "../../envs/crseval.yaml"
+ENV = "../../envs/crseval.yaml"  # relative to the rule files
+SESSION_SCHEMA = "workflow/schemas/session.schema.yaml"
+# A shard of sessions, simulated or imported: the {system}/{shard} every per-shard rule shares.
+SESSION_SHARD = f"{RESULTS}/sessions/{{system}}/shard-{{shard}}.jsonl"
+
+
+wildcard_constraints:
+    system="[A-Za-z0-9._:-]+",
+    shard=r"\d+",
+
+
+# ------------------------------------------------------------------ config slices in params
+
+
+def canonical(value):
+    """`value` as canonical JSON (sorted keys, no spaces): the form of every config slice in params."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def config_slice(*keys):
-    """The config section at `keys` as canonical JSON (sorted keys, no spaces).
+    """The config section at `keys` as canonical JSON.
 
     Rules receive their settings through `params` in this form, so a rule re-runs exactly when
     a value it depends on changes, whatever the key order in the YAML file.
@@ -17,8 +45,10 @@ def config_slice(*keys):
     section = config
     for key in keys:
         section = section[key]
-    return json.dumps(section, sort_keys=True, separators=(",", ":"))
+    return canonical(section)
 
+
+# ------------------------------------------------------------------ threads and resources
 
 # llama.cpp slows to a crawl when its threads outnumber free cores, so every job consumes
 # `cpu_threads` equal to its threads, capped at the cores this machine really has, even under
@@ -39,3 +69,135 @@ def llm_slots(concurrency):
     cap = workflow.global_resources.get("llm_slots")
     cap = getattr(cap, "value", cap)
     return concurrency if cap is None or concurrency == 0 else max(1, min(concurrency, int(cap)))
+
+
+# ------------------------------------------------------------------ systems and shards
+
+# Sessions are simulated, one job per (system, shard) of paired, seeded sessions, or imported
+# from conversation logs in one job (`sessions.source: import`).
+IMPORTING = config["sessions"]["source"] == "import"
+SHARD_SIZE = config["sessions"]["shard_size"]
+if IMPORTING:
+    LOG_FILES = sorted(_glob.glob(config["sessions"]["import_paths"]))
+    if not LOG_FILES:
+        raise ValueError(f"sessions.import_paths {config['sessions']['import_paths']!r} matches no file")
+    SESSION_COUNTS = sessions_per_system(LOG_FILES)
+    SYSTEMS = {name: {"name": name, "agent": "imported"} for name in SESSION_COUNTS}
+else:
+    SYSTEMS = {system["name"]: system for system in config["systems"]}
+    if len(SYSTEMS) != len(config["systems"]):
+        raise ValueError("config 'systems': every system needs a unique name")
+    SESSION_COUNTS = {name: config["sessions"]["count"] for name in SYSTEMS}
+
+# Every (system, shard) of the experiment, in the order of the per-shard inputs and outputs.
+SHARDS = [(system, shard) for system in SYSTEMS for shard in range(n_shards(SESSION_COUNTS[system], SHARD_SIZE))]
+
+
+def per_shard(pattern):
+    """`pattern` with {system} and {shard} filled for every shard of every system (in SHARDS order)."""
+    return [pattern.format(system=system, shard=shard) for system, shard in SHARDS]
+
+
+def shard_range(wildcards):
+    """[start, stop): the session indices of a shard."""
+    indices = shard_indices(SESSION_COUNTS[wildcards.system], SHARD_SIZE, int(wildcards.shard))
+    return [indices.start, indices.stop]
+
+
+def system_params(wildcards):
+    """A system's settings that shape its sessions (not its concurrency, which changes speed only)."""
+    return canonical(without_runtime(SYSTEMS[wildcards.system]))
+
+
+def system_prompt(wildcards):
+    """The prompt file of an LLM system (none for the others)."""
+    system = SYSTEMS[wildcards.system]
+    return system["prompt"] if system["agent"] == "llm" else []
+
+
+def system_uses_llm(name):
+    return SYSTEMS[name]["agent"] == "llm" or config["simulator"]["paraphrase"]["enabled"]
+
+
+def system_llm_slots(wildcards):
+    """Requests a simulate job of the system keeps in flight (0 without LLM calls)."""
+    name = wildcards.system
+    return llm_slots(simulate_concurrency(SYSTEMS[name], config)) if system_uses_llm(name) else 0
+
+
+def system_threads(wildcards):
+    """llama.cpp runs in the job's process and gets its threads; other backends wait on a server."""
+    name = wildcards.system
+    backends = [SYSTEMS[name].get("backend", {})]
+    if config["simulator"]["paraphrase"]["enabled"]:
+        backends.append(config["simulator"]["paraphrase"]["backend"])
+    in_process = any(b.get("type") == "llamacpp" for b in backends) and system_uses_llm(name)
+    return config["llm"]["threads"] if in_process else 1
+
+
+# ------------------------------------------------------------------ scoring
+
+SCORING = config["scoring"]
+# The legacy CAS with LDA topics reads the topic model.
+SCORING_USES_LDA = "cas" in SCORING["metrics"] and SCORING["cas"]["topics"] == "lda"
+
+
+def scoring_settings():
+    """The scoring config without the cache location, which changes no score."""
+    return canonical({key: value for key, value in SCORING.items() if key != "embedding_cache"})
+
+
+def scoring_threads():
+    uses_llm = SCORING["cas"]["topics"] == "llm" or SCORING["adherence"]["extractor"] == "llm"
+    uses_torch = SCORING["response_stats"]["embeddings"] or "embedding" in (
+        SCORING["cas"]["similarity"],
+        SCORING["response_stats"]["persona_similarity"],
+    )
+    return config["llm"]["threads"] if uses_llm or uses_torch else 1
+
+
+# ------------------------------------------------------------------ judge
+
+JUDGE = config["judge"]
+
+
+def judge_threads():
+    return config["llm"]["threads"] if JUDGE.get("backend", {}).get("type") == "llamacpp" else 1
+
+
+def judge_slots():
+    return llm_slots(judge_concurrency(config))
+
+
+# ------------------------------------------------------------------ figures
+
+FIGURES = ["metric_bars", "correlation_heatmap", "recovery_delay_box", "distributions"]
+if "tas" in SCORING["metrics"]:
+    FIGURES += ["tas_over_turns", "weight_sensitivity"]
+if JUDGE["enabled"]:
+    FIGURES.append("judge_radar")
+# Per session, TAS against the legacy CAS and the judge's criteria: only the scores this experiment computes.
+SCATTER = (["context_adaptation_score"] if "cas" in SCORING["metrics"] else []) + (
+    ["judge_proactiveness", "judge_coherence", "judge_personalization"] if JUDGE["enabled"] else []
+)
+if "tas" in SCORING["metrics"] and SCATTER:
+    FIGURES.append("tas_scatter")
+
+
+# ------------------------------------------------------------------ metric validity
+
+
+def calibration_roles():
+    """System name -> calibration role: oracle, lag<k>, stubborn, random, parrot."""
+    roles = {}
+    for system in config.get("systems", []):
+        if system["agent"] == "lagging":
+            roles[system["name"]] = f"lag{system['lag']}"
+        elif system["agent"] in ("oracle", "stubborn", "random", "parrot"):
+            roles[system["name"]] = system["agent"]
+    return roles
+
+
+CALIBRATION = calibration_roles() if not IMPORTING else {}
+# The validity table and figure need at least three calibration systems (config/calibration.yaml).
+VALIDITY = len(CALIBRATION) >= 3

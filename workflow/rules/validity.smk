@@ -1,42 +1,41 @@
-"""Metric validity: how each metric orders the calibration systems (crseval.validity).
+"""Metric validity: how each metric orders the calibration systems (crseval.validity), as a table
+and a figure (measured vs expected rank per metric).
 
 Runs when the experiment has at least three calibration systems (config/calibration.yaml)."""
 
-
-def calibration_roles():
-    """System name -> calibration role: oracle, lag<k>, stubborn, random, parrot."""
-    roles = {}
-    for system in config.get("systems", []):
-        if system["agent"] == "lagging":
-            roles[system["name"]] = f"lag{system['lag']}"
-        elif system["agent"] in ("oracle", "stubborn", "random", "parrot"):
-            roles[system["name"]] = system["agent"]
-    return roles
-
-
-CALIBRATION = calibration_roles() if config["sessions"]["source"] == "simulate" else {}
-
-
-def validity_outputs():
-    if len(CALIBRATION) < 3:
-        return []
-    return [f"{RESULTS}/stats/validity.csv", f"{RESULTS}/stats/validity.md"]
-
-
-if validity_outputs():
+if VALIDITY:
 
     rule validity:
         input:
-            sessions=f"{RESULTS}/tables/sessions.parquet",
+            sessions=rules.aggregate.output.sessions,
         output:
             table=f"{RESULTS}/stats/validity.csv",
-            summary=report(f"{RESULTS}/stats/validity.md", caption="../report/validity.rst", category="Metric validity"),
-        params:
-            roles=CALIBRATION,
-            stats=config_slice("stats"),
+            summary=report(
+                f"{RESULTS}/stats/validity.md",
+                caption="../report/validity.rst",
+                category="Metric validity",
+            ),
         log:
             f"{RESULTS}/logs/validity.log",
         conda:
             ENV
+        params:
+            roles=CALIBRATION,
+            stats=config_slice("stats"),
         script:
             "../scripts/validity.py"
+
+    rule validity_figure:
+        input:
+            table=rules.validity.output.table,
+        output:
+            png=report(
+                f"{RESULTS}/figures/validity.png", caption="../report/validity_figure.rst", category="Metric validity"
+            ),
+            svg=f"{RESULTS}/figures/validity.svg",
+        log:
+            f"{RESULTS}/logs/validity_figure.log",
+        conda:
+            ENV
+        script:
+            "../scripts/validity_figure.py"

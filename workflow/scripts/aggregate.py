@@ -1,12 +1,29 @@
 """Rule aggregate: shard tables -> sessions.parquet, turns.parquet, model_metrics.csv."""
 
-from crseval.aggregate import check_complete, model_metrics, read_tables, sessions_table, to_table
+import pandas as pd
+import source_tree  # noqa: F401  (crseval from this source tree)
+
+from crseval.aggregate import check_complete, model_metrics, to_table
 from crseval.io import atomic_path, log_to, write_parquet
 
+
+def read_shards(paths, shards):
+    """The tables at `paths`, each with the number of the shard it holds (given by the workflow)."""
+    frames = [pd.read_parquet(path).assign(shard=shard) for path, shard in zip(paths, shards, strict=True)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
 log = log_to(snakemake.log[0])
-sessions = sessions_table(list(snakemake.input.sessions), list(snakemake.input.judge))
+shards = snakemake.params.shards  # of each table in input.sessions, input.turns and input.judge
+sessions = read_shards(snakemake.input.sessions, shards)
+if snakemake.input.judge:
+    judged = read_shards(snakemake.input.judge, shards).drop(
+        columns=["system", "session_index", "shard"], errors="ignore"
+    )
+    sessions = sessions.merge(judged, on="session_id", how="left", validate="one_to_one")
+sessions = sessions.sort_values(["system", "session_index", "session_id"], kind="stable").reset_index(drop=True)
 check_complete(sessions, snakemake.params.sessions_per_system)
-turns = read_tables(list(snakemake.input.turns))
+turns = read_shards(snakemake.input.turns, shards)
 write_parquet(to_table(sessions), snakemake.output.sessions)
 write_parquet(to_table(turns), snakemake.output.turns)
 with atomic_path(snakemake.output.model_metrics) as temporary:
