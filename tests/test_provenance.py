@@ -185,6 +185,8 @@ def test_provenance_rule_records_the_resolved_config(tmp_path):
     expected["systems"][-1]["backend"]["host"] = "http://bob:***@gpu:11434"
     assert record["config"] == expected and SECRET not in text
     assert record["source"]["commit"] is None and record["source"]["reason"]  # the scratch copy has no .git
+    # the job ran the scratch copy's library (workflow/scripts/source_tree.py), not the installed one
+    assert record["crseval"]["module"] == str((workdir / "src" / "crseval").resolve())
     prompts = {p["path"]: p["used_by"] for p in record["prompts"]}
     assert prompts["resources/prompts/crs_grounded.txt"] == ["systems.qwen-grounded", "systems.gemma-grounded",
                                                              "systems.remote"]

@@ -2,6 +2,8 @@
 
 import json
 
+import source_tree  # noqa: F401  (crseval from this source tree)
+
 from crseval.catalog import build_index
 from crseval.io import log_to, write_json, write_parquet
 

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pandas as pd
+import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval import plots
 from crseval.io import atomic_path, log_to
@@ -14,7 +15,12 @@ model_metrics = pd.read_csv(snakemake.input.model_metrics)
 colours = plots.palette(sorted(sessions["system"].unique()))
 judges = list(plots.JUDGE) if snakemake.params.judged else []
 metrics = [m for m in snakemake.params.metrics if m in sessions] + [j for j in judges if j in sessions]
-stem = lambda name: Path(snakemake.output[name]).with_suffix("")
+
+
+def stem(name):
+    """The output `name` without its suffix (plots write PNG and SVG beside each other)."""
+    return Path(snakemake.output[name]).with_suffix("")
+
 
 wanted = set(snakemake.output.keys())
 plots.metric_bars(model_metrics, metrics, colours, stem("metric_bars"))

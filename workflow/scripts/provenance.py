@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import source_tree  # noqa: F401  (crseval from this source tree)
+
 from crseval.io import log_to, write_json
 from crseval.provenance import build
 
@@ -14,6 +16,11 @@ record = build(
 )
 write_json(record, snakemake.output[0])  # atomic: written through crseval.io.atomic_path
 source = record["source"]
-log.info("crseval %s, commit %s%s, %d model setting(s), %d prompt(s)", record["crseval"]["version"],
-         source["commit"] or f"unknown ({source['reason']})", " (dirty)" if source["dirty"] else "",
-         len(record["models"]), len(record["prompts"]))
+log.info(
+    "crseval %s, commit %s%s, %d model setting(s), %d prompt(s)",
+    record["crseval"]["version"],
+    source["commit"] or f"unknown ({source['reason']})",
+    " (dirty)" if source["dirty"] else "",
+    len(record["models"]),
+    len(record["prompts"]),
+)

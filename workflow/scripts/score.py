@@ -4,10 +4,12 @@ import json
 import time
 
 import pyarrow as pa
+import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval.io import log_to, write_parquet
-from crseval.scoring import build_scorer, read_sessions
 from crseval.llm.client import make_client
+from crseval.scoring import build_scorer
+from crseval.session_io import read_sessions
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.scoring)

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+import source_tree  # noqa: F401  (crseval from this source tree)
+
 from crseval.io import log_to
 from crseval.shard_runner import build_shard_runner
 
@@ -33,5 +35,12 @@ runner = build_shard_runner(
     concurrency=max(1, snakemake.resources.llm_slots),  # the slots the job holds: its requests in flight
 )
 counts = runner.run(range(start, stop), progress=output.parent / ".progress" / f"{output.stem}.jsonl", output=output)
-log.info("%s %s: %s; LLM calls %d, cache hits %d, sessions in flight %d", system["name"], output.name, counts,
-         runner.calls, runner.cache_hits, runner.concurrency)
+log.info(
+    "%s %s: %s; LLM calls %d, cache hits %d, sessions in flight %d",
+    system["name"],
+    output.name,
+    counts,
+    runner.calls,
+    runner.cache_hits,
+    runner.concurrency,
+)

@@ -6,6 +6,7 @@ from dataclasses import asdict
 
 import pandas as pd
 import pyarrow as pa
+import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval.io import log_to, write_json, write_parquet
 from crseval.topics import LdaSettings, TopicModel

@@ -3,6 +3,7 @@
 import json
 
 import pandas as pd
+import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval.io import atomic_path, log_to
 from crseval.validity import validity_markdown, validity_table
@@ -18,5 +19,9 @@ with atomic_path(snakemake.output.table) as temporary:
 counts = frame.groupby("system").size().to_dict()
 with atomic_path(snakemake.output.summary) as temporary:
     temporary.write_text(validity_markdown(table, counts))
-log.info("validity of %d metrics on %d calibration systems: %s", len(table), len(counts),
-         table["verdict"].value_counts().to_dict())
+log.info(
+    "validity of %d metrics on %d calibration systems: %s",
+    len(table),
+    len(counts),
+    table["verdict"].value_counts().to_dict(),
+)

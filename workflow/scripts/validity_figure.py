@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pandas as pd
+import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval import plots
 from crseval.io import log_to
