@@ -54,3 +54,34 @@ def score_session(turns: list[dict], system_topics: list[set]) -> dict:
         "adherence_segment_recall": safe_mean(s[1] for s in segments),
         "adherence_segment_f1": safe_mean(s[2] for s in segments),
     }
+
+
+class AdherenceFamily:
+    """Topic adherence against the simulator's focus values (registered as `adherence`); system topics
+    from the catalog extractor, or from an LLM with `scoring.adherence.extractor: llm`."""
+
+    name = "adherence"
+
+    def __init__(self, context):
+        from crseval.metrics.topic_words import LlmTopics
+
+        section = context.settings["adherence"]
+        self.space = context.space
+        self.topics = None
+        if section["extractor"] == "llm":
+            self.topics = LlmTopics(context.llm_factory(section["llm"]["backend"]), section["llm"]["options"])
+
+    def score_shard(self, records: list[dict]) -> list[tuple[dict, list[dict]]]:
+        llm_topics = {}
+        if self.topics is not None:
+            system_texts = list(dict.fromkeys(t["system_text"] for r in records for t in r["turns"]))
+            llm_topics = dict(zip(system_texts, self.topics(system_texts)))
+        scores = []
+        for record in records:
+            systems = [t["system_text"] for t in record["turns"]]
+            if self.topics is None:
+                system_topics = [set(self.space.mentions(s)) for s in systems]
+            else:
+                system_topics = [set(llm_topics[s]) for s in systems]
+            scores.append((score_session(record["turns"], system_topics), []))
+        return scores

@@ -255,3 +255,15 @@ def score_session(record: dict, space: ConceptSpace) -> tuple[dict, list[dict]]:
         rec_satisfaction=safe_mean(r["rec_satisfaction"] for r in rows),
     )
     return session, rows
+
+
+class TasFamily:
+    """Grounded TAS and its companions (registered as `tas`)."""
+
+    name = "tas"
+
+    def __init__(self, context):
+        self.space = context.space
+
+    def score_shard(self, records: list[dict]) -> list[tuple[dict, list[dict]]]:
+        return [score_session(record, self.space) for record in records]

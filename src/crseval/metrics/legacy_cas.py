@@ -185,3 +185,46 @@ def score_dialogue(
 
 
 TopicExtractor = Callable[[list[str]], list[list[str]]]
+
+
+class CasFamily:
+    """The legacy CAS and its components (registered as `cas`): TF-IDF or embedding similarity,
+    topic words from LDA, the heuristic extractor or an LLM."""
+
+    name = "cas"
+
+    def __init__(self, context):
+        from crseval.metrics.similarity import EmbeddingSimilarity
+        from crseval.metrics.topic_words import HeuristicTopics, LdaTopics, LlmTopics
+        from crseval.topics import TopicModel
+
+        section = context.settings["cas"]
+        self.settings = CasSettings.from_config(section)
+        self.similarity = (
+            context.tfidf() if section["similarity"] == "tfidf" else EmbeddingSimilarity(context.embedder())
+        )
+        if section["topics"] == "lda":
+            self.topics = LdaTopics(TopicModel.load(context.lda_dir))
+        elif section["topics"] == "heuristic":
+            self.topics = HeuristicTopics(context.index.films["plot"].tolist())
+        else:
+            self.topics = LlmTopics(context.llm_factory(section["llm"]["backend"]), section["llm"]["options"])
+
+    def score_shard(self, records: list[dict]) -> list[tuple[dict, list[dict]]]:
+        from crseval.metrics.similarity import MemoisedSimilarity
+
+        texts = [t[k] for r in records for t in r["turns"] for k in ("user_text", "system_text")]
+        similarity = MemoisedSimilarity(self.similarity)
+        self.similarity.prepare(texts)
+        unique = list(dict.fromkeys(texts))
+        topic_of = dict(zip(unique, self.topics(unique)))
+        self.similarity.prepare(" ".join(topic_of[t["system_text"]]) for r in records for t in r["turns"])
+        scores = []
+        for record in records:
+            users = [t["user_text"] for t in record["turns"]]
+            systems = [t["system_text"] for t in record["turns"]]
+            session, turns = score_dialogue(
+                users, systems, [topic_of[u] for u in users], [topic_of[s] for s in systems], similarity, self.settings
+            )
+            scores.append((session, [{"cas_sim": v["cas_sim"], "cas_shift": v["cas_shift"]} for v in turns]))
+        return scores

@@ -380,3 +380,64 @@ def semantic_clusters(vectors: list[np.ndarray], seed: int) -> dict:
         "intra_cluster_diversity": float(1 - sims[same].mean()) if same.any() else NAN,
         "inter_cluster_diversity": float(1 - sims[other].mean()),
     }
+
+
+class ResponseStatsFamily:
+    """Statistics of a system's responses (registered as `response_stats`): lexical diversity,
+    self-BLEU, perplexity under the catalog-plot LM, embedding diversity and semantic clusters,
+    persona similarity."""
+
+    name = "response_stats"
+
+    def __init__(self, context):
+        from crseval.metrics.similarity import EmbeddingSimilarity
+
+        self.index = context.index
+        self.settings = context.settings["response_stats"]
+        lm = self.settings["lm"]
+        self.lm = TrigramLM(k=lm["k"], lambdas=tuple(lm["lambdas"]))
+        self.lm.fit(context.index.films["plot"].tolist())
+        self.embedder = context.embedder() if self.settings["embeddings"] else None
+        self.persona_similarity = (
+            context.tfidf()
+            if self.settings["persona_similarity"] == "tfidf"
+            else EmbeddingSimilarity(context.embedder())
+        )
+
+    def score_shard(self, records: list[dict]) -> list[tuple[dict, list[dict]]]:
+        system_texts = list(dict.fromkeys(t["system_text"] for r in records for t in r["turns"]))
+        vectors = self.embedder.embed([t for t in system_texts if t.strip()]) if self.embedder else {}
+        profiles = {r["session_id"]: self._profile(r) for r in records}
+        # only sessions with liked films have a persona similarity (imported logs have none)
+        liking = [r for r in records if profiles[r["session_id"]]]
+        self.persona_similarity.prepare(
+            [profiles[r["session_id"]] for r in liking] + [t["system_text"] for r in liking for t in r["turns"]]
+        )
+        seeds = [self.settings["seed"] + (r.get("session_index") or 0) for r in records]
+        statistics = score_sessions(
+            [[t["system_text"] for t in r["turns"]] for r in records], self.lm, self.settings["self_bleu_sample"], seeds
+        )
+        scores = []
+        for number, record in enumerate(records):
+            systems = [t["system_text"] for t in record["turns"]]
+            session = dict(statistics[number])
+            embedded = [vectors[s] for s in systems if s in vectors] if self.embedder else []
+            session["embedding_diversity"] = embedding_diversity(embedded) if self.embedder else math.nan
+            session.update(
+                semantic_clusters(embedded, seeds[number]) if self.embedder else dict.fromkeys(CLUSTER_KEYS, math.nan)
+            )
+            profile = profiles[record["session_id"]]
+            persona = [self.persona_similarity(profile, s) for s in systems] if profile else [math.nan] * len(systems)
+            session["persona_similarity"] = float(np.nanmean(persona)) if profile and persona else math.nan
+            scores.append((session, [{"persona_similarity": value} for value in persona]))
+        return scores
+
+    def _profile(self, record: dict) -> str:
+        """The user's liked items as one text: each liked film's name, genres and plot."""
+        parts = []
+        for title in record.get("liked_titles") or []:
+            film_id = self.index.film_id(title)
+            if film_id is not None:
+                row = self.index.films.loc[film_id]
+                parts.append(f"{row['name']}. {', '.join(row['genre'])}. {row['plot']}")
+        return " ".join(parts)
