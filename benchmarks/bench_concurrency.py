@@ -75,10 +75,17 @@ class _Handler(BaseHTTPRequestHandler):
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         pick = candidates[int(digest, 16) % len(candidates)] if candidates else None
         content = f"You might enjoy {pick}: it fits what you asked for." if pick else "Tell me more."
-        payload = json.dumps({"id": digest[:12], "object": "chat.completion", "model": body["model"],
-                              "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                           "finish_reason": "stop"}],
-                              "usage": {"prompt_tokens": 50, "completion_tokens": 12}}).encode()
+        payload = json.dumps(
+            {
+                "id": digest[:12],
+                "object": "chat.completion",
+                "model": body["model"],
+                "choices": [
+                    {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+                ],
+                "usage": {"prompt_tokens": 50, "completion_tokens": 12},
+            }
+        ).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -90,8 +97,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 def prepare_catalog(folder: Path) -> dict:
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    films, concepts, summary = build_index(REPO / config["catalog"]["path"], REPO / config["catalog"]["non_genre_values"],
-                                           config["catalog"]["plot_keywords"])
+    films, concepts, summary = build_index(
+        REPO / config["catalog"]["path"],
+        REPO / config["catalog"]["non_genre_values"],
+        config["catalog"]["plot_keywords"],
+    )
     write_parquet(films, folder / "films.parquet")
     write_parquet(concepts, folder / "concepts.parquet")
     write_json(summary, folder / "summary.json")
@@ -101,18 +111,37 @@ def prepare_catalog(folder: Path) -> dict:
 
 def run_level(config: dict, folder: Path, system: dict, concurrency: int, sessions: int, turns: int, tag: str) -> dict:
     runner = build_shard_runner(
-        system=system, simulator=config["simulator"], agent=config["agent"], experiment_seed=7, turns=turns,
-        films=folder / "films.parquet", concepts=folder / "concepts.parquet", catalog_summary=folder / "summary.json",
+        system=system,
+        simulator=config["simulator"],
+        agent=config["agent"],
+        experiment_seed=7,
+        turns=turns,
+        films=folder / "films.parquet",
+        concepts=folder / "concepts.parquet",
+        catalog_summary=folder / "summary.json",
         schema=REPO / "workflow" / "schemas" / "session.schema.yaml",
-        llm_runtime={"cache_dir": str(folder / f"cache-{tag}-{concurrency}"), "timeout_s": 600, "max_retries": 2,
-                     "backoff_s": 1.0},
-        threads=1, concurrency=concurrency)
+        llm_runtime={
+            "cache_dir": str(folder / f"cache-{tag}-{concurrency}"),
+            "timeout_s": 600,
+            "max_retries": 2,
+            "backoff_s": 1.0,
+        },
+        threads=1,
+        concurrency=concurrency,
+    )
     output = folder / f"{tag}-{concurrency}.jsonl"
     started = time.perf_counter()
     runner.run(range(sessions), progress=folder / f"{tag}-{concurrency}.progress", output=output)
     elapsed = time.perf_counter() - started
-    return {"concurrency": concurrency, "sessions": sessions, "turns": turns, "seconds": round(elapsed, 2),
-            "sessions_per_min": round(60 * sessions / elapsed, 1), "calls": runner.calls, "output": output}
+    return {
+        "concurrency": concurrency,
+        "sessions": sessions,
+        "turns": turns,
+        "seconds": round(elapsed, 2),
+        "sessions_per_min": round(60 * sessions / elapsed, 1),
+        "calls": runner.calls,
+        "output": output,
+    }
 
 
 def same_sessions(paths: list[Path], count: int) -> bool:
@@ -124,9 +153,13 @@ def same_sessions(paths: list[Path], count: int) -> bool:
 def loopback(args, config: dict, folder: Path) -> list[dict]:
     server = FixedLatencyServer(args.latency)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    system = {"name": "served", "agent": "llm", "prompt": str(REPO / "resources" / "prompts" / "crs_grounded.txt"),
-              "backend": {"type": "openai", "model": "fixed-latency", "base_url": server.base_url},
-              "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 48}}
+    system = {
+        "name": "served",
+        "agent": "llm",
+        "prompt": str(REPO / "resources" / "prompts" / "crs_grounded.txt"),
+        "backend": {"type": "openai", "model": "fixed-latency", "base_url": server.base_url},
+        "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 48},
+    }
     rows = []
     for level in args.levels:
         server.max_in_flight = 0
@@ -148,9 +181,23 @@ def llama_server(args, config: dict, folder: Path) -> list[dict]:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path("qwen2.5-coder-0.5b-instruct")),
-               "--host", "127.0.0.1", "--port", str(port), "--n_threads", "2", "--n_ctx", "4096",
-               "--model_alias", "qwen2.5-coder-0.5b-instruct"]
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_path("qwen2.5-coder-0.5b-instruct")),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_threads",
+        "2",
+        "--n_ctx",
+        "4096",
+        "--model_alias",
+        "qwen2.5-coder-0.5b-instruct",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 120
@@ -162,11 +209,17 @@ def llama_server(args, config: dict, folder: Path) -> list[dict]:
                 if time.time() > deadline or process.poll() is not None:
                     raise RuntimeError("llama_cpp.server did not start")
                 time.sleep(0.5)
-        system = {"name": "llama-server", "agent": "llm",
-                  "prompt": str(REPO / "resources" / "prompts" / "crs_grounded.txt"),
-                  "backend": {"type": "openai", "model": "qwen2.5-coder-0.5b-instruct",
-                              "base_url": f"http://127.0.0.1:{port}/v1"},
-                  "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}}
+        system = {
+            "name": "llama-server",
+            "agent": "llm",
+            "prompt": str(REPO / "resources" / "prompts" / "crs_grounded.txt"),
+            "backend": {
+                "type": "openai",
+                "model": "qwen2.5-coder-0.5b-instruct",
+                "base_url": f"http://127.0.0.1:{port}/v1",
+            },
+            "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32},
+        }
         rows = []
         for level in (1, 4):
             row = run_level(config, folder, system, level, 4, 3, "llama-server")
@@ -189,13 +242,17 @@ def main() -> None:
         folder = Path(temporary)
         config = prepare_catalog(folder)
         rows = loopback(args, config, folder)
-        print(f"\nLoopback server, {args.latency} s per reply, {args.turns} turns per session; "
-              f"sessions identical across levels: {rows[0]['identical']}")
+        print(
+            f"\nLoopback server, {args.latency} s per reply, {args.turns} turns per session; "
+            f"sessions identical across levels: {rows[0]['identical']}"
+        )
         print("| concurrency | sessions | seconds | sessions/min | x concurrency 1 | max requests in flight |")
         print("|---|---|---|---|---|---|")
         for row in rows:
-            print(f"| {row['concurrency']} | {row['sessions']} | {row['seconds']} | {row['sessions_per_min']} | "
-                  f"{row['speedup']} | {row['max_in_flight']} |")
+            print(
+                f"| {row['concurrency']} | {row['sessions']} | {row['seconds']} | {row['sessions_per_min']} | "
+                f"{row['speedup']} | {row['max_in_flight']} |"
+            )
         if args.llama_server:
             served = llama_server(args, config, folder)
             print("\nllama_cpp.server, embedded Qwen2.5-Coder-0.5B, 2 threads, 4 sessions x 3 turns")

@@ -40,12 +40,19 @@ class RecordingBackend:
 
 
 def prepare_catalog(folder: Path, config: dict) -> dict:
-    films, concepts, summary = build_index(REPO / config["catalog"]["path"], REPO / config["catalog"]["non_genre_values"],
-                                           config["catalog"]["plot_keywords"])
+    films, concepts, summary = build_index(
+        REPO / config["catalog"]["path"],
+        REPO / config["catalog"]["non_genre_values"],
+        config["catalog"]["plot_keywords"],
+    )
     write_parquet(films, folder / "films.parquet")
     write_parquet(concepts, folder / "concepts.parquet")
     write_json(summary, folder / "summary.json")
-    return {"films": folder / "films.parquet", "concepts": folder / "concepts.parquet", "catalog_summary": folder / "summary.json"}
+    return {
+        "films": folder / "films.parquet",
+        "concepts": folder / "concepts.parquet",
+        "catalog_summary": folder / "summary.json",
+    }
 
 
 def raw_replay(backend: LlamaCppBackend, requests) -> tuple[int, float]:
@@ -54,8 +61,13 @@ def raw_replay(backend: LlamaCppBackend, requests) -> tuple[int, float]:
     for request in requests:
         messages = request.message_dicts() if backend._system_role else merge_system_into_user(request.message_dicts())
         started = time.perf_counter()
-        reply = llm.create_chat_completion(messages=messages, temperature=request.temperature, top_p=request.top_p,
-                                           max_tokens=request.max_tokens, seed=request.seed)
+        reply = llm.create_chat_completion(
+            messages=messages,
+            temperature=request.temperature,
+            top_p=request.top_p,
+            max_tokens=request.max_tokens,
+            seed=request.seed,
+        )
         seconds += time.perf_counter() - started
         tokens += reply["usage"]["completion_tokens"]
     return tokens, seconds
@@ -76,29 +88,48 @@ def main() -> None:
         for system in config["systems"]:
             if system["agent"] == "llm":
                 system = {**system, "prompt": str(REPO / system["prompt"])}
-            runner = build_shard_runner(system=system, simulator=config["simulator"], agent=config["agent"],
-                                        experiment_seed=config["sessions"]["seed"], turns=args.turns, **files,
-                                        schema=REPO / "workflow" / "schemas" / "session.schema.yaml",
-                                        llm_runtime={**config["llm"], "cache_dir": None}, threads=args.threads)
+            runner = build_shard_runner(
+                system=system,
+                simulator=config["simulator"],
+                agent=config["agent"],
+                experiment_seed=config["sessions"]["seed"],
+                turns=args.turns,
+                **files,
+                schema=REPO / "workflow" / "schemas" / "session.schema.yaml",
+                llm_runtime={**config["llm"], "cache_dir": None},
+                threads=args.threads,
+            )
             recorder = None
             if runner.client is not None:
                 recorder = RecordingBackend(runner.client.backend)
                 runner.client.backend = recorder
                 recorder.inner.complete(recorder.requests[0] if recorder.requests else _warmup())  # load the model
             started = time.perf_counter()
-            runner.run(range(args.sessions), progress=tmp / f"{system['name']}.progress", output=tmp / f"{system['name']}.jsonl")
+            runner.run(
+                range(args.sessions),
+                progress=tmp / f"{system['name']}.progress",
+                output=tmp / f"{system['name']}.jsonl",
+            )
             wall = time.perf_counter() - started
-            row = {"system": system["name"], "sessions": args.sessions, "turns": args.turns,
-                   "sessions_per_min": round(60 * args.sessions / wall, 2), "s_per_turn": round(wall / (args.sessions * args.turns), 3)}
+            row = {
+                "system": system["name"],
+                "sessions": args.sessions,
+                "turns": args.turns,
+                "sessions_per_min": round(60 * args.sessions / wall, 2),
+                "s_per_turn": round(wall / (args.sessions * args.turns), 3),
+            }
             if recorder is not None:
-                sessions = [json.loads(l) for l in (tmp / f"{system['name']}.jsonl").read_text().splitlines()]
+                sessions = [json.loads(line) for line in (tmp / f"{system['name']}.jsonl").read_text().splitlines()]
                 pipeline_tokens = sum(t["llm"]["completion_tokens"] for s in sessions for t in s["turns"])
                 in_llm = sum(t["llm"]["latency_s"] for s in sessions for t in s["turns"])
                 row["outside_llm_pct"] = round(100 * (1 - in_llm / wall), 2)
                 raw_tokens, raw_seconds = raw_replay(recorder.inner, recorder.requests)
-                row.update(pipeline_tok_per_s=round(pipeline_tokens / wall, 2), raw_tok_per_s=round(raw_tokens / raw_seconds, 2),
-                           overhead_pct=round(100 * (1 - (pipeline_tokens / wall) / (raw_tokens / raw_seconds)), 1),
-                           same_tokens=pipeline_tokens == raw_tokens)
+                row.update(
+                    pipeline_tok_per_s=round(pipeline_tokens / wall, 2),
+                    raw_tok_per_s=round(raw_tokens / raw_seconds, 2),
+                    overhead_pct=round(100 * (1 - (pipeline_tokens / wall) / (raw_tokens / raw_seconds)), 1),
+                    same_tokens=pipeline_tokens == raw_tokens,
+                )
             results.append(row)
             print(json.dumps(row), flush=True)
 

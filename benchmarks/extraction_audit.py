@@ -35,22 +35,44 @@ REPO = Path(__file__).resolve().parents[1]
 ORDINARY = ("accept", "reject", "ask", "no_title", "contradict")
 
 
-def simulate(folder: Path, catalog: Path, sessions: int, turns: int, shift_every: int, field_order: list[str],
-             track_plot_keywords: bool) -> list[dict]:
-    films, concepts, summary = build_index(catalog, REPO / "resources/wordlists/non_genre_values.tsv",
-                                           {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
+def simulate(
+    folder: Path,
+    catalog: Path,
+    sessions: int,
+    turns: int,
+    shift_every: int,
+    field_order: list[str],
+    track_plot_keywords: bool,
+) -> list[dict]:
+    films, concepts, summary = build_index(
+        catalog,
+        REPO / "resources/wordlists/non_genre_values.tsv",
+        {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True},
+    )
     write_parquet(films, folder / "films.parquet")
     write_parquet(concepts, folder / "concepts.parquet")
     write_json(summary, folder / "summary.json")
     runner = build_shard_runner(
         system={"name": "template", "agent": "template"},
-        simulator={"templates": str(REPO / "resources/templates/user.yaml"), "shift_every": shift_every,
-                   "field_order": field_order,
-                   "contradiction_rate": 0.1, "accept_rate": 0.7, "max_bridge_share": 0.1, "paraphrase": {"enabled": False}},
-        agent={"candidates": 5, "history_turns": 2, "track_plot_keywords": track_plot_keywords}, experiment_seed=20261122, turns=turns,
-        films=folder / "films.parquet", concepts=folder / "concepts.parquet", catalog_summary=folder / "summary.json",
-        schema=REPO / "workflow/schemas/session.schema.yaml", llm_runtime={"timeout_s": 1, "max_retries": 0, "backoff_s": 0},
-        threads=1)
+        simulator={
+            "templates": str(REPO / "resources/templates/user.yaml"),
+            "shift_every": shift_every,
+            "field_order": field_order,
+            "contradiction_rate": 0.1,
+            "accept_rate": 0.7,
+            "max_bridge_share": 0.1,
+            "paraphrase": {"enabled": False},
+        },
+        agent={"candidates": 5, "history_turns": 2, "track_plot_keywords": track_plot_keywords},
+        experiment_seed=20261122,
+        turns=turns,
+        films=folder / "films.parquet",
+        concepts=folder / "concepts.parquet",
+        catalog_summary=folder / "summary.json",
+        schema=REPO / "workflow/schemas/session.schema.yaml",
+        llm_runtime={"timeout_s": 1, "max_retries": 0, "backoff_s": 0},
+        threads=1,
+    )
     started = time.perf_counter()
     runner.run(range(sessions), progress=folder / "progress.jsonl", output=folder / "shard.jsonl")
     seconds = time.perf_counter() - started
@@ -134,11 +156,20 @@ def main() -> None:
     parser.add_argument("--track-plot-keywords", action="store_true", help="the tracker reads plot keywords as wishes")
     parser.add_argument("--score-plot-keywords", action="store_true", help="E(x) includes plot keywords")
     args = parser.parse_args()
-    fields = ("genre", "actor", "director", "writer", "language", "year") + (("plot_keyword",) if args.score_plot_keywords else ())
+    fields = ("genre", "actor", "director", "writer", "language", "year") + (
+        ("plot_keyword",) if args.score_plot_keywords else ()
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        records = simulate(folder, Path(args.catalog), args.sessions, args.turns, args.shift_every,
-                           args.field_order.split(","), args.track_plot_keywords)
+        records = simulate(
+            folder,
+            Path(args.catalog),
+            args.sessions,
+            args.turns,
+            args.shift_every,
+            args.field_order.split(","),
+            args.track_plot_keywords,
+        )
         print(json.dumps(audit(records, folder, fields), indent=2, ensure_ascii=False))
 
 

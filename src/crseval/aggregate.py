@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-from crseval.judge_columns import COUNT_COLUMNS, TEXT_COLUMNS, THESIS_NAMES
 from scipy import stats
+
+from crseval.judge_columns import COUNT_COLUMNS, TEXT_COLUMNS, THESIS_NAMES
 
 ID_TYPES = {
     "system": pa.string(),
@@ -89,7 +90,11 @@ def sessions_table(score_paths: list[str], judge_paths: list[str]) -> pd.DataFra
 
 
 def metric_columns(frame: pd.DataFrame) -> list[str]:
-    return [c for c in frame.columns if c not in NOT_METRICS and not c.endswith("_sd") and pd.api.types.is_numeric_dtype(frame[c])]
+    return [
+        c
+        for c in frame.columns
+        if c not in NOT_METRICS and not c.endswith("_sd") and pd.api.types.is_numeric_dtype(frame[c])
+    ]
 
 
 def mean_ci(values: pd.Series, level: float = 0.95) -> tuple[float, float, float, int]:

@@ -44,7 +44,9 @@ class CalibrationAgent(Agent):
 
     def respond(self, turn: int, user_text: str):
         if not self.gold_history:
-            raise RuntimeError(f"{type(self).__name__} needs the simulator's ground truth; it cannot run on imported logs")
+            raise RuntimeError(
+                f"{type(self).__name__} needs the simulator's ground truth; it cannot run on imported logs"
+            )
         served = self.served()
         self.tracker.included = {}
         self.tracker.excluded = {}

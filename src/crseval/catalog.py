@@ -22,6 +22,7 @@ import pandas as pd
 import pyarrow as pa
 from sklearn.feature_extraction.text import TfidfVectorizer
 
+from crseval.fields import CONCEPT_FIELDS, LIST_FIELDS, PEOPLE_FIELDS
 from crseval.normalize import (
     GenreNormaliser,
     NonGenreList,
@@ -31,7 +32,6 @@ from crseval.normalize import (
     normalise_year,
 )
 from crseval.text import content_words
-from crseval.fields import CONCEPT_FIELDS, LIST_FIELDS, PEOPLE_FIELDS
 
 KNOWN_FIELDS = frozenset({"name", "year", "plot", "original_id", *LIST_FIELDS})
 MAX_EXAMPLES = 5
@@ -103,8 +103,7 @@ class NormalisationReport:
                 for f, reasons in sorted(self.dropped.items())
             },
             "repaired_defects": {
-                kind: {"count": n, "examples": self.defect_examples[kind]}
-                for kind, n in sorted(self.defects.items())
+                kind: {"count": n, "examples": self.defect_examples[kind]} for kind, n in sorted(self.defects.items())
             },
         }
 
@@ -149,7 +148,9 @@ def _read_json_object(path: Path, report: NormalisationReport) -> list[tuple[str
     except ValueError as error:  # a number too long to convert
         raise CatalogError(path, f"not valid JSON here: {error}") from None
     if not isinstance(parsed, _Pairs):
-        raise CatalogError(path, f"the catalog must be a JSON object mapping titles to films, found {_json_type(parsed)}")
+        raise CatalogError(
+            path, f"the catalog must be a JSON object mapping titles to films, found {_json_type(parsed)}"
+        )
     _check_parsed_values(path, parsed)
     films: list[tuple[str, object]] = []
     seen: set[str] = set()
@@ -179,8 +180,13 @@ def _check_parsed_values(path: Path, parsed: _Pairs) -> None:
             if depth > MAX_DEPTH:
                 raise CatalogError(path, f"nested deeper than {MAX_DEPTH} levels", film=title, field=field_name)
             if isinstance(item, str) and _LONE_SURROGATE.search(item):
-                raise CatalogError(path, f"{'title' if depth == 0 else 'text'} is not valid Unicode (a lone surrogate "
-                                   "escape such as \\ud800)", film=title, field=field_name)
+                raise CatalogError(
+                    path,
+                    f"{'title' if depth == 0 else 'text'} is not valid Unicode (a lone surrogate "
+                    "escape such as \\ud800)",
+                    film=title,
+                    field=field_name,
+                )
             if isinstance(item, _Pairs):
                 for key, value in item:
                     child_field = key if depth == 1 else field_name
@@ -214,7 +220,9 @@ def _raise_bad_utf8(path: Path, raw: bytes, error: UnicodeDecodeError) -> None:
             if isinstance(record, dict):
                 for key, value in record.items():
                     if _has_surrogates(json.dumps(value, ensure_ascii=False)) or _has_surrogates(key):
-                        raise CatalogError(path, "value is not valid UTF-8", film=_printable(title), field=_printable(key)) from None
+                        raise CatalogError(
+                            path, "value is not valid UTF-8", film=_printable(title), field=_printable(key)
+                        ) from None
     raise CatalogError(path, f"not valid UTF-8 at byte {error.start}") from None
 
 
@@ -254,7 +262,12 @@ def _list_field(path: Path, title: str, record: dict, name: str, report: Normali
             report.drop(name, "null value", "null")
             continue
         if not isinstance(item, str):
-            raise CatalogError(path, f"expected a list of strings, found an item of type {_json_type(item)}: {item!r}", film=title, field=name)
+            raise CatalogError(
+                path,
+                f"expected a list of strings, found an item of type {_json_type(item)}: {item!r}",
+                film=title,
+                field=name,
+            )
         items.append(item)
     return items
 
@@ -350,7 +363,9 @@ def _normalise_year_field(path: Path, title: str, record: dict, report: Normalis
 
 
 # Words a catalog writes where it has no name: not people, and they would read as words in text.
-PLACEHOLDER_NAMES = frozenset({"unknown", "n/a", "na", "none", "null", "various", "anonymous", "uncredited", "tba", "tbd"})
+PLACEHOLDER_NAMES = frozenset(
+    {"unknown", "n/a", "na", "none", "null", "various", "anonymous", "uncredited", "tba", "tbd"}
+)
 
 
 def _normalise_simple(values, field_name, normalise, report) -> list[str]:
@@ -454,7 +469,11 @@ def concepts_table(films: list[Film], keywords: list[list[str]] | None = None) -
 def summarise(path: str | Path, films: list[Film], keywords: list[list[str]], report: NormalisationReport) -> dict:
     per_field = {}
     for name in CONCEPT_FIELDS:
-        values = [[film.year] if film.year else [] for film in films] if name == "year" else [getattr(film, name) for film in films]
+        values = (
+            [[film.year] if film.year else [] for film in films]
+            if name == "year"
+            else [getattr(film, name) for film in films]
+        )
         per_field[name] = {
             "distinct_values": len({v for vs in values for v in vs}),
             "films_with_values": sum(1 for vs in values if vs),
@@ -489,4 +508,8 @@ def build_index(
         max_df=keyword_settings["max_df"],
         lemmatize=keyword_settings["lemmatize"],
     )
-    return films_table(films, keywords), concepts_table(films, keywords), summarise(catalog_path, films, keywords, report)
+    return (
+        films_table(films, keywords),
+        concepts_table(films, keywords),
+        summarise(catalog_path, films, keywords, report),
+    )

@@ -44,7 +44,10 @@ class CatalogIndex:
         table = self._field_values.get(field_name)
         if table is None:  # one pass over the column instead of a DataFrame lookup per call
             if field_name == "year":
-                table = {int(f): ([str(int(y))] if not pd.isna(y) else []) for f, y in zip(self.films["film_id"], self.films["year"])}
+                table = {
+                    int(f): ([str(int(y))] if not pd.isna(y) else [])
+                    for f, y in zip(self.films["film_id"], self.films["year"])
+                }
             else:
                 column = "plot_keywords" if field_name == KEYWORD_FIELD else field_name
                 table = {int(f): list(v) for f, v in zip(self.films["film_id"], self.films[column])}

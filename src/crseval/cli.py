@@ -29,21 +29,35 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     importer = commands.add_parser("import-logs", help="convert legacy conversation logs into session JSON lines")
     importer.add_argument("paths", nargs="+", help="log files or glob patterns")
-    importer.add_argument("--catalog-index", required=True, type=Path,
-                          help="folder with films.parquet and concepts.parquet (results/<experiment>/catalog)")
-    importer.add_argument("--out", required=True, type=Path, help="output folder: <system>.jsonl per system and import_report.json")
+    importer.add_argument(
+        "--catalog-index",
+        required=True,
+        type=Path,
+        help="folder with films.parquet and concepts.parquet (results/<experiment>/catalog)",
+    )
+    importer.add_argument(
+        "--out", required=True, type=Path, help="output folder: <system>.jsonl per system and import_report.json"
+    )
     titles = commands.add_parser("eval-titles", help="precision and recall of title recognition on labelled replies")
-    titles.add_argument("labels", type=Path, help="label file: one JSON line per reply (see tests/data/title_labels/GUIDE.md)")
+    titles.add_argument(
+        "labels", type=Path, help="label file: one JSON line per reply (see tests/data/title_labels/GUIDE.md)"
+    )
     titles.add_argument("--logs", required=True, type=Path, help="folder of the legacy logs the labels point into")
-    titles.add_argument("--catalog-index", required=True, type=Path, help="folder with films.parquet and concepts.parquet")
-    titles.add_argument("--errors", action="store_true", help="also list every reply where recognition and labels differ")
+    titles.add_argument(
+        "--catalog-index", required=True, type=Path, help="folder with films.parquet and concepts.parquet"
+    )
+    titles.add_argument(
+        "--errors", action="store_true", help="also list every reply where recognition and labels differ"
+    )
     args = parser.parse_args(argv)
     if args.command == "eval-titles":
         return _eval_titles(args)
 
     files = sorted({f for pattern in args.paths for f in (glob.glob(pattern) or [pattern])})
     index = CatalogIndex.read(args.catalog_index / "films.parquet", args.catalog_index / "concepts.parquet")
-    summary = catalog_sha(args.catalog_index / "summary.json") if (args.catalog_index / "summary.json").exists() else "0" * 64
+    summary = (
+        catalog_sha(args.catalog_index / "summary.json") if (args.catalog_index / "summary.json").exists() else "0" * 64
+    )
     try:
         sessions, report = import_logs(files, ConceptMatcher(index.concepts, index.films), summary, "0" * 64)
     except LogImportError as error:
@@ -52,8 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     targets = {system: args.out / f"{system}.jsonl" for system in sessions}
     for system, target in targets.items():  # the importer gives safe names; this guards the folder if it ever did not
         if not target.resolve().is_relative_to(args.out.resolve()):
-            print(f"crseval import-logs: system {system!r} would be written outside the output folder {args.out} "
-                  f"(to {target.resolve()}); nothing written", file=sys.stderr)
+            print(
+                f"crseval import-logs: system {system!r} would be written outside the output folder {args.out} "
+                f"(to {target.resolve()}); nothing written",
+                file=sys.stderr,
+            )
             return 2
     args.out.mkdir(parents=True, exist_ok=True)
     for system, records in sessions.items():

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from crseval.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.lexicon import is_common_phrase, is_common_word
 from crseval.text import STOP_WORDS, lemma
 from crseval.tokens import tokenize
-from crseval.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 
 # Words right before a value that say which field a name belongs to.
 FIELD_CUES: dict[str, tuple[str, ...]] = {
@@ -40,16 +40,18 @@ FIELD_CUES: dict[str, tuple[str, ...]] = {
 # Optional field: the top TF-IDF words of each film's plot (lemmas), matched by the lemma of a word.
 
 # Genre names that name a kind of film on their own ("I'd like a comedy").
-GENRE_NAMES = frozenset("""
+GENRE_NAMES = frozenset(
+    """
 action adventure animation animated biography comedy crime documentary drama fantasy horror musical mystery
 romance thriller western science fiction sci-fi noir film noir satire parody slasher anime superhero
 romantic comedy black comedy comedy-drama psychological thriller historical drama
-""".split()) | {"science fiction", "film noir", "romantic comedy", "black comedy", "psychological thriller"}
+""".split()
+) | {"science fiction", "film noir", "romantic comedy", "black comedy", "psychological thriller"}
 
 # Cue words next to an everyday word that make it a value of the field.
 _AFTER_CUE = {
     "genre": r"(?:-|\s)+(?:movies?|films?|flicks?|genres?|stories|story|pictures?|fans?|titles?|series|cinema|classics?"
-             r"|comed(?:y|ies)|dramas?|thrillers?|adventures?|elements?|themes?)\b",
+    r"|comed(?:y|ies)|dramas?|thrillers?|adventures?|elements?|themes?)\b",
     "language": r"(?:-|\s)+(?:language|dialogue|speaking|audio|subtitles|version|films?|movies?)\b",
     "plot_keyword": r"(?:-|\s)+(?:movies?|films?|stories|story|plots?|themes?)\b",
 }
@@ -61,6 +63,7 @@ _BEFORE_CUE = {
 _PERSON_BEFORE_CUE = r"\b(?:directed\s+by|written\s+by|starring|with|featuring|by|actor|actress|director|writer)\s*$"
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n])[\s\"'“‘*_(\[-]*$")
 _QUOTED = re.compile(r"[\"'“‘*_]$")
+
 
 @dataclass(frozen=True)
 class Mention:
@@ -86,7 +89,7 @@ class _RunIndex:
         i = 0
         while i < len(keys):
             for length in self.lengths.get(keys[i], ()):
-                run = tuple(keys[i:i + length])
+                run = tuple(keys[i : i + length])
                 if len(run) == length and run in self.entries:
                     yield i, i + length, self.entries[run]
                     i += length
@@ -101,8 +104,11 @@ class ConceptMatcher:
     def __init__(self, concepts: pd.DataFrame, films: pd.DataFrame, fields: tuple[str, ...] = CONCEPT_FIELDS):
         from crseval.titles import TitleRecognizer  # the recognizer reads titles; this module reads values
 
-        self._keywords = frozenset(concepts.loc[concepts["field"] == KEYWORD_FIELD, "value"]) if KEYWORD_FIELD in fields \
+        self._keywords = (
+            frozenset(concepts.loc[concepts["field"] == KEYWORD_FIELD, "value"])
+            if KEYWORD_FIELD in fields
             else frozenset()
+        )
         concepts = concepts[concepts["field"].isin([f for f in fields if f != KEYWORD_FIELD])]
         counts = concepts.groupby(["field", "value"]).size()
         by_surface: dict[tuple[str, ...], list[tuple[str, str, int]]] = {}
@@ -137,7 +143,9 @@ class ConceptMatcher:
             field, value = self._choose_field(text, start, candidates)
             mentions.append(Mention(field, value, start, end))
         if self._keywords:
-            mentions = sorted(mentions + self._keyword_mentions(text, tokens, mentions, inside_title), key=lambda m: m.start)
+            mentions = sorted(
+                mentions + self._keyword_mentions(text, tokens, mentions, inside_title), key=lambda m: m.start
+            )
         return mentions
 
     def _keyword_mentions(self, text, tokens, mentions, inside_title) -> list[Mention]:
@@ -151,7 +159,9 @@ class ConceptMatcher:
             if any(a <= start < b for a, b in taken):
                 continue
             keyword = lemma(token.lower())
-            if keyword in self._keywords and (not is_common_word(token) or self._cued(text, start, end, KEYWORD_FIELD, keyword)):
+            if keyword in self._keywords and (
+                not is_common_word(token) or self._cued(text, start, end, KEYWORD_FIELD, keyword)
+            ):
                 found.append(Mention(KEYWORD_FIELD, keyword, start, end))
         return found
 
@@ -182,7 +192,7 @@ class ConceptMatcher:
     @staticmethod
     def _choose_field(text: str, start: int, candidates: list[tuple[str, str, int]]) -> tuple[str, str]:
         if len(candidates) > 1:
-            before = text[max(0, start - 24):start].lower()
+            before = text[max(0, start - 24) : start].lower()
             for field, value, _ in candidates:
                 if any(re.search(rf"\b{re.escape(cue)}\s*$", before) for cue in FIELD_CUES.get(field, ())):
                     return field, value

@@ -36,8 +36,7 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[str]):
         self.problems = list(problems)
         count = f"{len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"
-        super().__init__("\n".join([f'{count} in the config (rules: config/README.md, "Validation"):',
-                                    *self.problems]))
+        super().__init__("\n".join([f'{count} in the config (rules: config/README.md, "Validation"):', *self.problems]))
 
 
 def key_path(path) -> str:
@@ -132,8 +131,10 @@ def _lm_lambdas(config: Any) -> Iterator[str]:
     """Interpolation weights: any sum other than 1 scales every probability, hence the perplexity."""
     lambdas = _numbers(_at(config, LM_LAMBDAS), 3)
     if lambdas is not None and abs(math.fsum(lambdas) - 1) > SUM_TOLERANCE:
-        yield (f"{key_path(LM_LAMBDAS)}: {lambdas} sum to {_show(math.fsum(lambdas))}, but must sum to 1 "
-               "(they interpolate the unigram, bigram and trigram models)")
+        yield (
+            f"{key_path(LM_LAMBDAS)}: {lambdas} sum to {_show(math.fsum(lambdas))}, but must sum to 1 "
+            "(they interpolate the unigram, bigram and trigram models)"
+        )
 
 
 def _cas_weights(config: Any) -> Iterator[str]:
@@ -142,16 +143,20 @@ def _cas_weights(config: Any) -> Iterator[str]:
     if isinstance(weights, dict) and weights and all(map(_is_number, weights.values())):
         total = math.fsum(weights.values())
         if total <= 0:
-            yield (f"{key_path(CAS_WEIGHTS)}: they sum to {_show(total)}, but must have a positive sum "
-                   "(CAS is the mean of its components weighted by them)")
+            yield (
+                f"{key_path(CAS_WEIGHTS)}: they sum to {_show(total)}, but must have a positive sum "
+                "(CAS is the mean of its components weighted by them)"
+            )
 
 
 def _tas_weights(config: Any) -> Iterator[str]:
     """TAS = alpha CC + beta CR - gamma I: without alpha and beta it rewards no adherence at all."""
     alpha, beta = _at(config, (*TAS, "alpha")), _at(config, (*TAS, "beta"))
     if _is_number(alpha) and _is_number(beta) and alpha + beta <= 0:
-        yield (f"{key_path(TAS)}: alpha + beta is {_show(alpha + beta)}, but must be positive "
-               "(TAS = alpha CC + beta CR - gamma I would be 0 or below for every system)")
+        yield (
+            f"{key_path(TAS)}: alpha + beta is {_show(alpha + beta)}, but must be positive "
+            "(TAS = alpha CC + beta CR - gamma I would be 0 or below for every system)"
+        )
 
 
 def _ranges(config: Any) -> Iterator[str]:
@@ -171,8 +176,10 @@ def _unique_system_names(config: Any) -> Iterator[str]:
         if not isinstance(name, str):
             continue
         if name in first:
-            yield (f"systems[{i}].name: {name!r} is also the name of systems[{first[name]}]; "
-                   "every system needs a unique name (it names the system's results folder)")
+            yield (
+                f"systems[{i}].name: {name!r} is also the name of systems[{first[name]}]; "
+                "every system needs a unique name (it names the system's results folder)"
+            )
         else:
             first[name] = i
 
@@ -188,5 +195,7 @@ def _in_process_concurrency(config: Any) -> Iterator[str]:
             continue
         concurrency = entry.get("concurrency")
         if entry["backend"].get("type") == "llamacpp" and _is_number(concurrency) and concurrency > 1:
-            yield (f"{key_path((*path, 'concurrency'))}: {concurrency} requests in flight need a server backend "
-                   "(ollama, openai); the llamacpp backend runs in the job's process, one request at a time: use 1")
+            yield (
+                f"{key_path((*path, 'concurrency'))}: {concurrency} requests in flight need a server backend "
+                "(ollama, openai); the llamacpp backend runs in the job's process, one request at a time: use 1"
+            )

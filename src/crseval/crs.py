@@ -14,10 +14,10 @@ import numpy as np
 
 from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
+from crseval.fields import display
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.prompts import PromptTemplate
 from crseval.retrieval import Retriever
-from crseval.fields import display
 from crseval.tracker import Constraint, ConstraintTracker
 
 FIELD_PHRASES = {
@@ -74,8 +74,9 @@ class Agent(ABC):
     def respond(self, turn: int, user_text: str) -> Reply:
         shown = [self._title(f) for f in self.recommended]
         tracked = self.tracker.update(user_text, titles=shown)
-        candidate_ids = self.retriever.rank(tracked, self.recommended, self.settings.candidates, self.rng,
-                                            emphasis=self.tracker.latest)
+        candidate_ids = self.retriever.rank(
+            tracked, self.recommended, self.settings.candidates, self.rng, emphasis=self.tracker.latest
+        )
         text, llm = self.phrase(turn, user_text, tracked, candidate_ids)
         candidates = [self._title(f) for f in candidate_ids]
         titles = self.matcher.title_recognizer.recognise(text, candidates=candidates + shown, user_text=user_text)
@@ -111,9 +112,11 @@ class Agent(ABC):
 class TemplateAgent(Agent):
     """Deterministic phrasing of the top candidates; no LLM."""
 
-    OPENERS = ("Based on what you asked for ({wish}), I recommend {films}.",
-               "For {wish}, you could watch {films}.",
-               "Here are films for {wish}: {films}.")
+    OPENERS = (
+        "Based on what you asked for ({wish}), I recommend {films}.",
+        "For {wish}, you could watch {films}.",
+        "Here are films for {wish}: {films}.",
+    )
 
     def phrase(self, turn, user_text, tracked, candidate_ids):
         wish = describe_constraints(tracked)
@@ -138,7 +141,7 @@ class LLMAgent(Agent):
             constraints=describe_constraints(tracked),
             candidates="\n".join(f"- {self._card(f)}" for f in candidate_ids) or "- (no film in the catalog matches)",
         )
-        history = self.history[-2 * self.settings.history_turns:] if self.settings.history_turns else []
+        history = self.history[-2 * self.settings.history_turns :] if self.settings.history_turns else []
         messages = [{"role": "system", "content": system}, *history, {"role": "user", "content": user_text}]
         request = LLMRequest.chat(
             messages,

@@ -95,7 +95,9 @@ def two_sample(statistic: Callable, a, b, resamples: int, seed: int, level: floa
     return (estimate, *_percentiles(draws, level))
 
 
-def paired_sample(statistic: Callable, diff, resamples: int, seed: int, level: float = 0.95) -> tuple[float, float, float]:
+def paired_sample(
+    statistic: Callable, diff, resamples: int, seed: int, level: float = 0.95
+) -> tuple[float, float, float]:
     """(estimate, CI low, CI high) of a paired statistic; pairs resampled together."""
     diff = _clean(diff)
     estimate = float(statistic(diff[None, :])[0])

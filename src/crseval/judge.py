@@ -22,21 +22,27 @@ from dataclasses import dataclass
 import jsonschema
 
 from crseval.concepts import ConceptMatcher
-from crseval.llm.prompts import PromptTemplate
-from crseval.llm import LLMClient, LLMRequest
 from crseval.fields import display
 from crseval.judge_columns import CRITERIA, rationale_column, samples_column, score_column, spread_column
+from crseval.llm import LLMClient, LLMRequest
+from crseval.llm.prompts import PromptTemplate
 from crseval.tracker import ConstraintTracker
 
 _CRITERION = {
     "type": "object",
     "additionalProperties": False,
     "required": ["score", "rationale"],
-    "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5},
-                   "rationale": {"type": "string", "minLength": 1, "maxLength": 80}},
+    "properties": {
+        "score": {"type": "integer", "minimum": 1, "maximum": 5},
+        "rationale": {"type": "string", "minLength": 1, "maxLength": 80},
+    },
 }
-JUDGE_SCHEMA = {"type": "object", "additionalProperties": False, "required": list(CRITERIA),
-                "properties": {c: _CRITERION for c in CRITERIA}}
+JUDGE_SCHEMA = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": list(CRITERIA),
+    "properties": {c: _CRITERION for c in CRITERIA},
+}
 _VALIDATOR = jsonschema.Draft202012Validator(JUDGE_SCHEMA)
 
 
@@ -82,7 +88,7 @@ def _writable(text: str) -> str:
 
 
 def preference_source(turns: list[dict]) -> str:
-    """"simulator" when every turn carries the simulator's ground truth, else "tracker"."""
+    """ "simulator" when every turn carries the simulator's ground truth, else "tracker"."""
     return "simulator" if turns and all(t.get("user_meta") for t in turns) else "tracker"
 
 
@@ -129,8 +135,10 @@ class Judge:
 
     def judge_session(self, record: dict) -> dict:
         """One row: mean, spread and every sample of each criterion, or the reason they are missing."""
-        prompt = self.prompt.render(preferences=preference_summary(record["turns"], self.matcher),
-                                    conversation=conversation_text(record["turns"]))
+        prompt = self.prompt.render(
+            preferences=preference_summary(record["turns"], self.matcher),
+            conversation=conversation_text(record["turns"]),
+        )
         base_seed = self.seed * 100_003 + (record.get("session_index") or 0) * 101
         valid, failures, rationales, per_sample = [], [], {}, []
         for sample in range(self.samples):
@@ -143,9 +151,14 @@ class Judge:
             per_sample.append(valid[-1])
             if not rationales:
                 rationales = {c: result[c][1] for c in CRITERIA}
-        row = {"system": record["system"], "session_id": record["session_id"], "session_index": record.get("session_index"),
-               "judge_samples": self.samples, "judge_valid_samples": len(valid),
-               "judge_preferences_source": preference_source(record["turns"])}
+        row = {
+            "system": record["system"],
+            "session_id": record["session_id"],
+            "session_index": record.get("session_index"),
+            "judge_samples": self.samples,
+            "judge_valid_samples": len(valid),
+            "judge_preferences_source": preference_source(record["turns"]),
+        }
         for criterion in CRITERIA:
             scores = [v[criterion] for v in valid]
             row[score_column(criterion)] = statistics.fmean(scores) if scores else math.nan
@@ -168,8 +181,13 @@ class Judge:
             except JudgeParseError as error:
                 reason, raw = str(error), reply
             if attempt == 0:  # one repair prompt: show the model its reply and what is wrong
-                repair = messages + [{"role": "assistant", "content": reply},
-                                     {"role": "user", "content": f"That reply is not valid ({reason}). Answer again with the JSON object only."}]
+                repair = messages + [
+                    {"role": "assistant", "content": reply},
+                    {
+                        "role": "user",
+                        "content": f"That reply is not valid ({reason}). Answer again with the JSON object only.",
+                    },
+                ]
                 reply = self._ask(repair, seed)
                 try:
                     return parse_judgement(reply), None, None
@@ -178,7 +196,13 @@ class Judge:
         return None, reason, raw
 
     def _ask(self, messages: list[dict], seed: int) -> str:
-        request = LLMRequest.chat(messages, temperature=self.options["temperature"], top_p=self.options["top_p"],
-                                  max_tokens=self.options["max_tokens"], seed=seed, json_schema=JUDGE_SCHEMA,
-                                  tag=f"{self.prompt.path.name}@{self.prompt.version}")
+        request = LLMRequest.chat(
+            messages,
+            temperature=self.options["temperature"],
+            top_p=self.options["top_p"],
+            max_tokens=self.options["max_tokens"],
+            seed=seed,
+            json_schema=JUDGE_SCHEMA,
+            tag=f"{self.prompt.path.name}@{self.prompt.version}",
+        )
         return self.client.complete(request).text

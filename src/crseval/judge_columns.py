@@ -28,5 +28,12 @@ SCORE_COLUMNS = tuple(score_column(c) for c in CRITERIA)
 # the thesis table names the judge's means by the bare criterion
 THESIS_NAMES = {score_column(c): c for c in CRITERIA}
 COUNT_COLUMNS = ("judge_samples", "judge_valid_samples")
-TEXT_COLUMNS = frozenset({*(rationale_column(c) for c in CRITERIA), *(samples_column(c) for c in CRITERIA),
-                          "judge_missing_reason", "judge_raw_reply", "judge_preferences_source"})
+TEXT_COLUMNS = frozenset(
+    {
+        *(rationale_column(c) for c in CRITERIA),
+        *(samples_column(c) for c in CRITERIA),
+        "judge_missing_reason",
+        "judge_raw_reply",
+        "judge_preferences_source",
+    }
+)

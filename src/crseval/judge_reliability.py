@@ -76,8 +76,11 @@ def reliability_table(sessions: pd.DataFrame, alpha: float, resamples: int, seed
         matrix = sample_matrix(sessions, criterion)
         k_alpha = ordinal_alpha(matrix)
         low, high = alpha_ci(matrix, resamples, seed + i) if not math.isnan(k_alpha) else (NAN, NAN)
-        groups = {s: g[column].dropna().to_numpy(float) for s, g in sessions.groupby("system", sort=True)} \
-            if column in sessions else {}
+        groups = (
+            {s: g[column].dropna().to_numpy(float) for s, g in sessions.groupby("system", sort=True)}
+            if column in sessions
+            else {}
+        )
         groups = {s: v for s, v in groups.items() if len(v)}
         means = {s: float(v.mean()) for s, v in groups.items()}
         values = np.concatenate(list(groups.values())) if groups else np.array([])
@@ -87,14 +90,22 @@ def reliability_table(sessions: pd.DataFrame, alpha: float, resamples: int, seed
                 kruskal_p = float(sps.kruskal(*groups.values()).pvalue)
         else:
             kruskal_p = NAN
-        rows.append({
-            "criterion": criterion, "samples": int(matrix.shape[0]), "sessions_with_two_samples":
-                int(((~np.isnan(matrix)).sum(axis=0) >= 2).sum()) if matrix.size else 0,
-            "krippendorff_alpha": k_alpha, "alpha_ci_low": low, "alpha_ci_high": high,
-            "systems": len(groups), "judge_ranking": " > ".join(sorted(means, key=lambda s: -means[s])),
-            "system_means": json.dumps(means, sort_keys=True), "mean_spread": (max(means.values()) - min(means.values()))
-            if means else NAN, "kruskal_p": kruskal_p, "discriminates": bool(kruskal_p < alpha),
-        })
+        rows.append(
+            {
+                "criterion": criterion,
+                "samples": int(matrix.shape[0]),
+                "sessions_with_two_samples": int(((~np.isnan(matrix)).sum(axis=0) >= 2).sum()) if matrix.size else 0,
+                "krippendorff_alpha": k_alpha,
+                "alpha_ci_low": low,
+                "alpha_ci_high": high,
+                "systems": len(groups),
+                "judge_ranking": " > ".join(sorted(means, key=lambda s: -means[s])),
+                "system_means": json.dumps(means, sort_keys=True),
+                "mean_spread": (max(means.values()) - min(means.values())) if means else NAN,
+                "kruskal_p": kruskal_p,
+                "discriminates": bool(kruskal_p < alpha),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -104,8 +115,13 @@ def agreement_statement(row: dict) -> str:
         return "agreement not measured: the judge ran one sample per session (set judge.samples >= 2)"
     if math.isnan(k):
         return "agreement undefined: no session has two valid samples, or every sample gave the same score"
-    level = ("reliable (>= 0.8)" if k >= RELY else "tentative only (0.667-0.8)" if k >= TENTATIVE
-             else "not reliable (< 0.667): repeated judgements of the same session disagree")
+    level = (
+        "reliable (>= 0.8)"
+        if k >= RELY
+        else "tentative only (0.667-0.8)"
+        if k >= TENTATIVE
+        else "not reliable (< 0.667): repeated judgements of the same session disagree"
+    )
     return f"alpha {k:.2f} [{row['alpha_ci_low']:.2f}, {row['alpha_ci_high']:.2f}]: {level}"
 
 
@@ -117,22 +133,37 @@ def discrimination_statement(row: dict, alpha: float) -> str:
     if math.isnan(row["kruskal_p"]):
         return f"the judge does not discriminate between these systems: it gave every session the same score ({span})"
     if not row["discriminates"]:
-        return (f"the judge does not discriminate between these systems (Kruskal-Wallis p = {row['kruskal_p']:.3g} "
-                f">= {alpha}; {span})")
+        return (
+            f"the judge does not discriminate between these systems (Kruskal-Wallis p = {row['kruskal_p']:.3g} "
+            f">= {alpha}; {span})"
+        )
     return f"scores differ between systems (Kruskal-Wallis p = {row['kruskal_p']:.3g}; {span})"
 
 
 def reliability_markdown(table: pd.DataFrame, alpha: float) -> str:
-    lines = ["# Judge reliability", "",
-             "Agreement between the judge's repeated samples of the same session (Krippendorff's alpha, ordinal, 95% "
-             "bootstrap CI over sessions) and whether its scores separate the systems (Kruskal-Wallis across systems). "
-             "Rounded here; judge_reliability.csv keeps full precision.", "",
-             "| criterion | samples | agreement | judge's ranking | discrimination |", "|---|---|---|---|---|"]
+    lines = [
+        "# Judge reliability",
+        "",
+        "Agreement between the judge's repeated samples of the same session (Krippendorff's alpha, ordinal, 95% "
+        "bootstrap CI over sessions) and whether its scores separate the systems (Kruskal-Wallis across systems). "
+        "Rounded here; judge_reliability.csv keeps full precision.",
+        "",
+        "| criterion | samples | agreement | judge's ranking | discrimination |",
+        "|---|---|---|---|---|",
+    ]
     for row in table.to_dict("records"):
-        lines.append(f"| {row['criterion']} | {row['samples']} | {agreement_statement(row)} | {row['judge_ranking']} | "
-                     f"{discrimination_statement(row, alpha)} |")
+        lines.append(
+            f"| {row['criterion']} | {row['samples']} | {agreement_statement(row)} | {row['judge_ranking']} | "
+            f"{discrimination_statement(row, alpha)} |"
+        )
     silent = [r["criterion"] for r in table.to_dict("records") if not r["discriminates"]]
-    lines += ["", ("The judge does not discriminate between the systems on: " + ", ".join(silent) + ". Its scores on "
-                   "these criteria should not be used to rank the systems." if silent
-                   else "The judge's scores differ between systems on every criterion.")]
+    lines += [
+        "",
+        (
+            "The judge does not discriminate between the systems on: " + ", ".join(silent) + ". Its scores on "
+            "these criteria should not be used to rank the systems."
+            if silent
+            else "The judge's scores differ between systems on every criterion."
+        ),
+    ]
     return "\n".join(lines) + "\n"

@@ -12,8 +12,10 @@ import hashlib
 import re
 
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,99}$"
-NAME_RULE = ("a letter or digit, then up to 99 letters, digits, '.', '_', ':' or '-' "
-             "(no '/', spaces or other characters, so that the name is a safe folder name)")
+NAME_RULE = (
+    "a letter or digit, then up to 99 letters, digits, '.', '_', ':' or '-' "
+    "(no '/', spaces or other characters, so that the name is a safe folder name)"
+)
 _NAME = re.compile(NAME_PATTERN)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
 

@@ -13,21 +13,36 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
-from crseval.judge_columns import THESIS_NAMES
 from matplotlib.ticker import MaxNLocator  # noqa: E402
+
+from crseval.judge_columns import THESIS_NAMES
 
 JUDGE = THESIS_NAMES
 LABELS = {
-    "tas": "grounded TAS", "tas_segment": "segment TAS", "recovery_rate_cosine": "recovery rate (cosine)",
-    "missing_concepts": "missing concepts / turn", "hallucinated_concepts": "hallucinated concepts / turn",
-    "rec_satisfaction": "recommendation satisfaction", "repeat_rate": "repeated recommendations",
-    "cross_coherence": "cross-coherence (legacy)", "context_retention": "context retention (legacy)",
-    "topic_recovery_rate": "topic recovery rate (legacy)", "topic_interference": "topic interference (legacy)",
-    "context_adaptation_score": "CAS (legacy)", "adherence_f1": "topic adherence F1", "distinct_2": "distinct-2",
-    "self_bleu": "self-BLEU", "perplexity": "perplexity (plot LM)", "embedding_diversity": "embedding diversity",
-    "persona_similarity": "persona similarity", "avg_recovery_delay": "recovery delay (legacy, turns)",
-    "tas_cc": "TAS: CC (concept Jaccard)", "tas_cr": "TAS: CR (concept cosine)",
-    "tas_copying": "TAS: copying (I)", "dst_f1": "tracking F1 (DST)", "cluster_silhouette": "cluster silhouette",
+    "tas": "grounded TAS",
+    "tas_segment": "segment TAS",
+    "recovery_rate_cosine": "recovery rate (cosine)",
+    "missing_concepts": "missing concepts / turn",
+    "hallucinated_concepts": "hallucinated concepts / turn",
+    "rec_satisfaction": "recommendation satisfaction",
+    "repeat_rate": "repeated recommendations",
+    "cross_coherence": "cross-coherence (legacy)",
+    "context_retention": "context retention (legacy)",
+    "topic_recovery_rate": "topic recovery rate (legacy)",
+    "topic_interference": "topic interference (legacy)",
+    "context_adaptation_score": "CAS (legacy)",
+    "adherence_f1": "topic adherence F1",
+    "distinct_2": "distinct-2",
+    "self_bleu": "self-BLEU",
+    "perplexity": "perplexity (plot LM)",
+    "embedding_diversity": "embedding diversity",
+    "persona_similarity": "persona similarity",
+    "avg_recovery_delay": "recovery delay (legacy, turns)",
+    "tas_cc": "TAS: CC (concept Jaccard)",
+    "tas_cr": "TAS: CR (concept cosine)",
+    "tas_copying": "TAS: copying (I)",
+    "dst_f1": "tracking F1 (DST)",
+    "cluster_silhouette": "cluster silhouette",
     **{k: f"judge: {v}" for k, v in JUDGE.items()},
 }
 
@@ -64,14 +79,19 @@ def metric_bars(model_metrics: pd.DataFrame, metrics: list[str], colours: dict, 
         means = model_metrics[name].to_numpy(float)
         low = means - model_metrics[f"{name}_ci_low"].to_numpy(float)
         high = model_metrics[f"{name}_ci_high"].to_numpy(float) - means
-        ax.bar(range(len(systems)), means, yerr=np.nan_to_num(np.vstack([low, high])), capsize=3,
-               color=[colours[s] for s in systems])
+        ax.bar(
+            range(len(systems)),
+            means,
+            yerr=np.nan_to_num(np.vstack([low, high])),
+            capsize=3,
+            color=[colours[s] for s in systems],
+        )
         ax.set_title(label(f"judge_{name}" if f"judge_{name}" in JUDGE else name), fontsize=10)
         ax.set_xticks(range(len(systems)), systems, rotation=30, ha="right", fontsize=8)
         for i, n in enumerate(model_metrics[f"{name}_n"]):
             if n == 0:
                 ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=7)
-    for ax in list(axes.flat)[len(names):]:
+    for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     figure.suptitle("Mean per system with 95% confidence interval", y=1.0)
     figure.tight_layout()
@@ -102,9 +122,19 @@ def correlation_heatmap(sessions: pd.DataFrame, metrics: list[str], stem: Path) 
     matrix = sessions[columns].corr(method="spearman")
     size = max(6, 0.5 * len(columns) + 2)
     figure, ax = plt.subplots(figsize=(size, size * 0.85))
-    sns.heatmap(matrix, vmin=-1, vmax=1, cmap="vlag", annot=len(columns) <= 14, fmt=".2f", annot_kws={"size": 7},
-                xticklabels=[label(c) for c in columns], yticklabels=[label(c) for c in columns], ax=ax,
-                cbar_kws={"label": "Spearman rho"})
+    sns.heatmap(
+        matrix,
+        vmin=-1,
+        vmax=1,
+        cmap="vlag",
+        annot=len(columns) <= 14,
+        fmt=".2f",
+        annot_kws={"size": 7},
+        xticklabels=[label(c) for c in columns],
+        yticklabels=[label(c) for c in columns],
+        ax=ax,
+        cbar_kws={"label": "Spearman rho"},
+    )
     ax.set_title("Spearman correlation between metrics across sessions")
     save(figure, stem)
 
@@ -115,12 +145,37 @@ def recovery_box(sessions: pd.DataFrame, colours: dict, stem: Path) -> None:
     figure, ax = plt.subplots(figsize=(8, 4))
     if len(long):
         order = sorted(colours)
-        sns.boxplot(data=long, x="measure", y="delay", hue="system", hue_order=order, palette=colours, ax=ax,
-                    fliersize=0, boxprops={"alpha": 0.4})
-        sns.stripplot(data=long, x="measure", y="delay", hue="system", hue_order=order, palette=colours, ax=ax,
-                      dodge=True, jitter=0.15, size=4, legend=False)
-        ax.text(0.01, 0.98, "each dot: one session's mean delay", transform=ax.transAxes, va="top", fontsize=8, color="grey")
-    ax.set_xticks(range(len(columns)), ["grounded, cosine (turns after shift)", "grounded, Jaccard", "legacy CAS (system turns)"][:len(columns)])
+        sns.boxplot(
+            data=long,
+            x="measure",
+            y="delay",
+            hue="system",
+            hue_order=order,
+            palette=colours,
+            ax=ax,
+            fliersize=0,
+            boxprops={"alpha": 0.4},
+        )
+        sns.stripplot(
+            data=long,
+            x="measure",
+            y="delay",
+            hue="system",
+            hue_order=order,
+            palette=colours,
+            ax=ax,
+            dodge=True,
+            jitter=0.15,
+            size=4,
+            legend=False,
+        )
+        ax.text(
+            0.01, 0.98, "each dot: one session's mean delay", transform=ax.transAxes, va="top", fontsize=8, color="grey"
+        )
+    ax.set_xticks(
+        range(len(columns)),
+        ["grounded, cosine (turns after shift)", "grounded, Jaccard", "legacy CAS (system turns)"][: len(columns)],
+    )
     ax.set_xlabel("")
     ax.set_ylabel("recovery delay (turns)")
     integer_ticks(ax, "y")
@@ -130,8 +185,9 @@ def recovery_box(sessions: pd.DataFrame, colours: dict, stem: Path) -> None:
 
 def tas_over_turns(turns: pd.DataFrame, colours: dict, stem: Path, seed: int) -> None:
     figure, ax = plt.subplots(figsize=(8, 4))
-    sns.lineplot(data=turns, x="turn", y="tas", hue="system", palette=colours, errorbar=("ci", 95), seed=seed,
-                 marker="o", ax=ax)
+    sns.lineplot(
+        data=turns, x="turn", y="tas", hue="system", palette=colours, errorbar=("ci", 95), seed=seed, marker="o", ax=ax
+    )
     if "shift" in turns and turns["shift"].notna().any():
         share = turns.groupby("turn")["shift"].mean()
         for turn in share[share >= 0.5].index:
@@ -148,7 +204,17 @@ def distributions(sessions: pd.DataFrame, metrics: list[str], colours: dict, ste
     columns = [m for m in metrics if m in sessions and sessions[m].notna().any()]
     figure, axes = plt.subplots(1, len(columns), figsize=(4.5 * len(columns), 4), squeeze=False)
     for ax, metric in zip(axes.flat, columns):
-        sns.violinplot(data=sessions, x="system", y=metric, hue="system", palette=colours, cut=0, inner="point", ax=ax, legend=False)
+        sns.violinplot(
+            data=sessions,
+            x="system",
+            y=metric,
+            hue="system",
+            palette=colours,
+            cut=0,
+            inner="point",
+            ax=ax,
+            legend=False,
+        )
         ax.set_title(label(metric))
         ax.set_ylabel("")
         ax.tick_params(axis="x", rotation=30)
@@ -175,7 +241,9 @@ def weight_sensitivity(turns: pd.DataFrame, stem: Path) -> pd.DataFrame:
     vmin, vmax = table["tas"].min(), table["tas"].max()
     for ax, system in zip(axes.flat, systems):
         grid = table[table["system"] == system].pivot(index="gamma", columns="alpha", values="tas")
-        sns.heatmap(grid, vmin=vmin, vmax=vmax, cmap="viridis", annot=True, fmt=".2f", annot_kws={"size": 7}, cbar=False, ax=ax)
+        sns.heatmap(
+            grid, vmin=vmin, vmax=vmax, cmap="viridis", annot=True, fmt=".2f", annot_kws={"size": 7}, cbar=False, ax=ax
+        )
         ax.set_title(system, fontsize=10)
         ax.set_xlabel("alpha (beta = 1 - alpha)")
         ax.set_ylabel("gamma")
@@ -278,9 +346,12 @@ def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:
         tau = "n/a" if row.tau != row.tau else f"{row.tau:.2f}"
         ci = "" if row.tau_ci_low != row.tau_ci_low else f" [{row.tau_ci_low:.2f}, {row.tau_ci_high:.2f}]"
         check = f" ({row.check})" if getattr(row, "check", "adaptation") != "adaptation" else ""
-        ax.set_title(f"{label(row.metric)}{check}\ntau = {tau}{ci}: {row.verdict}", fontsize=9,
-                     color={"pass": "tab:green", "fail": "tab:red"}.get(row.verdict, "black"))
-    for ax in list(axes.flat)[len(measured):]:
+        ax.set_title(
+            f"{label(row.metric)}{check}\ntau = {tau}{ci}: {row.verdict}",
+            fontsize=9,
+            color={"pass": "tab:green", "fail": "tab:red"}.get(row.verdict, "black"),
+        )
+    for ax in list(axes.flat)[len(measured) :]:
         ax.axis("off")
     if not len(measured):
         axes.flat[0].text(0.5, 0.5, "no metric could be measured", ha="center", va="center")
@@ -288,8 +359,9 @@ def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:
         reasons = [str(r.verdict).removeprefix("not measured").strip(" ()") for r in skipped.itertuples()]
         note = "Not measured: " + ", ".join(f"{m} ({why})" if why else m for m, why in zip(skipped["metric"], reasons))
         figure.text(0.01, 0.0, textwrap.fill(note, 45 * columns), fontsize=8, color="grey", ha="left", va="top")
-    figure.suptitle("Metric validity: measured vs expected rank of the calibration systems\n"
-                    "(1 = best; dashed: perfect agreement)")
+    figure.suptitle(
+        "Metric validity: measured vs expected rank of the calibration systems\n(1 = best; dashed: perfect agreement)"
+    )
     figure.tight_layout()
     save(figure, stem)
     return list(measured["metric"])

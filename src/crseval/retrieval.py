@@ -18,8 +18,14 @@ class Retriever:
         self.index = index
         self.n_films = int(index.films["film_id"].max()) + 1
 
-    def rank(self, constraints: list[Constraint], already: set[int], k: int, rng: np.random.Generator,
-             emphasis: set[tuple[str, str]] = frozenset()) -> list[int]:
+    def rank(
+        self,
+        constraints: list[Constraint],
+        already: set[int],
+        k: int,
+        rng: np.random.Generator,
+        emphasis: set[tuple[str, str]] = frozenset(),
+    ) -> list[int]:
         score = np.zeros(self.n_films, dtype=np.float64)
         allowed = np.ones(self.n_films, dtype=bool)
         wished = 0

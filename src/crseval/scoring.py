@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from crseval.catalog_index import CatalogIndex
-from crseval.fields import CONCEPT_FIELDS
 from crseval.concepts import ConceptMatcher
+from crseval.fields import CONCEPT_FIELDS
 from crseval.metrics.adherence import AdherenceFamily
 from crseval.metrics.family import MetricFamily, ScoringContext
 from crseval.metrics.grounded import ConceptSpace, TasFamily, TasSettings

@@ -30,7 +30,9 @@ def validate_session(validator: jsonschema.Draft202012Validator, record: dict) -
     if errors:
         first = errors[0]
         where = "/".join(str(p) for p in first.path) or "(record)"
-        raise ValueError(f"session {record.get('session_id')} does not match the session schema at {where}: {first.message}")
+        raise ValueError(
+            f"session {record.get('session_id')} does not match the session schema at {where}: {first.message}"
+        )
 
 
 def session_line(record: dict) -> str:
@@ -38,8 +40,9 @@ def session_line(record: dict) -> str:
     return json.dumps(record, ensure_ascii=False) + "\n"
 
 
-def write_sessions(records: Iterable[dict], path: str | Path,
-                   validator: jsonschema.Draft202012Validator | None = None) -> None:
+def write_sessions(
+    records: Iterable[dict], path: str | Path, validator: jsonschema.Draft202012Validator | None = None
+) -> None:
     """Write records as JSON lines, all or nothing (validated first when a validator is given)."""
     records = list(records)
     if validator is not None:

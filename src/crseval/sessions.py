@@ -26,9 +26,9 @@ from tqdm import tqdm
 from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
 from crseval.crs import Agent
+from crseval.fields import display
 from crseval.llm import LLMClient, LLMRequest
 from crseval.session_io import session_line, session_validator, validate_session, write_sessions
-from crseval.fields import display
 from crseval.user_simulator import ORDINARY_STAGES, SimulatorSettings, Templates, UserSimulator
 
 log = logging.getLogger(__name__)
@@ -61,18 +61,25 @@ class Paraphraser:
     and title the template named is still in it, verbatim (ignoring case), and it carries no
     structure; otherwise the template text stays and the turn is flagged."""
 
-    PROMPT = ("Rewrite the following message from a person asking a movie recommender, in your own words, "
-              "as one or two casual sentences. Keep every film title and every name exactly as written. "
-              "Reply with the rewritten message only.\n\nMessage: {text}")
+    PROMPT = (
+        "Rewrite the following message from a person asking a movie recommender, in your own words, "
+        "as one or two casual sentences. Keep every film title and every name exactly as written. "
+        "Reply with the rewritten message only.\n\nMessage: {text}"
+    )
 
     def __init__(self, client: LLMClient, options: dict):
         self.client = client
         self.options = options
 
     def __call__(self, text: str, required: list[str], seed: int) -> tuple[str, str, dict]:
-        request = LLMRequest.chat([{"role": "user", "content": self.PROMPT.format(text=text)}],
-                                  temperature=self.options["temperature"], top_p=self.options["top_p"],
-                                  max_tokens=self.options["max_tokens"], seed=seed, tag="paraphrase@1")
+        request = LLMRequest.chat(
+            [{"role": "user", "content": self.PROMPT.format(text=text)}],
+            temperature=self.options["temperature"],
+            top_p=self.options["top_p"],
+            max_tokens=self.options["max_tokens"],
+            seed=seed,
+            tag="paraphrase@1",
+        )
         response = self.client.complete(request)
         candidate = response.text.strip().strip('"').strip()
         missing = [value for value in required if value.lower() not in candidate.lower()]
@@ -112,17 +119,19 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
         if getattr(agent, "reads_ground_truth", False):  # calibration systems only (crseval.calibration)
             agent.see_ground_truth(user_turn.meta)
         reply = agent.respond(number, text)
-        turns.append({
-            "turn": number,
-            "user_text": text,
-            "user_meta": {**user_turn.meta, "paraphrase": paraphrase},
-            "system_text": reply.text,
-            "system_constraints": [c.as_dict() for c in reply.tracked],
-            "candidate_titles": reply.candidates,
-            "recommended_titles": reply.recommended_titles,
-            "mentioned_titles": reply.mentioned_titles,
-            "llm": reply.llm,
-        })
+        turns.append(
+            {
+                "turn": number,
+                "user_text": text,
+                "user_meta": {**user_turn.meta, "paraphrase": paraphrase},
+                "system_text": reply.text,
+                "system_constraints": [c.as_dict() for c in reply.tracked],
+                "candidate_titles": reply.candidates,
+                "recommended_titles": reply.recommended_titles,
+                "mentioned_titles": reply.mentioned_titles,
+                "llm": reply.llm,
+            }
+        )
         last_recommended, last_mentioned = reply.recommended_titles, reply.mentioned_titles
     return {
         "session_id": f"{system}/s{session_index:05d}",
@@ -191,7 +200,13 @@ def run_shard(
     done = {i: r for i, r in done.items() if i in indices}
     resumed = len(done)
     validator = session_validator(schema)
-    bar = tqdm(total=len(indices) * ctx.turns, desc=f"{system} turns", unit="turn", initial=resumed * ctx.turns, mininterval=1.0)
+    bar = tqdm(
+        total=len(indices) * ctx.turns,
+        desc=f"{system} turns",
+        unit="turn",
+        initial=resumed * ctx.turns,
+        mininterval=1.0,
+    )
 
     def simulate(index: int) -> dict:
         seed = session_seed(experiment_seed, index)
@@ -212,9 +227,14 @@ def run_shard(
     progress_path.unlink()
     stages = Counter(t["user_meta"]["stage"] for i in indices for t in done[i]["turns"])
     ordinary = sum(stages[s] for s in ORDINARY_STAGES)
-    return {"sessions": len(indices), "resumed": resumed, "simulated": len(indices) - resumed,
-            "ordinary_turns": ordinary, "contradictions": stages["contradict"],
-            "contradiction_rate_realised": round(stages["contradict"] / ordinary, 4) if ordinary else None}
+    return {
+        "sessions": len(indices),
+        "resumed": resumed,
+        "simulated": len(indices) - resumed,
+        "ordinary_turns": ordinary,
+        "contradictions": stages["contradict"],
+        "contradiction_rate_realised": round(stages["contradict"] / ordinary, 4) if ordinary else None,
+    }
 
 
 def _in_flight(work: Callable[[int], dict], indices: list[int], concurrency: int) -> Iterator[dict]:

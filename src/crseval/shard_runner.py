@@ -11,12 +11,12 @@ from crseval.calibration import CALIBRATION_AGENTS, make_calibration_agent
 from crseval.canonical import canonical_sha
 from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
-from crseval.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.crs import AgentSettings, LLMAgent, TemplateAgent
+from crseval.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.llm import LLMClient
 from crseval.llm.client import make_client
-from crseval.llm.prompts import PromptTemplate
 from crseval.llm.concurrency import without_runtime
+from crseval.llm.prompts import PromptTemplate
 from crseval.session_io import catalog_sha as read_catalog_sha
 from crseval.session_io import load_schema
 from crseval.sessions import Paraphraser, SessionContext, run_shard
@@ -42,11 +42,23 @@ class ShardRunner:
             return TemplateAgent(self.ctx.index, matcher, self.agent_settings, seed)
         if self.system["agent"] in CALIBRATION_AGENTS:
             return make_calibration_agent(self.system, self.ctx.index, matcher, self.agent_settings, seed)
-        return LLMAgent(self.ctx.index, matcher, self.agent_settings, seed, self.client, self.prompt, self.system["options"])
+        return LLMAgent(
+            self.ctx.index, matcher, self.agent_settings, seed, self.client, self.prompt, self.system["options"]
+        )
 
     def run(self, indices: range, progress: str | Path, output: str | Path) -> dict:
-        return run_shard(self.ctx, self.system["name"], self.make_agent, indices, self.experiment_seed,
-                         self.config_sha, progress, output, self.schema, self.concurrency)
+        return run_shard(
+            self.ctx,
+            self.system["name"],
+            self.make_agent,
+            indices,
+            self.experiment_seed,
+            self.config_sha,
+            progress,
+            output,
+            self.schema,
+            self.concurrency,
+        )
 
     @property
     def calls(self) -> int:
@@ -59,36 +71,67 @@ class ShardRunner:
         return sum(c.cache_hits for c in clients if c is not None)
 
 
-def build_shard_runner(*, system: dict, simulator: dict, agent: dict, experiment_seed: int, turns: int,
-                       films, concepts, catalog_summary, schema, llm_runtime: dict, threads: int,
-                       concurrency: int = 1) -> ShardRunner:
+def build_shard_runner(
+    *,
+    system: dict,
+    simulator: dict,
+    agent: dict,
+    experiment_seed: int,
+    turns: int,
+    films,
+    concepts,
+    catalog_summary,
+    schema,
+    llm_runtime: dict,
+    threads: int,
+    concurrency: int = 1,
+) -> ShardRunner:
     index = CatalogIndex.read(films, concepts)
     keyword_wishes = KEYWORD_FIELD in simulator["field_order"]
-    matcher = ConceptMatcher(index.concepts, index.films, CONCEPT_FIELDS + (KEYWORD_FIELD,) if keyword_wishes else CONCEPT_FIELDS)
+    matcher = ConceptMatcher(
+        index.concepts, index.films, CONCEPT_FIELDS + (KEYWORD_FIELD,) if keyword_wishes else CONCEPT_FIELDS
+    )
     agent_matcher = matcher
     if agent.get("track_plot_keywords", False) != keyword_wishes:
-        agent_matcher = ConceptMatcher(index.concepts, index.films,
-                                       CONCEPT_FIELDS + (KEYWORD_FIELD,) if agent.get("track_plot_keywords") else CONCEPT_FIELDS)
+        agent_matcher = ConceptMatcher(
+            index.concepts,
+            index.films,
+            CONCEPT_FIELDS + (KEYWORD_FIELD,) if agent.get("track_plot_keywords") else CONCEPT_FIELDS,
+        )
     templates = Templates.load(simulator["templates"])
     catalog_sha = read_catalog_sha(catalog_summary)
     paraphraser = None
     if simulator["paraphrase"]["enabled"]:
         paraphrase = simulator["paraphrase"]
         paraphraser = Paraphraser(make_client(paraphrase["backend"], llm_runtime, threads), paraphrase["options"])
-    ctx = SessionContext(index, matcher, templates, SimulatorSettings.from_config(simulator), turns, catalog_sha, paraphraser)
+    ctx = SessionContext(
+        index, matcher, templates, SimulatorSettings.from_config(simulator), turns, catalog_sha, paraphraser
+    )
     client = prompt = None
     if system["agent"] == "llm":
         client = make_client(system["backend"], llm_runtime, threads)
         prompt = PromptTemplate(system["prompt"])
-    config_sha = canonical_sha({
-        "system": without_runtime(system),
-        "simulator": simulator,
-        "agent": agent,
-        "seed": experiment_seed,
-        "turns": turns,
-        "catalog": catalog_sha,
-        "templates": templates.version,
-        "prompt": prompt.version if prompt else None,
-    })
-    return ShardRunner(ctx, system, AgentSettings(**agent), experiment_seed, config_sha, load_schema(schema), client, prompt,
-                       agent_matcher, concurrency)
+    config_sha = canonical_sha(
+        {
+            "system": without_runtime(system),
+            "simulator": simulator,
+            "agent": agent,
+            "seed": experiment_seed,
+            "turns": turns,
+            "catalog": catalog_sha,
+            "templates": templates.version,
+            "prompt": prompt.version if prompt else None,
+        }
+    )
+    return ShardRunner(
+        ctx,
+        system,
+        AgentSettings(**agent),
+        experiment_seed,
+        config_sha,
+        load_schema(schema),
+        client,
+        prompt,
+        agent_matcher,
+        concurrency,
+    )

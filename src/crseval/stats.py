@@ -46,8 +46,12 @@ def omnibus(frame: pd.DataFrame, metric: str, alpha: float = ALPHA) -> dict:
     all_groups = _groups(frame, metric)
     groups = {k: v for k, v in all_groups.items() if len(v) >= 2}
     left_out = sorted(set(all_groups) - set(groups))
-    row = {"metric": metric, "systems": len(groups), "n": int(sum(len(v) for v in groups.values())),
-           "left_out": ", ".join(left_out)}
+    row = {
+        "metric": metric,
+        "systems": len(groups),
+        "n": int(sum(len(v) for v in groups.values())),
+        "left_out": ", ".join(left_out),
+    }
     if len(groups) < 2:
         return {**row, "note": "fewer than two systems with two or more values"}
     values = np.concatenate(list(groups.values()))
@@ -69,9 +73,15 @@ def omnibus(frame: pd.DataFrame, metric: str, alpha: float = ALPHA) -> dict:
     equal_var = levene_p >= alpha
     recommended = "anova" if normal and equal_var else ("welch" if normal else "kruskal")
     return {
-        **row, "anova_f": f_value, "anova_p": anova_p, "eta_squared": ss_between / (ss_between + ss_within),
-        "levene_p": levene_p, "shapiro_min_p": min(shapiro) if shapiro else math.nan,
-        "welch_f": float(welch.statistic), "welch_p": float(welch.pvalue), "kruskal_p": kruskal_p,
+        **row,
+        "anova_f": f_value,
+        "anova_p": anova_p,
+        "eta_squared": ss_between / (ss_between + ss_within),
+        "levene_p": levene_p,
+        "shapiro_min_p": min(shapiro) if shapiro else math.nan,
+        "welch_f": float(welch.statistic),
+        "welch_p": float(welch.pvalue),
+        "kruskal_p": kruskal_p,
         "recommended": recommended,
         "recommended_p": {"anova": anova_p, "welch": float(welch.pvalue), "kruskal": kruskal_p}[recommended],
         "note": f"left out (fewer than two values): {row['left_out']}" if left_out else "",
@@ -85,10 +95,25 @@ def tukey(frame: pd.DataFrame, metric: str, alpha: float = ALPHA) -> pd.DataFram
         return pd.DataFrame()
     result = pairwise_tukeyhsd(data[metric].to_numpy(dtype=float), data["system"].to_numpy(), alpha=alpha)
     groups = result.groupsunique
-    rows = [{"metric": metric, "system_a": groups[i], "system_b": groups[j], "mean_diff": float(diff), "p_adj": float(p),
-             "lower": float(low), "upper": float(high), "reject": bool(reject)}
-            for (i, j), diff, p, (low, high), reject in zip(itertools.combinations(range(len(groups)), 2),
-                                                            result.meandiffs, result.pvalues, result.confint, result.reject)]
+    rows = [
+        {
+            "metric": metric,
+            "system_a": groups[i],
+            "system_b": groups[j],
+            "mean_diff": float(diff),
+            "p_adj": float(p),
+            "lower": float(low),
+            "upper": float(high),
+            "reject": bool(reject),
+        }
+        for (i, j), diff, p, (low, high), reject in zip(
+            itertools.combinations(range(len(groups)), 2),
+            result.meandiffs,
+            result.pvalues,
+            result.confint,
+            result.reject,
+        )
+    ]
     return pd.DataFrame(rows)
 
 
@@ -96,8 +121,10 @@ def pairing(frame: pd.DataFrame) -> tuple[bool, str]:
     """Whether sessions pair across systems, and why: only when every session index carries one
     seed in every system (the same simulated user with the same plan)."""
     if "seed" not in frame or frame["seed"].isna().all():
-        return False, ("the sessions carry no seed (imported logs): session i of one system and session i of another "
-                       "are different conversations, so paired tests would pair unrelated sessions")
+        return False, (
+            "the sessions carry no seed (imported logs): session i of one system and session i of another "
+            "are different conversations, so paired tests would pair unrelated sessions"
+        )
     seeds = frame.groupby("session_index")["seed"].nunique(dropna=False)
     if frame["seed"].isna().any() or (seeds > 1).any():
         return False, "the same session index has different seeds in different systems, so sessions do not pair"
@@ -120,12 +147,21 @@ def pairwise(frame: pd.DataFrame, metric: str, resamples: int, seed: int) -> lis
     rows = []
     for k, (a, b) in enumerate(itertools.combinations(sorted(groups), 2)):
         x, y = groups[a], groups[b]
-        row = {"metric": metric, "system_a": a, "system_b": b, "n_a": len(x), "n_b": len(y),
-               "mean_a": float(x.mean()) if len(x) else math.nan, "mean_b": float(y.mean()) if len(y) else math.nan}
+        row = {
+            "metric": metric,
+            "system_a": a,
+            "system_b": b,
+            "n_a": len(x),
+            "n_b": len(y),
+            "mean_a": float(x.mean()) if len(x) else math.nan,
+            "mean_b": float(y.mean()) if len(y) else math.nan,
+        }
         row["mean_diff"] = row["mean_a"] - row["mean_b"]
         spread = len(x) >= 2 and len(y) >= 2 and np.ptp(np.concatenate([x, y])) > 0
         row["welch_t_p"] = _two_sided(lambda u, v: sps.ttest_ind(u, v, equal_var=False), x, y) if spread else math.nan
-        row["mannwhitney_p"] = _two_sided(lambda u, v: sps.mannwhitneyu(u, v, alternative="two-sided"), x, y) if spread else math.nan
+        row["mannwhitney_p"] = (
+            _two_sided(lambda u, v: sps.mannwhitneyu(u, v, alternative="two-sided"), x, y) if spread else math.nan
+        )
         g = effects.two_sample(effects.hedges_g_batch, x, y, resamples, seed + 2 * k)
         delta = effects.two_sample(effects.cliffs_delta_batch, x, y, resamples, seed + 2 * k + 1)
         row.update(dict(zip(("hedges_g", "hedges_g_ci_low", "hedges_g_ci_high"), g)))
@@ -142,10 +178,19 @@ def paired(frame: pd.DataFrame, metric: str, resamples: int = 0, seed: int = 0) 
     for k, (a, b) in enumerate(itertools.combinations(sorted(wide.columns), 2)):
         both = wide[[a, b]].dropna()
         diff = (both[a] - both[b]).to_numpy(dtype=float)
-        row = {"metric": metric, "system_a": a, "system_b": b, "pairs": len(both),
-               "mean_diff": float(diff.mean()) if len(diff) else math.nan}
-        row["paired_t_p"] = _two_sided(sps.ttest_rel, both[a], both[b]) if len(diff) >= 2 and np.ptp(diff) > 0 else math.nan
-        row["wilcoxon_p"] = _two_sided(sps.wilcoxon, both[a], both[b]) if len(diff) >= 2 and np.any(diff != 0) else math.nan
+        row = {
+            "metric": metric,
+            "system_a": a,
+            "system_b": b,
+            "pairs": len(both),
+            "mean_diff": float(diff.mean()) if len(diff) else math.nan,
+        }
+        row["paired_t_p"] = (
+            _two_sided(sps.ttest_rel, both[a], both[b]) if len(diff) >= 2 and np.ptp(diff) > 0 else math.nan
+        )
+        row["wilcoxon_p"] = (
+            _two_sided(sps.wilcoxon, both[a], both[b]) if len(diff) >= 2 and np.any(diff != 0) else math.nan
+        )
         dz = effects.paired_sample(effects.cohens_dz_batch, diff, resamples, seed + 2 * k)
         r = effects.paired_sample(effects.rank_biserial_paired_batch, diff, resamples, seed + 2 * k + 1)
         row.update(dict(zip(("cohens_dz", "cohens_dz_ci_low", "cohens_dz_ci_high"), dz)))
@@ -170,8 +215,11 @@ def adjust(table: pd.DataFrame, p_columns: list[str]) -> pd.DataFrame:
         if column not in table:
             continue
         position = table.columns.get_loc(column) + 1
-        holm = pd.concat([_adjusted(group, "holm") for _, group in table.groupby("metric", sort=False)[column]]) \
-            if len(table) else pd.Series(dtype=float)
+        holm = (
+            pd.concat([_adjusted(group, "holm") for _, group in table.groupby("metric", sort=False)[column]])
+            if len(table)
+            else pd.Series(dtype=float)
+        )
         table.insert(position, f"{column}_holm", holm.reindex(table.index))
         table.insert(position + 1, f"{column}_bh", _adjusted(table[column], "fdr_bh"))
     return table
@@ -190,7 +238,7 @@ def spearman_bootstrap(x: np.ndarray, y: np.ndarray, resamples: int, seed: int, 
         idx = rng.integers(0, n, n)
         if np.ptp(x[idx]) > 0 and np.ptp(y[idx]) > 0:
             draws.append(sps.spearmanr(x[idx], y[idx])[0])
-    low, high = (np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100]) if draws else (math.nan, math.nan))
+    low, high = np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100]) if draws else (math.nan, math.nan)
     return {"n": n, "rho": float(rho), "p": float(p), "ci_low": float(low), "ci_high": float(high)}
 
 
@@ -198,7 +246,9 @@ def correlations(frame: pd.DataFrame, metrics: list[str], judges: list[str], res
     rows = []
     for i, (metric, judge) in enumerate(itertools.product(metrics, judges)):
         if metric in frame and judge in frame:
-            result = spearman_bootstrap(frame[metric].to_numpy(float), frame[judge].to_numpy(float), resamples, seed + i)
+            result = spearman_bootstrap(
+                frame[metric].to_numpy(float), frame[judge].to_numpy(float), resamples, seed + i
+            )
             rows.append({"metric": metric, "judge": judge, **result})
     return pd.DataFrame(rows)
 
@@ -218,69 +268,120 @@ def omnibus_with_adjustment(anova: pd.DataFrame) -> pd.DataFrame:
     if "recommended_p" not in anova:
         return anova
     anova = anova.copy()
-    anova.insert(anova.columns.get_loc("recommended_p") + 1, "recommended_p_bh", _adjusted(anova["recommended_p"], "fdr_bh"))
+    anova.insert(
+        anova.columns.get_loc("recommended_p") + 1, "recommended_p_bh", _adjusted(anova["recommended_p"], "fdr_bh")
+    )
     return anova
 
 
-def markdown_summary(anova: pd.DataFrame, tukey_table: pd.DataFrame, pairwise_table: pd.DataFrame,
-                     paired_table: pd.DataFrame, correlation_table: pd.DataFrame, paired_reason: str,
-                     alpha: float = ALPHA) -> str:
+def markdown_summary(
+    anova: pd.DataFrame,
+    tukey_table: pd.DataFrame,
+    pairwise_table: pd.DataFrame,
+    paired_table: pd.DataFrame,
+    correlation_table: pd.DataFrame,
+    paired_reason: str,
+    alpha: float = ALPHA,
+) -> str:
     """The readable summary (rounded to 3 significant digits; the CSVs keep full precision)."""
-    lines = ["# Statistical comparison of systems", "",
-             f"Significance level {alpha}. Omnibus test per metric: the `recommended` one is the test whose assumptions "
-             "hold (ANOVA: normal residuals and equal variances; Welch: normal; otherwise Kruskal-Wallis); its p-value "
-             "is also shown adjusted over the metrics (Benjamini-Hochberg, BH). Numbers here are rounded; the CSVs "
-             "beside this file keep full precision.", ""]
-    lines += ["## Omnibus tests", "",
-              "| metric | n | recommended | p | p (BH) | eta² | ANOVA p | Welch p | Kruskal p | Levene p | min Shapiro p |",
-              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "# Statistical comparison of systems",
+        "",
+        f"Significance level {alpha}. Omnibus test per metric: the `recommended` one is the test whose assumptions "
+        "hold (ANOVA: normal residuals and equal variances; Welch: normal; otherwise Kruskal-Wallis); its p-value "
+        "is also shown adjusted over the metrics (Benjamini-Hochberg, BH). Numbers here are rounded; the CSVs "
+        "beside this file keep full precision.",
+        "",
+    ]
+    lines += [
+        "## Omnibus tests",
+        "",
+        "| metric | n | recommended | p | p (BH) | eta² | ANOVA p | Welch p | Kruskal p | Levene p | min Shapiro p |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for _, r in anova.iterrows():
         if r.get("note") and pd.isna(r.get("recommended")):
             lines.append(f"| {r['metric']} | {r['n']} | – ({r['note']}) | | | | | | | | |")
             continue
         metric = r["metric"] + (f" ({r['note']})" if r.get("note") else "")
-        lines.append(f"| {metric} | {r['n']} | {r['recommended']} | {_fmt(r['recommended_p'])} | "
-                     f"{_fmt(r.get('recommended_p_bh'))} | {_fmt(r['eta_squared'])} | {_fmt(r['anova_p'])} | "
-                     f"{_fmt(r['welch_p'])} | {_fmt(r['kruskal_p'])} | {_fmt(r['levene_p'])} | {_fmt(r['shapiro_min_p'])} |")
+        lines.append(
+            f"| {metric} | {r['n']} | {r['recommended']} | {_fmt(r['recommended_p'])} | "
+            f"{_fmt(r.get('recommended_p_bh'))} | {_fmt(r['eta_squared'])} | {_fmt(r['anova_p'])} | "
+            f"{_fmt(r['welch_p'])} | {_fmt(r['kruskal_p'])} | {_fmt(r['levene_p'])} | {_fmt(r['shapiro_min_p'])} |"
+        )
     if len(tukey_table):
         significant = tukey_table[tukey_table["reject"].astype(bool)]
-        lines += ["", f"## Tukey HSD: {len(significant)} of {len(tukey_table)} pairs differ", "",
-                  "| metric | system a | system b | mean diff (b - a) | adjusted p |", "|---|---|---|---|---|"]
-        lines += [f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {_fmt(float(r['mean_diff']))} | "
-                  f"{_fmt(float(r['p_adj']))} |" for _, r in significant.iterrows()]
+        lines += [
+            "",
+            f"## Tukey HSD: {len(significant)} of {len(tukey_table)} pairs differ",
+            "",
+            "| metric | system a | system b | mean diff (b - a) | adjusted p |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {_fmt(float(r['mean_diff']))} | "
+            f"{_fmt(float(r['p_adj']))} |"
+            for _, r in significant.iterrows()
+        ]
     if len(pairwise_table):
-        rank_based = set(anova.loc[anova.get("recommended", pd.Series(dtype=object)) == "kruskal", "metric"]) \
-            if "recommended" in anova else set()
+        rank_based = (
+            set(anova.loc[anova.get("recommended", pd.Series(dtype=object)) == "kruskal", "metric"])
+            if "recommended" in anova
+            else set()
+        )
         shown = []
         for _, r in pairwise_table.iterrows():
             test, effect = ("mannwhitney_p", "cliffs_delta") if r["metric"] in rank_based else ("welch_t_p", "hedges_g")
             if r[f"{test}_holm"] < alpha:
                 shown.append((r, test, effect))
-        lines += ["", f"## Pairwise tests: {len(shown)} of {len(pairwise_table)} pairs differ (Holm over the pairs "
-                  "of a metric)", "",
-                  "Welch's t-test with Hedges' g where the omnibus recommendation is ANOVA or Welch, Mann-Whitney U with "
-                  "Cliff's delta where it is Kruskal-Wallis; effect of a over b with a 95% bootstrap CI. pairwise.csv "
-                  "has both tests for every pair, raw, Holm- and BH-adjusted.", "",
-                  "| metric | system a | system b | mean diff (a - b) | test | p | p (Holm) | p (BH) | effect [95% CI] |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {_fmt(r['mean_diff'])} | "
-                  f"{'Mann-Whitney' if test == 'mannwhitney_p' else 'Welch t'} | {_fmt(r[test])} | {_fmt(r[test + '_holm'])} | "
-                  f"{_fmt(r[test + '_bh'])} | {effect.replace('_', ' ')} {_ci(r, effect)} |" for r, test, effect in shown]
+        lines += [
+            "",
+            f"## Pairwise tests: {len(shown)} of {len(pairwise_table)} pairs differ (Holm over the pairs of a metric)",
+            "",
+            "Welch's t-test with Hedges' g where the omnibus recommendation is ANOVA or Welch, Mann-Whitney U with "
+            "Cliff's delta where it is Kruskal-Wallis; effect of a over b with a 95% bootstrap CI. pairwise.csv "
+            "has both tests for every pair, raw, Holm- and BH-adjusted.",
+            "",
+            "| metric | system a | system b | mean diff (a - b) | test | p | p (Holm) | p (BH) | effect [95% CI] |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {_fmt(r['mean_diff'])} | "
+            f"{'Mann-Whitney' if test == 'mannwhitney_p' else 'Welch t'} | {_fmt(r[test])} | "
+            f"{_fmt(r[test + '_holm'])} | "
+            f"{_fmt(r[test + '_bh'])} | {effect.replace('_', ' ')} {_ci(r, effect)} |"
+            for r, test, effect in shown
+        ]
     lines += ["", "## Paired tests on the same sessions", ""]
     if len(paired_table):
         significant = paired_table[paired_table["wilcoxon_p_holm"] < alpha]
-        lines += [f"Sessions pair: {paired_reason}. {len(significant)} of {len(paired_table)} pairs differ (Wilcoxon, "
-                  "Holm over the pairs of a metric).", "",
-                  "| metric | system a | system b | pairs | mean diff (a - b) | Wilcoxon p (Holm) | rank-biserial [95% CI] | "
-                  "paired t p (Holm) | d_z [95% CI] |", "|---|---|---|---|---|---|---|---|---|"]
-        lines += [f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {r['pairs']} | {_fmt(r['mean_diff'])} | "
-                  f"{_fmt(r['wilcoxon_p_holm'])} | {_ci(r, 'rank_biserial')} | {_fmt(r['paired_t_p_holm'])} | "
-                  f"{_ci(r, 'cohens_dz')} |" for _, r in significant.iterrows()]
+        lines += [
+            f"Sessions pair: {paired_reason}. {len(significant)} of {len(paired_table)} pairs differ (Wilcoxon, "
+            "Holm over the pairs of a metric).",
+            "",
+            "| metric | system a | system b | pairs | mean diff (a - b) | Wilcoxon p (Holm) | rank-biserial [95% CI] | "
+            "paired t p (Holm) | d_z [95% CI] |",
+            "|---|---|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {r['pairs']} | {_fmt(r['mean_diff'])} | "
+            f"{_fmt(r['wilcoxon_p_holm'])} | {_ci(r, 'rank_biserial')} | {_fmt(r['paired_t_p_holm'])} | "
+            f"{_ci(r, 'cohens_dz')} |"
+            for _, r in significant.iterrows()
+        ]
     else:
         lines.append(f"Not run: {paired_reason}.")
     if len(correlation_table):
-        lines += ["", "## Spearman correlation with the judge (95% bootstrap CI)", "",
-                  "| metric | judge | n | rho | CI |", "|---|---|---|---|---|"]
-        lines += [f"| {r['metric']} | {r['judge']} | {r['n']} | {_fmt(r['rho'])} | [{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] |"
-                  for _, r in correlation_table.iterrows()]
+        lines += [
+            "",
+            "## Spearman correlation with the judge (95% bootstrap CI)",
+            "",
+            "| metric | judge | n | rho | CI |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r['metric']} | {r['judge']} | {r['n']} | {_fmt(r['rho'])} | "
+            f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] |"
+            for _, r in correlation_table.iterrows()
+        ]
     return "\n".join(lines) + "\n"

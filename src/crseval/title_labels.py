@@ -15,7 +15,6 @@ from pathlib import Path
 
 from crseval.titles import TitleRecognizer
 
-
 REQUIRED = ("id", "model", "file", "message_index", "sha256", "recommended", "mentioned", "traps")
 TITLE_LISTS = ("recommended", "mentioned", "traps")
 
@@ -64,8 +63,18 @@ def load_labels(labels_path: str | Path, logs_dir: str | Path) -> list[LabelledR
         if hashlib.sha256(text.encode("utf-8")).hexdigest() != label["sha256"]:
             raise LabelError(f"{labels_path}:{number}: the text of {label['id']} changed since it was labelled")
         user_text = next((m["text"] for m in reversed(conversation[:position]) if m["speaker"] == "USER"), "")
-        replies.append(LabelledReply(label["id"], label["model"], text, user_text, frozenset(label["recommended"]),
-                                     frozenset(label["mentioned"]), frozenset(label["traps"]), label.get("split", "all")))
+        replies.append(
+            LabelledReply(
+                label["id"],
+                label["model"],
+                text,
+                user_text,
+                frozenset(label["recommended"]),
+                frozenset(label["mentioned"]),
+                frozenset(label["traps"]),
+                label.get("split", "all"),
+            )
+        )
     return replies
 
 
@@ -92,8 +101,13 @@ def evaluate(recognizer: TitleRecognizer, replies: list[LabelledReply]) -> dict:
         trap_total += len(traps)
         trap_hits += len(traps & predicted["referenced"])
         if predicted["recommended"] != gold["recommended"] or predicted["mentioned"] != gold["mentioned"]:
-            errors.append({"id": reply.id, "predicted": {k: sorted(v) for k, v in predicted.items() if k != "referenced"},
-                           "gold": {k: sorted(v) for k, v in gold.items() if k != "referenced"}})
+            errors.append(
+                {
+                    "id": reply.id,
+                    "predicted": {k: sorted(v) for k, v in predicted.items() if k != "referenced"},
+                    "gold": {k: sorted(v) for k, v in gold.items() if k != "referenced"},
+                }
+            )
     result = {key: _prf(*values) for key, values in counts.items()}
     result["traps"] = {"total": trap_total, "taken_for_films": trap_hits}
     result["replies"] = len(replies)

@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from crseval.tokens import tokenize
-from crseval.lexicon import is_common_phrase
 from crseval.fields import PEOPLE_FIELDS
-
+from crseval.lexicon import is_common_phrase
+from crseval.tokens import tokenize
 
 # Spans the writer marked as a name: quotes, bold, italics.
 _FORMATTED = re.compile(
@@ -51,19 +50,28 @@ _HEADING_END = re.compile(r"^[\"'”’*_]*\s*(?:$|\n|:|\(|,|\s[-–—]\s|[-–
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]|^\s*(?:\d{1,2}[.)]|[-*•+]))[\s\"'“‘*_(\[]*$")
 _FILM_WORD = re.compile(
     r"\b(?:film|films|movie|movies|flick|classic|titled|called|named|watch|watching|recommend|suggest|try|see)"
-    r"[\s\"'“‘*_]*$", re.I)
+    r"[\s\"'“‘*_]*$",
+    re.I,
+)
 _PERSON_CUE = re.compile(
     r"\b(?:by|with|starring|featuring|actor|actress|director|directors|writer|author|novelist|mr|mrs|ms|dr)"
-    r"\.?[\s\"'“‘*_]*$", re.I)
+    r"\.?[\s\"'“‘*_]*$",
+    re.I,
+)
 _WEAK = "weak"  # no cue of its own: a reference only when a list joins it to a recognised film
 _PLACE_PREPOSITION = re.compile(r"\b(?:in|at|near|across|around|from|to|into|outside|of)\s+$")
 _CHARACTER_BEFORE = re.compile(
-    r"(?:(?<!such)\s+as(?:\s+(?:the|a|an))?(?:\s+(?!good|well|much|many|far|long)[a-z][a-z-]*)?|[A-Za-z]/)\s*$")  # "as the iconic X", "Parker/X"
+    r"(?:(?<!such)\s+as(?:\s+(?:the|a|an))?(?:\s+(?!good|well|much|many|far|long)[a-z][a-z-]*)?|[A-Za-z]/)\s*$"
+)  # "as the iconic X", "Parker/X"
 # "the Pearl Harbor attack", "the Titanic": a lower-case article before a title that has none is a thing, not a film
 _LOWER_ARTICLE_BEFORE = re.compile(r"(?:^|[^\w])the\s+$")
-_LIST_JOIN = re.compile(r"^[\s\"'”’*_]*(?:\(\s*(?:18|19|20)\d\d[^)]{0,20}\))?[\s\"'”’*_]*(?:,\s*(?:and|or)?|and|or|&)\s*[\"'“‘*_]*$")
+_LIST_JOIN = re.compile(
+    r"^[\s\"'”’*_]*(?:\(\s*(?:18|19|20)\d\d[^)]{0,20}\))?[\s\"'”’*_]*(?:,\s*(?:and|or)?|and|or|&)\s*[\"'“‘*_]*$"
+)
 # "X and Y" shares a role; "If you liked X, Y is..." does not (a bare comma may end a clause)
-_ROLE_JOIN = re.compile(r"^[\s\"'”’*_]*(?:\(\s*(?:18|19|20)\d\d[^)]{0,20}\))?[\s\"'”’*_]*,?\s*(?:and|or|&)\s*[\"'“‘*_]*$")
+_ROLE_JOIN = re.compile(
+    r"^[\s\"'”’*_]*(?:\(\s*(?:18|19|20)\d\d[^)]{0,20}\))?[\s\"'”’*_]*,?\s*(?:and|or|&)\s*[\"'“‘*_]*$"
+)
 _ARTICLE_BEFORE = re.compile(r"\b(?:The|A|An)\s+$")
 _OF_NAME_AFTER = re.compile(r"^\s+of\s+(?:the\s+)?[A-Z]")
 _SUBTITLE_AFTER = re.compile(r"^\s*[:–—-]\s*[A-Z0-9]")
@@ -193,7 +201,7 @@ class TitleRecognizer:
         result = RecognisedTitles(references=[])
         for ref in references:
             previous = result.references[-1] if result.references else None
-            if previous is not None and _ROLE_JOIN.match(text[previous.end:ref.start]):
+            if previous is not None and _ROLE_JOIN.match(text[previous.end : ref.start]):
                 role = previous.role  # "the director of X and Y": a list shares its role
             else:
                 role = self._role(text, ref, named_by_user)
@@ -234,7 +242,7 @@ class TitleRecognizer:
         while i < len(tokens):
             hit = None
             for length in self._lengths.get(keys[i], ()):
-                run = tuple(keys[i:i + length])
+                run = tuple(keys[i : i + length])
                 if len(run) == length and run in self.titles:
                     hit = (length, self.titles[run])
                     break
@@ -260,7 +268,7 @@ class TitleRecognizer:
                 for i in order:
                     j = i - 1 if order.step == 1 else i + 1
                     left, right = (items[j][0], items[i][0]) if j < i else (items[i][0], items[j][0])
-                    if not accepted[i] and accepted[j] and _LIST_JOIN.match(text[left.end:right.start]):
+                    if not accepted[i] and accepted[j] and _LIST_JOIN.match(text[left.end : right.start]):
                         accepted[i] = True
             found = [r for (r, _), ok in zip(items, accepted) if ok]
         found.sort(key=lambda r: r.start)
@@ -274,9 +282,15 @@ class TitleRecognizer:
         longer = [keys[r.title] for r in found]
 
         def inside(short: tuple, long: tuple) -> bool:
-            return len(short) < len(long) and any(long[i:i + len(short)] == short for i in range(len(long) - len(short) + 1))
+            return len(short) < len(long) and any(
+                long[i : i + len(short)] == short for i in range(len(long) - len(short) + 1)
+            )
 
-        return [r for r in found if r.cue in ("formatted", "year") or not any(inside(keys[r.title], other) for other in longer)]
+        return [
+            r
+            for r in found
+            if r.cue in ("formatted", "year") or not any(inside(keys[r.title], other) for other in longer)
+        ]
 
     def _title_of(self, span: str) -> str | None:
         key = tuple(t for t, _, _ in tokenize(span))
@@ -303,7 +317,7 @@ class TitleRecognizer:
             return None
         if kind == "plain":
             return "verbatim"
-        line = before[before.rfind("\n") + 1:]
+        line = before[before.rfind("\n") + 1 :]
         if len(line) <= 12 and _LIST_MARKER.fullmatch(line) and _HEADING_END.match(after):
             return "heading"
         if _FILM_WORD.search(before[-40:]) and kind != "name":
@@ -345,18 +359,18 @@ class TitleRecognizer:
 
     @staticmethod
     def _role(text: str, ref: TitleReference, named_by_user: set[str]) -> str:
-        before = text[max(0, ref.start - 120):ref.start]
+        before = text[max(0, ref.start - 120) : ref.start]
         clause = before
         breaks = list(_CLAUSE_BREAK.finditer(before))
         if breaks:
-            clause = before[breaks[-1].end():]
+            clause = before[breaks[-1].end() :]
         if _BACK_REFERENCE.search(clause):
             return "mentioned"
         if ref.title in named_by_user:
             if ref.cue == "heading" or re.search(r"\btitle:\s*[\"'“‘*_]*$", before[-12:], re.I):
                 return "recommended"  # a suggestion list that includes the user's film
             sentence = re.split(r"[.!?\n]", before)[-1]
-            after = text[ref.end:ref.end + 120]
+            after = text[ref.end : ref.end + 120]
             if _PROPOSAL_BEFORE.search(sentence) or _PROPOSAL_AFTER.match(after):
                 return "recommended"
             return "mentioned"
@@ -364,7 +378,9 @@ class TitleRecognizer:
 
 
 # Sentence-initial words that may stand right before a title without being part of its name.
-_OPENERS = frozenset("""
+_OPENERS = frozenset(
+    """
 watch try consider see check enjoy rewatch recommend suggest also then and or so but maybe perhaps definitely
 absolutely personally honestly yes no well oh sure next finally lastly firstly first second third
-""".split())
+""".split()
+)

@@ -49,9 +49,9 @@ class Constraint:
 
 
 def _clause_before(text: str, mention: Mention) -> str:
-    before = text[max(0, mention.start - 40):mention.start]
+    before = text[max(0, mention.start - 40) : mention.start]
     breaks = list(CLAUSE_BREAK.finditer(before))
-    return before[breaks[-1].end():] if breaks else before
+    return before[breaks[-1].end() :] if breaks else before
 
 
 def is_negated(text: str, mention: Mention) -> bool:

@@ -27,9 +27,9 @@ import yaml
 
 from crseval.catalog_index import CatalogIndex
 from crseval.concepts import ConceptMatcher
+from crseval.fields import CONCEPT_FIELDS, display
 from crseval.text import lemma
 from crseval.tracker import Constraint, extract_statements
-from crseval.fields import CONCEPT_FIELDS, display
 
 MAX_REDRAWS = 40
 ORDINARY_STAGES = ("accept", "reject", "ask", "no_title", "contradict")
@@ -167,7 +167,9 @@ class UserSimulator:
     # ------------------------------------------------------------ text
 
     def _phrase(self, group: str, field_name: str, value: str) -> str:
-        return with_article(self.templates.pick(self.text_rng, group, field_name).format(value=display(field_name, value)))
+        return with_article(
+            self.templates.pick(self.text_rng, group, field_name).format(value=display(field_name, value))
+        )
 
     def _focus_phrase(self) -> str:
         return self._phrase("focus", *self.focus)
@@ -186,8 +188,10 @@ class UserSimulator:
             if not problem:
                 return text, statements, titles
             self.redraws += 1
-        raise SimulatorTextError(f"session seed {self.seed}, turn {number}: no wording says exactly what the user means; "
-                                 f"last try {text!r}: {problem}")
+        raise SimulatorTextError(
+            f"session seed {self.seed}, turn {number}: no wording says exactly what the user means; "
+            f"last try {text!r}: {problem}"
+        )
 
     def _misread(self, text: str, statements: list[Statement], titles: list[str], candidates: list[str]) -> str:
         read = {(m.field, m.value, role) for m, role in extract_statements(self.matcher, text, candidates)}
@@ -213,8 +217,11 @@ class UserSimulator:
         focus_wish = lambda: Statement(self.focus[0], self.focus[1], "wish")  # noqa: E731
         if number == 1:
             stage = "open"
-            compose = lambda: (self.templates.pick(self.text_rng, "open").format(focus=self._focus_phrase()),  # noqa: E731
-                               [focus_wish()], [])
+            compose = lambda: (  # noqa: E731
+                self.templates.pick(self.text_rng, "open").format(focus=self._focus_phrase()),
+                [focus_wish()],
+                [],
+            )
         elif self.settings.is_shift_turn(number) and (shift := self._shift()) is not None:
             stage = "shift"
             shift["anchor_new"] = shift["from_anchor"] not in self.seen_titles  # the wording then says it is new
@@ -222,10 +229,16 @@ class UserSimulator:
             compose = lambda: self._shift_text(shift)  # noqa: E731
         elif (excluded := self._maybe_contradict()) is not None:
             stage = "contradict"
-            compose = lambda: (self.templates.pick(self.text_rng, "contradict").format(  # noqa: E731
-                not_focus=self.templates.pick(self.text_rng, "reject_value", excluded.field).format(
-                    value=display(excluded.field, excluded.value)),
-                focus=self._focus_phrase()), [Statement(excluded.field, excluded.value, "exclusion"), focus_wish()], [])
+            compose = lambda: (  # noqa: E731
+                self.templates.pick(self.text_rng, "contradict").format(
+                    not_focus=self.templates.pick(self.text_rng, "reject_value", excluded.field).format(
+                        value=display(excluded.field, excluded.value)
+                    ),
+                    focus=self._focus_phrase(),
+                ),
+                [Statement(excluded.field, excluded.value, "exclusion"), focus_wish()],
+                [],
+            )
         else:
             stage, compose = self._react(last_recommended)
         text, statements, titles = self._say(compose, candidates, number)
@@ -251,7 +264,11 @@ class UserSimulator:
         """Stage and composer of a reaction to the system's last recommendations."""
         focus = [Statement(self.focus[0], self.focus[1], "wish")]
         if not recommended:
-            return "no_title", lambda: (self.templates.pick(self.text_rng, "no_title").format(focus=self._focus_phrase()), focus, [])
+            return "no_title", lambda: (
+                self.templates.pick(self.text_rng, "no_title").format(focus=self._focus_phrase()),
+                focus,
+                [],
+            )
         fitting = [t for t in recommended if self.title_satisfies(t)]
         if fitting and self.text_rng.random() < self.settings.accept_rate:
             return "accept", self._title_reaction("accept", fitting, focus)
@@ -267,19 +284,26 @@ class UserSimulator:
             title = titles[0] if next(tries) == 0 else titles[int(self.text_rng.integers(len(titles)))]
             text = self.templates.pick(self.text_rng, group).format(title=self._film(title), focus=self._focus_phrase())
             return text, focus, [title]
+
         return compose
 
     def _shift_text(self, shift: dict):
         bridge = shift["bridge"]
         kept = [c for c in self.constraints if not c.negated and (c.field, c.value) != self.focus]
         text = self.templates.pick(self.text_rng, "shift_new" if shift["anchor_new"] else "shift").format(
-            anchor=self._film(shift["from_anchor"]), bridge=self._phrase("bridge", bridge["field"], bridge["value"]),
-            focus=self._focus_phrase())
+            anchor=self._film(shift["from_anchor"]),
+            bridge=self._phrase("bridge", bridge["field"], bridge["value"]),
+            focus=self._focus_phrase(),
+        )
         if kept:
             text += " " + self.templates.pick(self.text_rng, "keep").format(
-                kept=" and ".join(self._phrase("kept", c.field, c.value) for c in kept))
-        statements = [Statement(bridge["field"], bridge["value"], "context"), Statement(self.focus[0], self.focus[1], "wish"),
-                      *(Statement(c.field, c.value, "wish") for c in kept)]
+                kept=" and ".join(self._phrase("kept", c.field, c.value) for c in kept)
+            )
+        statements = [
+            Statement(bridge["field"], bridge["value"], "context"),
+            Statement(self.focus[0], self.focus[1], "wish"),
+            *(Statement(c.field, c.value, "wish") for c in kept),
+        ]
         return text, statements, [shift["from_anchor"]]
 
     def _maybe_contradict(self) -> Constraint | None:
@@ -305,7 +329,11 @@ class UserSimulator:
         """A value of `field_name` that the anchor does not have and the user does not exclude yet."""
         own = set(self._values(self.anchor, field_name))
         taken = {c.value for c in self.constraints if c.field == field_name}
-        values = [v for v in self.index.values(field_name) if v not in own and v not in taken and self._speakable(field_name, v)]
+        values = [
+            v
+            for v in self.index.values(field_name)
+            if v not in own and v not in taken and self._speakable(field_name, v)
+        ]
         if not values:
             return None
         return Constraint(field_name, values[int(self.plan_rng.integers(len(values)))])
@@ -326,7 +354,11 @@ class UserSimulator:
                 if exclusions and not self._satisfies(film_id, exclusions):
                     continue
                 for value in self._values(film_id, new_field):
-                    if (new_field, value) == self.focus or (new_field, value) in excluded or not self._speakable(new_field, value):
+                    if (
+                        (new_field, value) == self.focus
+                        or (new_field, value) in excluded
+                        or not self._speakable(new_field, value)
+                    ):
                         continue
                     bridges = shared - {(new_field, value)}
                     if bridges:
@@ -346,8 +378,9 @@ class UserSimulator:
                 "from_anchor": self._title(self.anchor),
                 "to_anchor": self._title(film_id),
             }
-            kept = [c for c in self.constraints
-                    if c.negated or (c.field != new_field and self._satisfies(film_id, [c]))]
+            kept = [
+                c for c in self.constraints if c.negated or (c.field != new_field and self._satisfies(film_id, [c]))
+            ]
             self.constraints = kept + [Constraint(new_field, new_value)]
             self.focus = (new_field, new_value)
             self.anchor = film_id

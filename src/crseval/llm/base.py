@@ -208,8 +208,9 @@ def clean_unicode(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
-def http_failure(where: str, status: int, content_type: str | None, body: bytes,
-                 retry_after_s: float | None = None) -> LLMError:
+def http_failure(
+    where: str, status: int, content_type: str | None, body: bytes, retry_after_s: float | None = None
+) -> LLMError:
     """The error for a reply with a status other than 2xx: transient for server trouble and back-pressure."""
     message = f"{where}: {describe_http(status, content_type, body)}"
     if transient_status(status):

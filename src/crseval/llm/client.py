@@ -27,7 +27,7 @@ class RetryPolicy:
 
     def delay(self, attempt: int, key: str = "", retry_after_s: float | None = None) -> float:
         fraction = int.from_bytes(hashlib.sha256(f"{key}:{attempt}".encode()).digest()[:4], "big") / 2**32
-        backoff = self.backoff_s * (2 ** attempt) * (0.5 + 0.5 * fraction)
+        backoff = self.backoff_s * (2**attempt) * (0.5 + 0.5 * fraction)
         return min(self.max_wait_s, max(backoff, retry_after_s or 0.0))
 
 
@@ -38,7 +38,9 @@ class LLMClient:
     writes each entry atomically, and the counters are updated under a lock.
     """
 
-    def __init__(self, backend: Backend, cache: ResponseCache | None, retry: RetryPolicy = RetryPolicy(), sleep=time.sleep):
+    def __init__(
+        self, backend: Backend, cache: ResponseCache | None, retry: RetryPolicy = RetryPolicy(), sleep=time.sleep
+    ):
         self.backend = backend
         self.cache = cache
         self.retry = retry
@@ -77,8 +79,14 @@ class LLMClient:
                         f"{attempt + 1} attempts: {reason}"
                     ) from error
                 delay = self.retry.delay(attempt, key, error.retry_after_s)
-                log.warning("%s model %s: %s; retry %d in %.1f s", self.backend.name, self.backend.model, reason,
-                            attempt + 1, delay)
+                log.warning(
+                    "%s model %s: %s; retry %d in %.1f s",
+                    self.backend.name,
+                    self.backend.model,
+                    reason,
+                    attempt + 1,
+                    delay,
+                )
                 self._sleep(delay)
                 attempt += 1
 
@@ -86,8 +94,10 @@ class LLMClient:
         """The backend's reply, if it has text: the backends check this themselves, and this makes
         sure that no backend can hand an empty reply to the caller or the cache."""
         if not isinstance(response.text, str) or not response.text.strip():
-            raise TransientLLMError(f"{self.backend.name} model {self.backend.model}: reply has no text "
-                                    f"(the backend returned {response.text!r:.40})")
+            raise TransientLLMError(
+                f"{self.backend.name} model {self.backend.model}: reply has no text "
+                f"(the backend returned {response.text!r:.40})"
+            )
         return response
 
 
@@ -101,13 +111,21 @@ def make_backend(settings: dict, threads: int = 1, timeout_s: float = 120.0) -> 
     if kind == "ollama":
         from crseval.llm.ollama_backend import OllamaBackend
 
-        return OllamaBackend(settings["model"], host=settings.get("host", "http://127.0.0.1:11434"),
-                             num_ctx=settings.get("num_ctx"), timeout_s=timeout_s)
+        return OllamaBackend(
+            settings["model"],
+            host=settings.get("host", "http://127.0.0.1:11434"),
+            num_ctx=settings.get("num_ctx"),
+            timeout_s=timeout_s,
+        )
     if kind == "openai":
         from crseval.llm.openai_backend import OpenAIBackend
 
-        return OpenAIBackend(settings["model"], base_url=settings["base_url"],
-                             api_key_env=settings.get("api_key_env"), timeout_s=timeout_s)
+        return OpenAIBackend(
+            settings["model"],
+            base_url=settings["base_url"],
+            api_key_env=settings.get("api_key_env"),
+            timeout_s=timeout_s,
+        )
     raise LLMError(f"unknown LLM backend type {kind!r}")
 
 

@@ -21,8 +21,15 @@ from crseval.llm.models import EMBEDDED_MODELS, model_path
 def _load(path: str, n_ctx: int, threads: int, chat_format: str | None):
     from llama_cpp import Llama
 
-    return Llama(model_path=path, n_ctx=n_ctx, n_threads=threads, n_threads_batch=threads,
-                 chat_format=chat_format, seed=0, verbose=False)
+    return Llama(
+        model_path=path,
+        n_ctx=n_ctx,
+        n_threads=threads,
+        n_threads_batch=threads,
+        chat_format=chat_format,
+        seed=0,
+        verbose=False,
+    )
 
 
 # free the models while the interpreter is still whole (llama.cpp's finaliser needs its modules)
@@ -54,7 +61,9 @@ class LlamaCppBackend:
             self._chat_format, self._system_role = spec.chat_format, spec.system_role
         else:
             if not Path(model).is_file():
-                raise LLMError(f"llamacpp model {model}: neither an embedded model ({', '.join(EMBEDDED_MODELS)}) nor a GGUF file")
+                raise LLMError(
+                    f"llamacpp model {model}: neither an embedded model ({', '.join(EMBEDDED_MODELS)}) nor a GGUF file"
+                )
             self._path, self._chat_format, self._system_role = model, None, True
         self.n_ctx = n_ctx
         self.threads = max(1, int(threads))
@@ -64,8 +73,13 @@ class LlamaCppBackend:
         messages = request.message_dicts()
         if not self._system_role:
             messages = merge_system_into_user(messages)
-        kwargs = dict(messages=messages, temperature=request.temperature, top_p=request.top_p,
-                      max_tokens=request.max_tokens, seed=request.seed)
+        kwargs = dict(
+            messages=messages,
+            temperature=request.temperature,
+            top_p=request.top_p,
+            max_tokens=request.max_tokens,
+            seed=request.seed,
+        )
         if request.json_schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
         started = time.perf_counter()

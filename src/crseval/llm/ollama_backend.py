@@ -8,9 +8,21 @@ import time
 import httpx
 import ollama
 
-from crseval.llm.base import (LLMError, LLMRequest, LLMResponse, TransientLLMError, excerpt, json_reply,
-                              redact_library_logs, redact_url, redact_urls, reply_text, short_label, token_count,
-                              transient_status)
+from crseval.llm.base import (
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    TransientLLMError,
+    excerpt,
+    json_reply,
+    redact_library_logs,
+    redact_url,
+    redact_urls,
+    reply_text,
+    short_label,
+    token_count,
+    transient_status,
+)
 
 
 class OllamaBackend:
@@ -28,8 +40,12 @@ class OllamaBackend:
         return f"OllamaBackend(model={self.model!r}, host={redact_url(self.host)!r})"
 
     def complete(self, request: LLMRequest) -> LLMResponse:
-        options = {"temperature": request.temperature, "top_p": request.top_p, "seed": request.seed,
-                   "num_predict": request.max_tokens}
+        options = {
+            "temperature": request.temperature,
+            "top_p": request.top_p,
+            "seed": request.seed,
+            "num_predict": request.max_tokens,
+        }
         if self.num_ctx:
             options["num_ctx"] = self.num_ctx
         # the body ollama's client.chat() sends (it drops empty message fields), so replies stay as they were
@@ -49,8 +65,9 @@ class OllamaBackend:
             raise TransientLLMError(f"{self._where}: {type(error).__name__}: {redact_urls(str(error))}") from error
         except httpx.HTTPError as error:  # too many redirects
             raise LLMError(f"{self._where}: {type(error).__name__}: {redact_urls(str(error))}") from error
-        return self.parse_reply(raw.status_code, raw.headers.get("content-type"), raw.content,
-                                time.perf_counter() - started)
+        return self.parse_reply(
+            raw.status_code, raw.headers.get("content-type"), raw.content, time.perf_counter() - started
+        )
 
     def parse_reply(self, status: int, content_type: str | None, body: bytes, latency_s: float) -> LLMResponse:
         """The reply in an HTTP response; LLMError (transient when worth retrying) for anything unusable."""

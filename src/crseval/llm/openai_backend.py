@@ -7,9 +7,21 @@ import time
 
 import openai
 
-from crseval.llm.base import (LLMError, LLMRequest, LLMResponse, TransientLLMError, http_failure, json_reply,
-                              redact_library_logs, redact_url, redact_urls, reply_text, retry_after, short_label,
-                              token_count)
+from crseval.llm.base import (
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    TransientLLMError,
+    http_failure,
+    json_reply,
+    redact_library_logs,
+    redact_url,
+    redact_urls,
+    reply_text,
+    retry_after,
+    short_label,
+    token_count,
+)
 
 
 def api_key_from(api_key_env: str | None, where: str) -> str:
@@ -22,8 +34,10 @@ def api_key_from(api_key_env: str | None, where: str) -> str:
         return "unused"  # the openai client insists on some key
     key = os.environ.get(api_key_env, "").strip()
     if not key:
-        raise LLMError(f"environment variable {api_key_env} (llm api_key_env of {where}) is not set; "
-                       "export it, or remove api_key_env for a server that needs no key")
+        raise LLMError(
+            f"environment variable {api_key_env} (llm api_key_env of {where}) is not set; "
+            "export it, or remove api_key_env for a server that needs no key"
+        )
     return key
 
 
@@ -43,11 +57,19 @@ class OpenAIBackend:
         return f"OpenAIBackend(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
 
     def complete(self, request: LLMRequest) -> LLMResponse:
-        kwargs = dict(model=self.model, messages=request.message_dicts(), temperature=request.temperature,
-                      top_p=request.top_p, max_tokens=request.max_tokens, seed=request.seed)
+        kwargs = dict(
+            model=self.model,
+            messages=request.message_dicts(),
+            temperature=request.temperature,
+            top_p=request.top_p,
+            max_tokens=request.max_tokens,
+            seed=request.seed,
+        )
         if request.json_schema is not None:
-            kwargs["response_format"] = {"type": "json_schema",
-                                         "json_schema": {"name": "reply", "schema": request.json_schema, "strict": True}}
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "reply", "schema": request.json_schema, "strict": True},
+            }
         started = time.perf_counter()
         try:
             # the raw reply, not the parsed one: the openai client fails on odd bodies with bare
@@ -60,8 +82,13 @@ class OpenAIBackend:
             raise TransientLLMError(f"{self._where}: {type(error).__name__}: {detail}") from error
         except openai.APIStatusError as error:
             response = error.response
-            raise http_failure(self._where, error.status_code, response.headers.get("content-type"),
-                               response.content, retry_after(response.headers.get("retry-after"))) from error
+            raise http_failure(
+                self._where,
+                error.status_code,
+                response.headers.get("content-type"),
+                response.content,
+                retry_after(response.headers.get("retry-after")),
+            ) from error
         return self.parse_reply(status, content_type, body, time.perf_counter() - started)
 
     def parse_reply(self, status: int, content_type: str | None, body: bytes, latency_s: float) -> LLMResponse:
