@@ -9,9 +9,10 @@ import urllib.request
 
 import pytest
 
+from crseval.io import sha256_file
 from crseval.llm import LLMRequest
 from crseval.llm.llamacpp_backend import LlamaCppBackend, merge_system_into_user
-from crseval.llm.models import EMBEDDED_MODELS, model_path, sha256_of
+from crseval.llm.models import EMBEDDED_MODELS, model_path
 from crseval.llm.openai_backend import OpenAIBackend
 
 pytestmark = pytest.mark.llm
@@ -29,7 +30,7 @@ def test_merge_system_into_user():
 
 @pytest.mark.parametrize("name", sorted(EMBEDDED_MODELS))
 def test_embedded_model_files_match_their_published_hash(name):
-    assert sha256_of(model_path(name)) == EMBEDDED_MODELS[name].sha256
+    assert sha256_file(model_path(name)) == EMBEDDED_MODELS[name].sha256
 
 
 def test_gemma_keeps_the_system_text_in_the_prompt():

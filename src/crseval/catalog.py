@@ -11,7 +11,6 @@ and counted in the summary. Nothing is dropped without a counted reason.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections import Counter, defaultdict
@@ -23,6 +22,7 @@ import pyarrow as pa
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 from crseval.fields import CONCEPT_FIELDS, LIST_FIELDS, PEOPLE_FIELDS
+from crseval.io import sha256_file
 from crseval.normalize import (
     GenreNormaliser,
     NonGenreList,
@@ -106,14 +106,6 @@ class NormalisationReport:
                 kind: {"count": n, "examples": self.defect_examples[kind]} for kind, n in sorted(self.defects.items())
             },
         }
-
-
-def sha256_file(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class _Pairs(list):

