@@ -24,6 +24,14 @@ def default_config() -> dict:
     return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 
 
+TEST_CONFIGS = REPO / "config" / "test"
+
+
+def load_test_config(name: str) -> dict:
+    """config/test/<name>.yaml: a small experiment the tests run (a fresh copy, free to change)."""
+    return yaml.safe_load((TEST_CONFIGS / f"{name}.yaml").read_text())
+
+
 def copy_workflow(destination: Path) -> Path:
     """A scratch copy of the workflow, so that runs never touch the repository's results/."""
     for part in WORKFLOW_PARTS:
@@ -75,30 +83,94 @@ def write_config(directory: Path, config: dict, name: str = "test.yaml") -> Path
 
 
 SMALL_CATALOG = {
-    "Heat": {"name": "Heat", "year": "1995", "genre": ["Crime Fiction", "Thriller"], "actor": ["Al Pacino", "Robert De Niro"],
-             "director": ["Michael Mann"], "writer": ["Michael Mann"], "language": ["English Language"],
-             "plot": "A detective hunts a crew of bank robbers in Los Angeles.", "original_id": "1"},
-    "Casino": {"name": "Casino", "year": "1995", "genre": ["Crime", "Drama"], "actor": ["Robert De Niro", "Sharon Stone"],
-               "director": ["Martin Scorsese"], "writer": ["Nicholas Pileggi"], "language": ["English"],
-               "plot": "A casino manager in Las Vegas faces the mob.", "original_id": "2"},
-    "Goodfellas": {"name": "Goodfellas", "year": "1990", "genre": ["Crime", "Drama"], "actor": ["Robert De Niro", "Ray Liotta"],
-                   "director": ["Martin Scorsese"], "writer": ["Nicholas Pileggi", "Martin Scorsese"], "language": ["English"],
-                   "plot": "A young man rises through the mob in New York.", "original_id": "3"},
-    "Citizen Kane": {"name": "Citizen Kane", "year": "1941", "genre": ["Drama", "Mystery"], "actor": ["Orson Welles", "Joseph Cotten"],
-                     "director": ["Orson Welles"], "writer": ["Herman J. Mankiewicz", "Orson Welles"], "language": ["English"],
-                     "plot": "A reporter investigates the last word of a newspaper tycoon.", "original_id": "4"},
-    "The Third Man": {"name": "The Third Man", "year": "1949", "genre": ["Thriller", "Mystery"], "actor": ["Joseph Cotten", "Orson Welles"],
-                      "director": ["Carol Reed"], "writer": ["Graham Greene"], "language": ["English", "German"],
-                      "plot": "A writer in Vienna searches for the truth about his friend.", "original_id": "5"},
-    "Up": {"name": "Up", "year": "2009", "genre": ["Animation", "Adventure"], "actor": ["Ed Asner"],
-           "director": ["Pete Docter"], "writer": ["Pete Docter"], "language": ["English"],
-           "plot": "An old man flies his house to South America with balloons.", "original_id": "6"},
-    "Amelie": {"name": "Amelie", "year": "2001", "genre": ["Comedy", "Romance"], "actor": ["Audrey Tautou"],
-               "director": ["Jean-Pierre Jeunet"], "writer": ["Jean-Pierre Jeunet"], "language": ["French"],
-               "plot": "A shy waitress in Paris decides to change the lives of others.", "original_id": "7"},
-    "Scream": {"name": "Scream", "year": "1996", "genre": ["Horror", "Mystery"], "actor": ["Neve Campbell"],
-               "director": ["Wes Craven"], "writer": ["Kevin Williamson"], "language": ["English"],
-               "plot": "A masked killer stalks teenagers in a small town.", "original_id": "8"},
+    "Heat": {
+        "name": "Heat",
+        "year": "1995",
+        "genre": ["Crime Fiction", "Thriller"],
+        "actor": ["Al Pacino", "Robert De Niro"],
+        "director": ["Michael Mann"],
+        "writer": ["Michael Mann"],
+        "language": ["English Language"],
+        "plot": "A detective hunts a crew of bank robbers in Los Angeles.",
+        "original_id": "1",
+    },
+    "Casino": {
+        "name": "Casino",
+        "year": "1995",
+        "genre": ["Crime", "Drama"],
+        "actor": ["Robert De Niro", "Sharon Stone"],
+        "director": ["Martin Scorsese"],
+        "writer": ["Nicholas Pileggi"],
+        "language": ["English"],
+        "plot": "A casino manager in Las Vegas faces the mob.",
+        "original_id": "2",
+    },
+    "Goodfellas": {
+        "name": "Goodfellas",
+        "year": "1990",
+        "genre": ["Crime", "Drama"],
+        "actor": ["Robert De Niro", "Ray Liotta"],
+        "director": ["Martin Scorsese"],
+        "writer": ["Nicholas Pileggi", "Martin Scorsese"],
+        "language": ["English"],
+        "plot": "A young man rises through the mob in New York.",
+        "original_id": "3",
+    },
+    "Citizen Kane": {
+        "name": "Citizen Kane",
+        "year": "1941",
+        "genre": ["Drama", "Mystery"],
+        "actor": ["Orson Welles", "Joseph Cotten"],
+        "director": ["Orson Welles"],
+        "writer": ["Herman J. Mankiewicz", "Orson Welles"],
+        "language": ["English"],
+        "plot": "A reporter investigates the last word of a newspaper tycoon.",
+        "original_id": "4",
+    },
+    "The Third Man": {
+        "name": "The Third Man",
+        "year": "1949",
+        "genre": ["Thriller", "Mystery"],
+        "actor": ["Joseph Cotten", "Orson Welles"],
+        "director": ["Carol Reed"],
+        "writer": ["Graham Greene"],
+        "language": ["English", "German"],
+        "plot": "A writer in Vienna searches for the truth about his friend.",
+        "original_id": "5",
+    },
+    "Up": {
+        "name": "Up",
+        "year": "2009",
+        "genre": ["Animation", "Adventure"],
+        "actor": ["Ed Asner"],
+        "director": ["Pete Docter"],
+        "writer": ["Pete Docter"],
+        "language": ["English"],
+        "plot": "An old man flies his house to South America with balloons.",
+        "original_id": "6",
+    },
+    "Amelie": {
+        "name": "Amelie",
+        "year": "2001",
+        "genre": ["Comedy", "Romance"],
+        "actor": ["Audrey Tautou"],
+        "director": ["Jean-Pierre Jeunet"],
+        "writer": ["Jean-Pierre Jeunet"],
+        "language": ["French"],
+        "plot": "A shy waitress in Paris decides to change the lives of others.",
+        "original_id": "7",
+    },
+    "Scream": {
+        "name": "Scream",
+        "year": "1996",
+        "genre": ["Horror", "Mystery"],
+        "actor": ["Neve Campbell"],
+        "director": ["Wes Craven"],
+        "writer": ["Kevin Williamson"],
+        "language": ["English"],
+        "plot": "A masked killer stalks teenagers in a small town.",
+        "original_id": "8",
+    },
 }
 
 
@@ -121,7 +193,9 @@ def demo_index(tmp_path_factory):
     from crseval.catalog import build_index
     from crseval.catalog_index import CatalogIndex
 
-    films, concepts, _ = build_index(DEMO_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
+    films, concepts, _ = build_index(
+        DEMO_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True}
+    )
     return CatalogIndex(films.to_pandas(), concepts.to_pandas())
 
 
@@ -133,7 +207,9 @@ def full_index():
 
     if not FULL_CATALOG.exists():
         pytest.skip("the OpenDialKG catalog is not beside the repository")
-    films, concepts, _ = build_index(FULL_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
+    films, concepts, _ = build_index(
+        FULL_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True}
+    )
     return CatalogIndex(films.to_pandas(), concepts.to_pandas())
 
 
@@ -144,7 +220,9 @@ def catalog_files(tmp_path_factory):
     from crseval.io import write_json, write_parquet
 
     folder = tmp_path_factory.mktemp("catalog")
-    films, concepts, summary = build_index(DEMO_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
+    films, concepts, summary = build_index(
+        DEMO_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True}
+    )
     write_parquet(films, folder / "films.parquet")
     write_parquet(concepts, folder / "concepts.parquet")
     write_json(summary, folder / "summary.json")

@@ -22,8 +22,14 @@ class LoopbackServer(ThreadingHTTPServer):
 
 
 class FakeOllama:
-    def __init__(self, failures: list[int] | None = None, delay_s: float = 0.0, titles: list[str] | None = None,
-                 content=None):
+    def __init__(
+        self,
+        failures: list[int] | None = None,
+        delay_s: float = 0.0,
+        titles: list[str] | None = None,
+        content=None,
+        port: int = 0,
+    ):
         self.failures = list(failures or [])  # HTTP statuses to answer with before succeeding
         self.delay_s = delay_s
         self.titles = titles or ["Heat", "Casino"]
@@ -57,7 +63,7 @@ class FakeOllama:
                 self.end_headers()
                 self.wfile.write(payload)
 
-        self._httpd = LoopbackServer(("127.0.0.1", 0), Handler)
+        self._httpd = LoopbackServer(("127.0.0.1", port), Handler)
         self.host = f"http://127.0.0.1:{self._httpd.server_address[1]}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
@@ -67,8 +73,12 @@ class FakeOllama:
         if self.content is not None:
             content = self.content(body)
         elif body.get("format") and "proactiveness" in body["format"].get("required", []):
-            content = json.dumps({name: {"score": int(digest[i], 16) % 5 + 1, "rationale": "a fake judgement"}
-                                  for i, name in enumerate(("proactiveness", "coherence", "personalization"))})
+            content = json.dumps(
+                {
+                    name: {"score": int(digest[i], 16) % 5 + 1, "rationale": "a fake judgement"}
+                    for i, name in enumerate(("proactiveness", "coherence", "personalization"))
+                }
+            )
         elif body.get("format"):
             content = json.dumps({"score": int(digest, 16) % 5 + 1})
         else:
@@ -158,8 +168,9 @@ class FakeOpenAI:
     tests can check which API key was sent (header names in lower case). It binds 127.0.0.1 only.
     """
 
-    def __init__(self, raw: list[RawReply] | None = None, content=None, failures: list[int] | None = None,
-                 delay_s: float = 0.0):
+    def __init__(
+        self, raw: list[RawReply] | None = None, content=None, failures: list[int] | None = None, delay_s: float = 0.0
+    ):
         self.raw = list(raw or [])
         self.failures = list(failures or [])
         self.content = content
@@ -184,7 +195,9 @@ class FakeOpenAI:
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
                     if scripted is None and status != 200:
-                        scripted = RawReply(status, body=json.dumps({"error": {"message": f"simulated failure {status}"}}))
+                        scripted = RawReply(
+                            status, body=json.dumps({"error": {"message": f"simulated failure {status}"}})
+                        )
                     if scripted is None:
                         time.sleep(server.delay_s)
                     send_raw(self, scripted or RawReply(body=json.dumps(server.reply(body))))
@@ -200,7 +213,10 @@ class FakeOpenAI:
         digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
         content = self.content(body) if self.content is not None else f"Try Heat. (ref {digest[:8]})"
         return {
-            "id": f"chatcmpl-{digest[:12]}", "object": "chat.completion", "created": 1767225600, "model": body["model"],
+            "id": f"chatcmpl-{digest[:12]}",
+            "object": "chat.completion",
+            "created": 1767225600,
+            "model": body["model"],
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 7, "completion_tokens": len((content or "").split()), "total_tokens": 9},
         }
@@ -216,3 +232,17 @@ class FakeOpenAI:
     def __exit__(self, *exc) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
+
+
+if __name__ == "__main__":
+    # For running config/test/rerun.yaml by hand: a fake Ollama at its hosts until Ctrl-C.
+    import argparse
+
+    parser = argparse.ArgumentParser(description="A fake Ollama server on 127.0.0.1 (replies made up, deterministic).")
+    parser.add_argument("--port", type=int, default=11434)
+    with FakeOllama(port=parser.parse_args().port) as server:
+        print(f"fake Ollama at {server.host}; Ctrl-C stops it", flush=True)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass

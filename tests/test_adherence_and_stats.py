@@ -4,7 +4,8 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crseval.metrics import adherence, response_stats
 from crseval.metrics.response_stats import TrigramLM, bleu4, embedding_diversity, self_bleu
@@ -40,7 +41,9 @@ def test_response_statistics_by_hand():
     stats = response_stats.score_session(["the cat sat", "the cat ran", ""], lm, sample=10, seed=0)
     assert stats["distinct_1"] == pytest.approx(4 / 6) and stats["distinct_2"] == pytest.approx(3 / 4)
     assert stats["ttr"] == pytest.approx(4 / 6)
-    assert stats["root_ttr"] == pytest.approx(4 / math.sqrt(6)) and stats["corrected_ttr"] == pytest.approx(4 / math.sqrt(12))
+    assert stats["root_ttr"] == pytest.approx(4 / math.sqrt(6)) and stats["corrected_ttr"] == pytest.approx(
+        4 / math.sqrt(12)
+    )
     assert stats["response_entropy"] == pytest.approx(2 / 3 * math.log2(3) + 1 / 3 * math.log2(6))
     # BLEU-4 of each against the other: precisions 2/3, (1+1)/(2+1), (0+1)/(1+1), (0+1)/(0+1); no brevity penalty
     assert stats["self_bleu"] == pytest.approx((2 / 3 * 2 / 3 * 1 / 2) ** 0.25)

@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import REPO
 
 from crseval.calibration import make_calibration_agent
 from crseval.concepts import ConceptMatcher
@@ -14,21 +15,39 @@ from crseval.sessions import SessionContext, run_session, session_seed
 from crseval.user_simulator import SimulatorSettings, Templates
 from crseval.validity import EXPECTATIONS, assess, cliffs_delta, kendall_tau
 
-from conftest import REPO
-
-SYSTEMS = [{"name": "oracle", "agent": "oracle"}, {"name": "lag1", "agent": "lagging", "lag": 1},
-           {"name": "lag2", "agent": "lagging", "lag": 2}, {"name": "stubborn", "agent": "stubborn"},
-           {"name": "random", "agent": "random"}, {"name": "parrot", "agent": "parrot"}]
-GROUNDED = ("tas", "tas_cc", "tas_cr", "tas_segment", "dst_f1", "rec_satisfaction", "missing_concepts", "recovery_rate_cosine",
-            "tas_copying")
+SYSTEMS = [
+    {"name": "oracle", "agent": "oracle"},
+    {"name": "lag1", "agent": "lagging", "lag": 1},
+    {"name": "lag2", "agent": "lagging", "lag": 2},
+    {"name": "stubborn", "agent": "stubborn"},
+    {"name": "random", "agent": "random"},
+    {"name": "parrot", "agent": "parrot"},
+]
+GROUNDED = (
+    "tas",
+    "tas_cc",
+    "tas_cr",
+    "tas_segment",
+    "dst_f1",
+    "rec_satisfaction",
+    "missing_concepts",
+    "recovery_rate_cosine",
+    "tas_copying",
+)
 
 
 @pytest.fixture(scope="module")
 def calibration_run(demo_index):
     """20 sessions x 12 turns of every calibration system on the demo catalog, scored."""
     matcher = ConceptMatcher(demo_index.concepts, demo_index.films)
-    ctx = SessionContext(demo_index, matcher, Templates.load(REPO / "resources" / "templates" / "user.yaml"),
-                         SimulatorSettings(shift_every=3, contradiction_rate=0.1), 12, "0" * 64)
+    ctx = SessionContext(
+        demo_index,
+        matcher,
+        Templates.load(REPO / "resources" / "templates" / "user.yaml"),
+        SimulatorSettings(shift_every=3, contradiction_rate=0.1),
+        12,
+        "0" * 64,
+    )
     space = grounded.ConceptSpace(demo_index, matcher, grounded.TasSettings(recovery_window=4))
     rows, records = [], {}
     for system in SYSTEMS:
@@ -102,8 +121,12 @@ def test_validity_statistics_by_hand():
 
 
 def test_a_metric_that_does_not_discriminate_fails():
-    frame = pd.DataFrame({"system": ["oracle", "lag1", "lag2", "stubborn", "random"] * 10,
-                          "context_adaptation_score": np.tile([0.5] * 5, 10) + np.repeat(np.linspace(0, 0.01, 10), 5)})
+    frame = pd.DataFrame(
+        {
+            "system": ["oracle", "lag1", "lag2", "stubborn", "random"] * 10,
+            "context_adaptation_score": np.tile([0.5] * 5, 10) + np.repeat(np.linspace(0, 0.01, 10), 5),
+        }
+    )
     row = assess(frame, next(e for e in EXPECTATIONS if e.metric == "context_adaptation_score"), resamples=100)
     assert row["verdict"] == "fail" and row["tau"] == 0.0
 
@@ -113,8 +136,13 @@ def test_the_echo_check_fails_a_metric_that_rewards_copying():
     even when it orders the five adapting systems perfectly."""
     means = {"oracle": 0.5, "lag1": 0.4, "lag2": 0.3, "stubborn": 0.2, "random": 0.1, "parrot": 0.9}
     rng = np.random.default_rng(0)
-    frame = pd.DataFrame([{"system": s, "context_adaptation_score": m + rng.normal(0, 0.01)}
-                          for s, m in means.items() for _ in range(30)])
+    frame = pd.DataFrame(
+        [
+            {"system": s, "context_adaptation_score": m + rng.normal(0, 0.01)}
+            for s, m in means.items()
+            for _ in range(30)
+        ]
+    )
     rows = {e.check: assess(frame, e, resamples=100) for e in EXPECTATIONS if e.metric == "context_adaptation_score"}
     assert rows["adaptation"]["verdict"] == "pass" and rows["adaptation"]["tau"] == 1.0
     assert rows["echo"]["verdict"] == "fail"

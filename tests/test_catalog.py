@@ -4,19 +4,27 @@ import json
 
 import pyarrow as pa
 import pytest
+from conftest import DEMO_CATALOG, FULL_CATALOG, NON_GENRES
 
 from crseval.catalog import CatalogError, build_index, load_catalog, plot_keywords
 from crseval.catalog_index import CatalogIndex
 from crseval.normalize import NonGenreList
 
-from conftest import DEMO_CATALOG, FULL_CATALOG, NON_GENRES
-
 KEYWORDS = {"per_film": 3, "min_df": 1, "max_df": 1.0, "lemmatize": True}
 
 
 def film(name, **fields):
-    record = {"name": name, "year": "2000", "genre": ["Drama"], "actor": [], "director": [], "writer": [],
-              "language": ["English"], "plot": f"A story about {name}.", "original_id": name}
+    record = {
+        "name": name,
+        "year": "2000",
+        "genre": ["Drama"],
+        "actor": [],
+        "director": [],
+        "writer": [],
+        "language": ["English"],
+        "plot": f"A story about {name}.",
+        "original_id": name,
+    }
     record.update(fields)
     return record
 
@@ -28,16 +36,19 @@ def write(tmp_path, catalog, name="catalog.json"):
 
 
 def test_noisy_film_is_normalised(tmp_path):
-    path = write(tmp_path, {
-        "Slumdog Millionaire": film(
-            "Slumdog Millionaire",
-            year="2008",
-            actor=["Anil Kapoor", "Anil Kapoor", "Dev  Patel"],
-            director=["Danny Boyle"],
-            genre=["Indie film", "Romance Film", "Crime Fiction", "Romance", "United Kingdom", "Drama"],
-            language=["Hindi Language", "French", "English Language", "English"],
-        ),
-    })
+    path = write(
+        tmp_path,
+        {
+            "Slumdog Millionaire": film(
+                "Slumdog Millionaire",
+                year="2008",
+                actor=["Anil Kapoor", "Anil Kapoor", "Dev  Patel"],
+                director=["Danny Boyle"],
+                genre=["Indie film", "Romance Film", "Crime Fiction", "Romance", "United Kingdom", "Drama"],
+                language=["Hindi Language", "French", "English Language", "English"],
+            ),
+        },
+    )
     films, report = load_catalog(path, NonGenreList.load(NON_GENRES))
     (slumdog,) = films
     assert slumdog.genre == ["indie", "romance", "crime", "drama"]
@@ -83,8 +94,14 @@ def test_tolerable_defects_are_repaired_and_counted(tmp_path):
         ({"Blank": film("  ")}, r"film 'Blank', field 'name': is empty"),
         ({"Listy": film(["Listy", "Again"])}, r"film 'Listy', field 'name': expected a string, found a list"),
         ({"P": film("P", plot=["a", "b"])}, r"film 'P', field 'plot': expected a string, found a list"),
-        ({"N": film("N", actor=["A", 42])}, r"film 'N', field 'actor': expected a list of strings, found an item of type a number"),
-        ({"G": film("G", genre={"main": "Drama"})}, r"film 'G', field 'genre': expected a list of strings, found an object"),
+        (
+            {"N": film("N", actor=["A", 42])},
+            r"film 'N', field 'actor': expected a list of strings, found an item of type a number",
+        ),
+        (
+            {"G": film("G", genre={"main": "Drama"})},
+            r"film 'G', field 'genre': expected a list of strings, found an object",
+        ),
         ({"Y": film("Y", year=["2000"])}, r"film 'Y', field 'year': expected a year string, found a list"),
     ],
 )
@@ -105,16 +122,23 @@ def test_plot_keywords_by_hand():
     # content words: [pirate, ship, sail], [pirate, treasure, map], [treasure, ship]
     # min_df=2 keeps pirate, ship, treasure; in plot 1 pirate and ship tie (alphabetical order)
     assert plot_keywords(plots, per_film=2, min_df=2, max_df=1.0, lemmatize=True) == [
-        ["pirate", "ship"], ["pirate", "treasure"], ["ship", "treasure"],
+        ["pirate", "ship"],
+        ["pirate", "treasure"],
+        ["ship", "treasure"],
     ]
     assert plot_keywords(["", ""], per_film=2, min_df=1, max_df=1.0, lemmatize=True) == [[], []]
 
 
 def test_index_tables_and_lookup(tmp_path):
-    path = write(tmp_path, {
-        "Heat": film("Heat", year="1995", actor=["Al Pacino", "Robert De Niro"], genre=["Crime Fiction", "Thriller"]),
-        "Casino": film("Casino", year="1995", actor=["Robert De Niro"], genre=["Crime"]),
-    })
+    path = write(
+        tmp_path,
+        {
+            "Heat": film(
+                "Heat", year="1995", actor=["Al Pacino", "Robert De Niro"], genre=["Crime Fiction", "Thriller"]
+            ),
+            "Casino": film("Casino", year="1995", actor=["Robert De Niro"], genre=["Crime"]),
+        },
+    )
     films, concepts, summary = build_index(path, NON_GENRES, KEYWORDS)
     assert films.column("film_id").to_pylist() == [0, 1]
     assert films.schema.field("year").type == pa.int16()
@@ -143,7 +167,9 @@ def test_demo_catalog_is_clean_and_large_enough():
 
 @pytest.mark.skipif(not FULL_CATALOG.exists(), reason="the OpenDialKG catalog is not beside the repository")
 def test_full_catalog_counts():
-    films, concepts, summary = build_index(FULL_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True})
+    films, concepts, summary = build_index(
+        FULL_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True}
+    )
     assert summary["catalog"]["sha256"] == "29e0409cd94659138ca7e0698882dac3fa72e44acfda4ca3478602b557abfe55"
     assert summary["films"] == 2164
     genres = set(concepts.to_pandas().query("field == 'genre'")["value"])

@@ -5,12 +5,31 @@ import pytest
 
 from crseval.concepts import ConceptMatcher
 
-VALUES = [("genre", "love"), ("genre", "war"), ("genre", "family"), ("genre", "comedy"), ("genre", "dog"),
-          ("genre", "beauty"), ("genre", "science fiction"), ("language", "english"), ("actor", "Will Smith"),
-          ("actor", "Common"), ("year", "1984"), ("director", "Orson Welles"), ("actor", "Orson Welles")]
+VALUES = [
+    ("genre", "love"),
+    ("genre", "war"),
+    ("genre", "family"),
+    ("genre", "comedy"),
+    ("genre", "dog"),
+    ("genre", "beauty"),
+    ("genre", "science fiction"),
+    ("language", "english"),
+    ("actor", "Will Smith"),
+    ("actor", "Common"),
+    ("year", "1984"),
+    ("director", "Orson Welles"),
+    ("actor", "Orson Welles"),
+]
 CONCEPTS = pd.DataFrame([(f, v, i) for i, (f, v) in enumerate(VALUES)], columns=["field", "value", "film_id"])
-FILMS = pd.DataFrame({"film_id": range(4), "title": ["Black Beauty", "Love Actually", "War", "1984"],
-                      "actor": [[], [], [], []], "director": [[], [], [], []], "writer": [[], [], [], []]})
+FILMS = pd.DataFrame(
+    {
+        "film_id": range(4),
+        "title": ["Black Beauty", "Love Actually", "War", "1984"],
+        "actor": [[], [], [], []],
+        "director": [[], [], [], []],
+        "writer": [[], [], [], []],
+    }
+)
 
 
 @pytest.fixture(scope="module")
@@ -22,19 +41,24 @@ def concepts(matcher, text, titles=()):
     return [(m.field, m.value) for m in matcher.values(text, titles)]
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("I'd love to watch a comedy.", [("genre", "comedy")]),                       # "love" is a verb here
-    ("A love story, please, or a war movie.", [("genre", "love"), ("genre", "war")]),  # field words after
-    ("Something in the love genre.", [("genre", "love")]),
-    ("My dog loved the family.", []),                                            # ordinary words
-    ("A family film in english.", [("genre", "family"), ("language", "english")]),
-    ("We saw Black Beauty and Love Actually.", []),                             # inside titles
-    ('Just "love", nothing else.', [("genre", "love")]),                        # quotes
-    ("Common is great. Something starring Common.", [("actor", "Common")]),     # the first is a sentence start
-    ("A movie with Will Smith, science fiction, from 1984.", [("actor", "Will Smith"), ("genre", "science fiction"),
-                                                              ("year", "1984")]),
-    ("War is hell; I want a war film.", [("genre", "war")]),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("I'd love to watch a comedy.", [("genre", "comedy")]),  # "love" is a verb here
+        ("A love story, please, or a war movie.", [("genre", "love"), ("genre", "war")]),  # field words after
+        ("Something in the love genre.", [("genre", "love")]),
+        ("My dog loved the family.", []),  # ordinary words
+        ("A family film in english.", [("genre", "family"), ("language", "english")]),
+        ("We saw Black Beauty and Love Actually.", []),  # inside titles
+        ('Just "love", nothing else.', [("genre", "love")]),  # quotes
+        ("Common is great. Something starring Common.", [("actor", "Common")]),  # the first is a sentence start
+        (
+            "A movie with Will Smith, science fiction, from 1984.",
+            [("actor", "Will Smith"), ("genre", "science fiction"), ("year", "1984")],
+        ),
+        ("War is hell; I want a war film.", [("genre", "war")]),
+    ],
+)
 def test_everyday_words_need_a_cue(matcher, text, expected):
     assert concepts(matcher, text) == expected
 

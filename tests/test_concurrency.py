@@ -10,14 +10,13 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO, default_config
+from fake_servers import FakeOpenAI
+from test_sessions import arguments, read_jsonl
 
 from crseval.config_checks import ConfigError, check_config
 from crseval.llm.concurrency import effective, judge_concurrency, simulate_concurrency, without_runtime
 from crseval.shard_runner import build_shard_runner
-
-from conftest import REPO, default_config
-from fake_servers import FakeOpenAI
-from test_sessions import arguments, read_jsonl
 
 HERE = Path(__file__).parent
 LATENCY = re.compile(rb'"latency_s": ?[0-9.eE+-]+')
@@ -31,9 +30,13 @@ def recommend_first_candidate(body: dict) -> str:
 
 
 def openai_system(base_url: str, concurrency: int | None = None) -> dict:
-    system = {"name": "served", "agent": "llm", "prompt": str(REPO / "resources" / "prompts" / "crs_grounded.txt"),
-              "backend": {"type": "openai", "model": "served-model", "base_url": base_url},
-              "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}}
+    system = {
+        "name": "served",
+        "agent": "llm",
+        "prompt": str(REPO / "resources" / "prompts" / "crs_grounded.txt"),
+        "backend": {"type": "openai", "model": "served-model", "base_url": base_url},
+        "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32},
+    }
     if concurrency is not None:
         system["concurrency"] = concurrency
     return system
@@ -71,8 +74,12 @@ def test_kill_9_at_concurrency_8_loses_and_duplicates_nothing(catalog_files, tmp
         args = arguments(catalog_files, openai_system(server.base_url), tmp_path, turns=4)
         progress, output = tmp_path / "progress.jsonl", tmp_path / "shard.jsonl"
         child_args = {**args, "concurrency": 8, "indices": [0, 24], "progress": str(progress), "output": str(output)}
-        child = subprocess.Popen([sys.executable, str(HERE / "shard_child.py"), json.dumps(child_args)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        child = subprocess.Popen(
+            [sys.executable, str(HERE / "shard_child.py"), json.dumps(child_args)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         deadline = time.time() + 120
         while time.time() < deadline and (not progress.exists() or progress.read_text().count("\n") < 9):
             time.sleep(0.01)
@@ -86,18 +93,27 @@ def test_kill_9_at_concurrency_8_loses_and_duplicates_nothing(catalog_files, tmp
         time.sleep(0.5)  # requests the child sent just before it died reach the server's count first
         calls_before = server.chat_calls
 
-        resumed = subprocess.run([sys.executable, str(HERE / "shard_child.py"), json.dumps(child_args)],
-                                 capture_output=True, text=True, check=True)
+        resumed = subprocess.run(
+            [sys.executable, str(HERE / "shard_child.py"), json.dumps(child_args)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         counts = json.loads(resumed.stdout)
         assert counts["resumed"] == len(indices) and counts["simulated"] == 24 - len(indices)
         # only unfinished sessions cost calls (those cut off mid-way take their first turns from the cache)
         assert server.chat_calls - calls_before == counts["calls"] <= (24 - len(indices)) * 4
 
-        clean_args = {**child_args, "concurrency": 1, "progress": str(tmp_path / "clean.progress"),
-                      "output": str(tmp_path / "clean.jsonl"),
-                      "llm_runtime": {**args["llm_runtime"], "cache_dir": str(tmp_path / "clean-cache")}}
-        subprocess.run([sys.executable, str(HERE / "shard_child.py"), json.dumps(clean_args)], capture_output=True,
-                       check=True)
+        clean_args = {
+            **child_args,
+            "concurrency": 1,
+            "progress": str(tmp_path / "clean.progress"),
+            "output": str(tmp_path / "clean.jsonl"),
+            "llm_runtime": {**args["llm_runtime"], "cache_dir": str(tmp_path / "clean-cache")},
+        }
+        subprocess.run(
+            [sys.executable, str(HERE / "shard_child.py"), json.dumps(clean_args)], capture_output=True, check=True
+        )
     strip = LATENCY, re.compile(rb'"cached": (true|false)')
     resumed_bytes, clean_bytes = output.read_bytes(), (tmp_path / "clean.jsonl").read_bytes()
     for pattern in strip:

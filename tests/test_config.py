@@ -4,10 +4,9 @@ import copy
 
 import pytest
 import yaml
+from conftest import REPO, default_config, run_snakemake, write_config
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
-
-from conftest import REPO, default_config, run_snakemake, write_config
 
 SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
 
@@ -70,8 +69,18 @@ def test_duplicate_system_names_fail_at_start(workflow_copy):
     assert result.returncode != 0 and "unique name" in result.stdout + result.stderr
 
 
-PAPER_JOBS = {"index_catalog": 1, "train_lda": 1, "simulate": 120, "score": 120, "judge": 120,
-              "aggregate": 1, "stats": 1, "plots": 1, "provenance": 1, "all": 1}
+PAPER_JOBS = {
+    "index_catalog": 1,
+    "train_lda": 1,
+    "simulate": 120,
+    "score": 120,
+    "judge": 120,
+    "aggregate": 1,
+    "stats": 1,
+    "plots": 1,
+    "provenance": 1,
+    "all": 1,
+}
 
 
 @pytest.mark.parametrize("profile", [None, "profiles/slurm"])
@@ -80,12 +89,17 @@ def test_paper_config_dry_run_lists_the_expected_jobs(workflow_copy, profile):
     from conftest import FULL_CATALOG, planned_jobs
 
     config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
-    config["catalog"]["path"] = str(FULL_CATALOG if FULL_CATALOG.exists() else REPO / "resources" / "catalog" / "demo_movies.json")
+    config["catalog"]["path"] = str(
+        FULL_CATALOG if FULL_CATALOG.exists() else REPO / "resources" / "catalog" / "demo_movies.json"
+    )
     args = ["-n", "--configfile", str(write_config(workflow_copy, config))]
     if profile:
         args += ["--profile", profile]
     assert planned_jobs(run_snakemake(workflow_copy, *args)) == PAPER_JOBS
     assert [s["backend"]["type"] for s in config["systems"]] == ["ollama"] * 6
     assert (config["sessions"]["count"], config["sessions"]["turns"]) == (1000, 20)
-    assert (config["scoring"]["cas"]["sim_topic_shift"], config["scoring"]["cas"]["topic_jaccard_shift"],
-            config["scoring"]["cas"]["alignment_threshold"]) == (0.55, 0.35, 0.65)
+    assert (
+        config["scoring"]["cas"]["sim_topic_shift"],
+        config["scoring"]["cas"]["topic_jaccard_shift"],
+        config["scoring"]["cas"]["alignment_threshold"],
+    ) == (0.55, 0.35, 0.65)

@@ -10,10 +10,11 @@ import math
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings, strategies as st
+from conftest import REPO, default_config, run_snakemake, write_config
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from conftest import REPO, default_config, run_snakemake, write_config
 from crseval.config_checks import ConfigError, check_config
 from crseval.metrics.basic import jaccard
 from crseval.metrics.grounded import TasSettings, tas_value
@@ -40,6 +41,7 @@ def has(lines: list[str], *parts: str) -> bool:
 
 # --- names ---------------------------------------------------------------------------------------
 
+
 def test_schema_name_patterns_are_the_one_name_pattern():
     assert SCHEMA["properties"]["experiment"]["pattern"] == NAME_PATTERN
     assert SCHEMA["$defs"]["system_name"]["pattern"] == NAME_PATTERN
@@ -61,11 +63,14 @@ def test_bad_system_name_is_named_at_the_key(name):
 
 def test_system_names_must_be_unique():
     lines = problems(lambda c: c["systems"].append({"name": "qwen-ungrounded", "agent": "template"}))
-    assert lines[1:] == ["systems[4].name: 'qwen-ungrounded' is also the name of systems[1]; "
-                         "every system needs a unique name (it names the system's results folder)"]
+    assert lines[1:] == [
+        "systems[4].name: 'qwen-ungrounded' is also the name of systems[1]; "
+        "every system needs a unique name (it names the system's results folder)"
+    ]
 
 
 # --- cross-value rules ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("lambdas, total", [([1, 1, 1], "3"), ([0.1, 0.3, 0.5], "0.9"), ([0, 0, 0], "0")])
 def test_lm_lambdas_must_sum_to_one(lambdas, total):
@@ -106,21 +111,34 @@ def test_numbers_must_be_finite(value):
 
 # --- per-value bounds, stated by the schema ------------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "mutate, line",
     [
-        (lambda c: c["scoring"]["cas"].update(alignment_threshold=1.2),
-         "scoring.cas.alignment_threshold: 1.2 is greater than the maximum of 1"),
-        (lambda c: c["scoring"]["tas"].update(recovery_threshold=-0.1),
-         "scoring.tas.recovery_threshold: -0.1 is less than the minimum of 0"),
-        (lambda c: c["simulator"].update(accept_rate=1.5),
-         "simulator.accept_rate: 1.5 is greater than the maximum of 1"),
-        (lambda c: c["scoring"]["response_stats"]["lm"].update(lambdas=[1.5, -0.5, 0]),
-         "scoring.response_stats.lm.lambdas[1]: -0.5 is less than the minimum of 0"),
-        (lambda c: c["scoring"]["cas"]["weights"].update(delay=-1),
-         "scoring.cas.weights.delay: -1 is less than the minimum of 0"),
-        (lambda c: c["scoring"]["response_stats"]["lm"].update(k=0),
-         "scoring.response_stats.lm.k: 0 is less than or equal to the minimum of 0"),
+        (
+            lambda c: c["scoring"]["cas"].update(alignment_threshold=1.2),
+            "scoring.cas.alignment_threshold: 1.2 is greater than the maximum of 1",
+        ),
+        (
+            lambda c: c["scoring"]["tas"].update(recovery_threshold=-0.1),
+            "scoring.tas.recovery_threshold: -0.1 is less than the minimum of 0",
+        ),
+        (
+            lambda c: c["simulator"].update(accept_rate=1.5),
+            "simulator.accept_rate: 1.5 is greater than the maximum of 1",
+        ),
+        (
+            lambda c: c["scoring"]["response_stats"]["lm"].update(lambdas=[1.5, -0.5, 0]),
+            "scoring.response_stats.lm.lambdas[1]: -0.5 is less than the minimum of 0",
+        ),
+        (
+            lambda c: c["scoring"]["cas"]["weights"].update(delay=-1),
+            "scoring.cas.weights.delay: -1 is less than the minimum of 0",
+        ),
+        (
+            lambda c: c["scoring"]["response_stats"]["lm"].update(k=0),
+            "scoring.response_stats.lm.k: 0 is less than or equal to the minimum of 0",
+        ),
         (lambda c: c["systems"][0]["options"].update(top_p=0), "systems[0].options.top_p: 0 is less than or equal"),
     ],
 )
@@ -130,26 +148,41 @@ def test_value_out_of_its_bounds_is_named_at_the_key(mutate, line):
 
 # --- mistakes inside a system or backend entry are reported at the inner key ----------------------
 
+
 @pytest.mark.parametrize(
     "mutate, line",
     [
-        (lambda c: c["systems"][2]["backend"].update(type="olama"),
-         "systems[2].backend.type: 'olama' is not one of ['llamacpp', 'ollama', 'openai']"),
-        (lambda c: c["systems"][0].update(promt=c["systems"][0].pop("prompt")),
-         "systems[0]: Additional properties are not allowed ('promt' was unexpected)"),
+        (
+            lambda c: c["systems"][2]["backend"].update(type="olama"),
+            "systems[2].backend.type: 'olama' is not one of ['llamacpp', 'ollama', 'openai']",
+        ),
+        (
+            lambda c: c["systems"][0].update(promt=c["systems"][0].pop("prompt")),
+            "systems[0]: Additional properties are not allowed ('promt' was unexpected)",
+        ),
         (lambda c: c["systems"][0].pop("prompt"), "systems[0]: 'prompt' is a required property"),
-        (lambda c: c["systems"][3].update(agent="gpt"),
-         "systems[3].agent: 'gpt' is not one of "
-         "['template', 'llm', 'oracle', 'lagging', 'stubborn', 'random', 'parrot']"),
+        (
+            lambda c: c["systems"][3].update(agent="gpt"),
+            "systems[3].agent: 'gpt' is not one of "
+            "['template', 'llm', 'oracle', 'lagging', 'stubborn', 'random', 'parrot']",
+        ),
         (lambda c: c["systems"][3].update(agent="lagging"), "systems[3]: 'lag' is a required property"),
-        (lambda c: c["systems"][3].update(lag=2),
-         "systems[3]: Additional properties are not allowed ('lag' was unexpected)"),
-        (lambda c: c["systems"][1]["backend"].update(type="ollama"),
-         "systems[1].backend: 'host' is a required property"),
-        (lambda c: c["systems"][1]["backend"].update(num_ctx=4096),
-         "systems[1].backend: Additional properties are not allowed ('num_ctx' was unexpected)"),
-        (lambda c: c["judge"]["backend"].update(modle="x"),
-         "judge.backend: Additional properties are not allowed ('modle' was unexpected)"),
+        (
+            lambda c: c["systems"][3].update(lag=2),
+            "systems[3]: Additional properties are not allowed ('lag' was unexpected)",
+        ),
+        (
+            lambda c: c["systems"][1]["backend"].update(type="ollama"),
+            "systems[1].backend: 'host' is a required property",
+        ),
+        (
+            lambda c: c["systems"][1]["backend"].update(num_ctx=4096),
+            "systems[1].backend: Additional properties are not allowed ('num_ctx' was unexpected)",
+        ),
+        (
+            lambda c: c["judge"]["backend"].update(modle="x"),
+            "judge.backend: Additional properties are not allowed ('modle' was unexpected)",
+        ),
         (lambda c: c["lda"].update(no_belw=3), "lda: Additional properties are not allowed ('no_belw' was unexpected)"),
     ],
 )
@@ -169,8 +202,13 @@ def test_every_problem_is_reported_at_once():
 
     lines = problems(mutate)
     assert lines[0].startswith("5 problems in the config")
-    for key in ("scoring.response_stats.lm.lambdas:", "scoring.cas.delay_range:", "scoring.cas.weights:",
-                "systems[2].backend.type:", "systems[3].name:"):
+    for key in (
+        "scoring.response_stats.lm.lambdas:",
+        "scoring.cas.delay_range:",
+        "scoring.cas.weights:",
+        "systems[2].backend.type:",
+        "systems[3].name:",
+    ):
         assert sum(line.startswith(key) for line in lines) == 1, key
     assert len(lines) == 6
 
@@ -187,7 +225,21 @@ def test_shipped_configs_pass(path):
     check_config(yaml.safe_load(path.read_text()))
 
 
+TEST_EXPERIMENTS = sorted((REPO / "config" / "test").glob("*.yaml"))
+
+
+def test_the_test_experiments_are_there():
+    assert {p.stem for p in TEST_EXPERIMENTS} >= {"rerun", "cluster", "calibration_demo"}
+
+
+@pytest.mark.parametrize("path", TEST_EXPERIMENTS, ids=lambda p: p.name)
+def test_test_experiments_pass(path):
+    """config/test/*.yaml are whole experiments (the tests run them as they are, or with a server's host)."""
+    check_config(yaml.safe_load(path.read_text()))
+
+
 # --- what the user of the workflow sees -----------------------------------------------------------
+
 
 def test_snakemake_prints_every_problem_naming_its_key(workflow_copy):
     config = default_config()
@@ -212,6 +264,7 @@ def test_snakemake_still_fills_the_schema_defaults(workflow_copy):
 
 # --- property: a single in-bounds change passes, or fails naming that key, never anything else -----
 
+
 def _branches(schema: dict, instance) -> list[dict]:
     """`schema` after $ref, and the `then` of every if/then (top level or in allOf) that `instance` meets."""
     while "$ref" in schema:
@@ -231,13 +284,24 @@ def _numeric_leaves(schema: dict, instance, path: tuple = ()):
     if isinstance(instance, (int, float)):
         merged = {}
         for part in parts:
-            merged.update({k: v for k, v in part.items() if k in ("type", "minimum", "maximum", "exclusiveMinimum",
-                                                                  "exclusiveMaximum")})
+            merged.update(
+                {
+                    k: v
+                    for k, v in part.items()
+                    if k in ("type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+                }
+            )
         yield path, merged
     elif isinstance(instance, dict):
         for key, value in instance.items():
-            sub = next((p["properties"][key] for p in parts if key in p.get("properties", {})
-                        and isinstance(p["properties"][key], dict)), None)
+            sub = next(
+                (
+                    p["properties"][key]
+                    for p in parts
+                    if key in p.get("properties", {}) and isinstance(p["properties"][key], dict)
+                ),
+                None,
+            )
             if sub is not None:
                 yield from _numeric_leaves(sub, value, (*path, key))
     elif isinstance(instance, list):
@@ -278,10 +342,16 @@ def changed_values(path: tuple, bounds: dict) -> st.SearchStrategy:
     """Any value the schema allows at `path`, often a bound or the value of a neighbour (where ties
     and sums go wrong: a range [6, 6], weights that cancel)."""
     parent = _parent(DEFAULT, path)
-    neighbours = [v for v in (parent.values() if isinstance(parent, dict) else parent)
-                  if isinstance(v, (int, float)) and not isinstance(v, bool)]
-    edges = [v for v in [*neighbours, bounds.get("minimum"), bounds.get("maximum"), 0, 1]
-             if v is not None and Draft202012Validator(bounds).is_valid(v)]
+    neighbours = [
+        v
+        for v in (parent.values() if isinstance(parent, dict) else parent)
+        if isinstance(v, (int, float)) and not isinstance(v, bool)
+    ]
+    edges = [
+        v
+        for v in [*neighbours, bounds.get("minimum"), bounds.get("maximum"), 0, 1]
+        if v is not None and Draft202012Validator(bounds).is_valid(v)
+    ]
     return st.sampled_from(edges) | in_bounds(bounds) if edges else in_bounds(bounds)
 
 
@@ -293,16 +363,26 @@ def _parent(config: dict, path: tuple):
 
 def test_the_property_covers_every_kind_of_numeric_key():
     keys = {dotted(path) for path, _ in NUMERIC}
-    assert {"scoring.cas.delay_range[0]", "scoring.response_stats.lm.lambdas[2]", "scoring.cas.weights.delay",
-            "scoring.tas.alpha", "systems[0].options.top_p", "systems[0].backend.n_ctx", "judge.options.temperature",
-            "stats.power.power", "lda.minimum_probability"} <= keys
+    assert {
+        "scoring.cas.delay_range[0]",
+        "scoring.response_stats.lm.lambdas[2]",
+        "scoring.cas.weights.delay",
+        "scoring.tas.alpha",
+        "systems[0].options.top_p",
+        "systems[0].backend.n_ctx",
+        "judge.options.temperature",
+        "stats.power.power",
+        "lda.minimum_probability",
+    } <= keys
     assert all(bounds.get("type") in ("integer", "number") for _, bounds in NUMERIC)
 
 
-CAS_DIALOGUE = (["crime film please", "crime film again please", "now romance instead", "now romance instead please"],
-                ["a crime film for you", "another crime film", "more crime film", "a romance in paris"],
-                [["crime", "heist"], ["crime", "heist"], ["romance", "paris"], ["romance", "paris"]],
-                [["crime"], ["crime", "heist"], ["crime", "heist"], ["romance", "paris", "love"]])
+CAS_DIALOGUE = (
+    ["crime film please", "crime film again please", "now romance instead", "now romance instead please"],
+    ["a crime film for you", "another crime film", "more crime film", "a romance in paris"],
+    [["crime", "heist"], ["crime", "heist"], ["romance", "paris"], ["romance", "paris"]],
+    [["crime"], ["crime", "heist"], ["crime", "heist"], ["romance", "paris", "love"]],
+)
 
 
 def word_jaccard(a, b):

@@ -71,8 +71,13 @@ def test_rank_biserial_is_bounded_and_flips_with_sign(diff):
 
 
 def frame_of(values: dict, seeds=True) -> pd.DataFrame:
-    return pd.DataFrame([{"system": s, "session_index": i, "seed": (100 + i) if seeds else None, "m": v}
-                         for s, vs in values.items() for i, v in enumerate(vs)])
+    return pd.DataFrame(
+        [
+            {"system": s, "session_index": i, "seed": (100 + i) if seeds else None, "m": v}
+            for s, vs in values.items()
+            for i, v in enumerate(vs)
+        ]
+    )
 
 
 def test_holm_and_bh_by_hand():
@@ -98,8 +103,9 @@ def test_pairwise_rows_carry_tests_and_effects_with_cis():
     ab = rows[(rows.system_a == "a") & (rows.system_b == "b")].iloc[0]
     assert ab.welch_t_p_holm < 1e-3 and ab.hedges_g_ci_high < 0 and ab.cliffs_delta_ci_high < 0
     assert ab.welch_t_p <= ab.welch_t_p_holm and ab.mean_diff == pytest.approx(ab.mean_a - ab.mean_b)
-    assert rows.equals(stats.adjust(pd.DataFrame(stats.pairwise(frame, "m", resamples=300, seed=3)),
-                                    ["welch_t_p", "mannwhitney_p"]))
+    assert rows.equals(
+        stats.adjust(pd.DataFrame(stats.pairwise(frame, "m", resamples=300, seed=3)), ["welch_t_p", "mannwhitney_p"])
+    )
 
 
 def test_sessions_pair_only_when_seeds_match():
@@ -115,7 +121,9 @@ def test_paired_effects_follow_a_constant_shift():
     rng = np.random.default_rng(3)
     base = rng.normal(0, 1, 30)
     frame = frame_of({"a": base + 0.5 + rng.normal(0, 0.05, 30), "b": base})
-    (row,) = stats.adjust(pd.DataFrame(stats.paired(frame, "m", resamples=200, seed=1)), ["paired_t_p", "wilcoxon_p"]).to_dict("records")
+    (row,) = stats.adjust(
+        pd.DataFrame(stats.paired(frame, "m", resamples=200, seed=1)), ["paired_t_p", "wilcoxon_p"]
+    ).to_dict("records")
     assert row["rank_biserial"] == pytest.approx(1.0) and row["cohens_dz"] > 5 and row["wilcoxon_p_holm"] < 1e-5
 
 
@@ -172,10 +180,14 @@ def test_power_with_paired_sessions_uses_the_sd_of_differences():
 def test_krippendorff_alpha_on_krippendorffs_own_example():
     nan = math.nan
     # Krippendorff's "C" data: 4 coders x 12 units; his ordinal alpha is 0.815
-    data = np.array([[1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
-                     [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
-                     [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
-                     [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan]])
+    data = np.array(
+        [
+            [1, 2, 3, 3, 2, 1, 4, 1, 2, nan, nan, nan],
+            [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, nan, 3],
+            [nan, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, nan],
+            [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, nan],
+        ]
+    )
     assert judge_reliability.ordinal_alpha(data) == pytest.approx(0.815, abs=5e-4)
 
 
@@ -229,7 +241,9 @@ def test_two_clear_groups_give_two_clusters_and_a_high_silhouette():
     group_b = [unit([0, 1, 0] + rng.normal(0, 0.01, 3)) for _ in range(4)]
     result = semantic_clusters(group_a + group_b, seed=1)
     assert result["semantic_clusters"] == 2 and result["cluster_silhouette"] > 0.9
-    assert result["intra_cluster_diversity"] < 0.01 and result["inter_cluster_diversity"] == pytest.approx(1.0, abs=0.02)
+    assert result["intra_cluster_diversity"] < 0.01 and result["inter_cluster_diversity"] == pytest.approx(
+        1.0, abs=0.02
+    )
     assert result == semantic_clusters(group_a + group_b, seed=1)
 
 
@@ -250,7 +264,9 @@ def test_silhouette_equals_scikit_learns_and_kmeans_finds_planted_groups():
         labels = np.arange(len(points)) % 3
         distances = np.maximum(1 - points @ points.T, 0)
         np.fill_diagonal(distances, 0)
-        assert silhouette(distances, labels) == pytest.approx(silhouette_score(points, labels, metric="cosine"), abs=1e-9)
+        assert silhouette(distances, labels) == pytest.approx(
+            silhouette_score(points, labels, metric="cosine"), abs=1e-9
+        )
     centres = rng.normal(size=(3, 20)) * 3
     planted = np.repeat([0, 1, 2], 4)
     points = centres[planted] + rng.normal(scale=0.3, size=(12, 20))

@@ -7,11 +7,10 @@ import numpy as np
 import pandas as pd
 import pytest
 import yaml
+from conftest import REPO, copy_workflow, run_snakemake, write_config
 
 from crseval import plots
 from crseval.validity import validity_table
-
-from conftest import DEMO_CATALOG, REPO, copy_workflow, run_snakemake, write_config
 
 SYSTEMS = ["alpha", "beta", "gamma"]
 CALIBRATION_ROLES = ["oracle", "lag1", "lag2", "stubborn", "random", "parrot"]
@@ -24,14 +23,20 @@ def sessions() -> pd.DataFrame:
     for k, system in enumerate(SYSTEMS):
         for i in range(8):
             tas = 0.2 * k + rng.uniform(0, 0.3)
-            rows.append({"system": system, "session_id": f"{system}-{i}", "tas": tas,
-                         "context_adaptation_score": tas + rng.normal(0, 0.1),
-                         "judge_proactiveness": float(rng.integers(1, 6)),
-                         "judge_coherence": float(rng.integers(1, 6)),
-                         "judge_personalization": np.nan,  # the judge gave no score for this criterion
-                         "recovery_delay_cosine": float(rng.integers(0, 3)) + 0.5 * (i % 2),
-                         "recovery_delay_jaccard": float(rng.integers(0, 3)),
-                         "avg_recovery_delay": float(rng.integers(1, 4))})
+            rows.append(
+                {
+                    "system": system,
+                    "session_id": f"{system}-{i}",
+                    "tas": tas,
+                    "context_adaptation_score": tas + rng.normal(0, 0.1),
+                    "judge_proactiveness": float(rng.integers(1, 6)),
+                    "judge_coherence": float(rng.integers(1, 6)),
+                    "judge_personalization": np.nan,  # the judge gave no score for this criterion
+                    "recovery_delay_cosine": float(rng.integers(0, 3)) + 0.5 * (i % 2),
+                    "recovery_delay_jaccard": float(rng.integers(0, 3)),
+                    "avg_recovery_delay": float(rng.integers(1, 4)),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -44,8 +49,18 @@ def turns() -> pd.DataFrame:
         for i in range(4):
             for turn in (1, 2, 3):
                 cc, cr = rng.uniform(0, 1, 2)
-                rows.append({"system": system, "session_id": f"{system}-{i}", "turn": turn, "shift": turn == 2,
-                             "cc": cc, "cr": cr, "copying": rng.uniform(0, 0.2), "tas": 0.4 * cc + 0.4 * cr})
+                rows.append(
+                    {
+                        "system": system,
+                        "session_id": f"{system}-{i}",
+                        "turn": turn,
+                        "shift": turn == 2,
+                        "cc": cc,
+                        "cr": cr,
+                        "copying": rng.uniform(0, 0.2),
+                        "tas": 0.4 * cc + 0.4 * cr,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -57,9 +72,15 @@ def validity() -> pd.DataFrame:
     rows = []
     for rank, role in enumerate(CALIBRATION_ROLES):
         for _ in range(10):
-            rows.append({"system": role, "tas": 1.0 - 0.15 * rank + rng.normal(0, 0.02),
-                         "context_adaptation_score": rng.uniform(0, 1), "tas_copying": float(role == "parrot"),
-                         "recovery_rate_cosine": max(0.0, 1.0 - 0.3 * rank) + rng.normal(0, 0.02)})
+            rows.append(
+                {
+                    "system": role,
+                    "tas": 1.0 - 0.15 * rank + rng.normal(0, 0.02),
+                    "context_adaptation_score": rng.uniform(0, 1),
+                    "tas_copying": float(role == "parrot"),
+                    "recovery_rate_cosine": max(0.0, 1.0 - 0.3 * rank) + rng.normal(0, 0.02),
+                }
+            )
     return validity_table(pd.DataFrame(rows), resamples=50, seed=1)
 
 
@@ -133,7 +154,9 @@ def test_scatter_draws_the_scores_it_has(tmp_path, sessions, captured):
     assert_written(tmp_path / "none")  # the declared output still exists, with a note
     # CAS not among the requested scores (scoring.metrics without cas): no CAS panel even if the column is there
     assert plots.tas_scatter(sessions, list(plots.JUDGE), colours, tmp_path / "judge") == [
-        "judge_proactiveness", "judge_coherence"]
+        "judge_proactiveness",
+        "judge_coherence",
+    ]
     # a score whose only values sit beside a missing TAS is no panel either
     lone = sessions.assign(tas=np.nan)
     assert plots.tas_scatter(lone, ["context_adaptation_score"], colours, tmp_path / "lone") == []
@@ -149,11 +172,16 @@ def test_spearman_matches_scipy(sessions):
 
 
 def test_order_ranks_share_tied_positions():
-    assert plots.order_ranks("oracle > lag1 > stubborn=random") == {"oracle": 1, "lag1": 2, "stubborn": 3.5,
-                                                                      "random": 3.5}
+    assert plots.order_ranks("oracle > lag1 > stubborn=random") == {
+        "oracle": 1,
+        "lag1": 2,
+        "stubborn": 3.5,
+        "random": 3.5,
+    }
     assert plots.order_ranks("parrot > oracle=lag1=lag2") == {"parrot": 1, "oracle": 3, "lag1": 3, "lag2": 3}
     assert plots.restrict_order("oracle > lag1 > lag2 > stubborn=random", {"oracle", "random", "lag2"}) == (
-        "oracle > lag2 > random")
+        "oracle > lag2 > random"
+    )
 
 
 def test_validity_figure_draws_measured_metrics_and_notes_the_rest(tmp_path, validity, captured):
@@ -190,17 +218,11 @@ def test_figure_rules_follow_the_config(tmp_path):
 
 @pytest.mark.workflow
 def test_calibration_run_draws_the_validity_figure(tmp_path):
-    """A small calibration experiment (six calibration systems, 6 sessions of 8 turns, demo catalog):
-    the validity figure beside stats/validity.csv, the TAS scatter against CAS (no judge)."""
+    """A small calibration experiment (config/test/calibration_demo.yaml: six calibration systems, 6 sessions
+    of 8 turns, demo catalog): the validity figure beside stats/validity.csv, the TAS scatter against CAS (no judge)."""
     workdir = copy_workflow(tmp_path)
-    config = yaml.safe_load((REPO / "config" / "calibration.yaml").read_text())
-    config["catalog"]["path"] = str(DEMO_CATALOG)
-    config["lda"].update(num_topics=5, passes=2, no_below=2)
-    config["sessions"].update(count=6, turns=8, shard_size=6)
-    config["scoring"]["metrics"] = ["tas", "cas", "adherence"]
-    config["stats"]["bootstrap_resamples"] = 100
-    results = "results/calibration"
-    run = run_snakemake(workdir, "--configfile", str(write_config(workdir, config)))  # rule all asks for the figure
+    results = "results/calibration-demo"
+    run = run_snakemake(workdir, "--configfile", "config/test/calibration_demo.yaml")  # rule all asks for the figure
     assert "rule validity_figure:" in run.stdout + run.stderr
     for name in ("validity", "tas_scatter", "tas_over_turns"):
         assert_written(workdir / results / "figures" / name)

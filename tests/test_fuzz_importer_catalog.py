@@ -11,15 +11,15 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from conftest import REPO
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crseval.catalog import CatalogError, concepts_table, films_table, load_catalog
 from crseval.concepts import ConceptMatcher
 from crseval.importer import LogImportError, import_logs, read_log
 from crseval.names import is_safe_name
 from crseval.session_io import load_schema
-
-from conftest import REPO
 
 FUZZ = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 VALIDATOR = jsonschema.Draft202012Validator(load_schema(REPO / "workflow" / "schemas" / "session.schema.yaml"))
@@ -33,53 +33,111 @@ def mostly(common, rare, share_rare=4):
 
 
 # odd unicode: combining marks, right-to-left, zero-width and NUL characters, astral planes, quotes and braces
-ODD_CHARS = st.one_of(st.characters(exclude_categories=["Cs"]), st.sampled_from(
-    ["\u0301", "\u202e", "\u200b", "\x00", "\ufeff", "\U0001f3ac", "ß", "ﬀ", "İ", "\u2028", "{", "}", "'", '"', "\\",
-     " "]))
+ODD_CHARS = st.one_of(
+    st.characters(exclude_categories=["Cs"]),
+    st.sampled_from(
+        [
+            "\u0301",
+            "\u202e",
+            "\u200b",
+            "\x00",
+            "\ufeff",
+            "\U0001f3ac",
+            "ß",
+            "ﬀ",
+            "İ",
+            "\u2028",
+            "{",
+            "}",
+            "'",
+            '"',
+            "\\",
+            " ",
+        ]
+    ),
+)
 ODD_TEXT = st.text(ODD_CHARS, max_size=40)
 LONE_SURROGATE_TEXT = st.text(st.characters(categories=["Cs"]), min_size=1, max_size=3)  # a writer's broken escapes
-SCALARS = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(10**30), max_value=10**30),
-                    st.floats(allow_nan=True, allow_infinity=True), ODD_TEXT)
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    ODD_TEXT,
+)
 JSON_VALUES = st.recursive(
-    SCALARS, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(ODD_TEXT, inner, max_size=4)),
-    max_leaves=12)
-PASTED = st.sampled_from(["{'name': 'Heat', 'year': '1995'}", "{'name': 'Alien', 'plot': 'A crew {finds", "{'year': '1",
-                          "{\"name\": \"Schindler's List\"}", "}", "{", "{'name': }", "{'a': {'b': {'name': 'Up'}}}",
-                          "'", "{'name': 'Heat\\'s'}", "{ 'x' :"])
+    SCALARS,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(ODD_TEXT, inner, max_size=4)),
+    max_leaves=12,
+)
+PASTED = st.sampled_from(
+    [
+        "{'name': 'Heat', 'year': '1995'}",
+        "{'name': 'Alien', 'plot': 'A crew {finds",
+        "{'year': '1",
+        '{"name": "Schindler\'s List"}',
+        "}",
+        "{",
+        "{'name': }",
+        "{'a': {'b': {'name': 'Up'}}}",
+        "'",
+        "{'name': 'Heat\\'s'}",
+        "{ 'x' :",
+    ]
+)
 WORDS = st.sampled_from(["I like", "Heat", "and also", "Casino", "Heat and Casino"])
 USER_TEXT = st.lists(st.one_of(ODD_TEXT, PASTED, WORDS), min_size=1, max_size=6).map(" ".join)
 FIELDS = st.sampled_from(["genre", "actor", "director", "writer", "language", "year", "plot", "name", ""])
-CONSTRAINTS = st.one_of(st.dictionaries(FIELDS, JSON_VALUES, max_size=4), st.dictionaries(FIELDS, ODD_TEXT, max_size=4),
-                        JSON_VALUES)
-MESSAGE = st.fixed_dictionaries({"speaker": st.sampled_from(["USER", "SYSTEM"] * 4 + [" user ", "ASSISTANT", ""]),
-                                 "text": USER_TEXT}, optional={"constraints": CONSTRAINTS})
+CONSTRAINTS = st.one_of(
+    st.dictionaries(FIELDS, JSON_VALUES, max_size=4), st.dictionaries(FIELDS, ODD_TEXT, max_size=4), JSON_VALUES
+)
+MESSAGE = st.fixed_dictionaries(
+    {"speaker": st.sampled_from(["USER", "SYSTEM"] * 4 + [" user ", "ASSISTANT", ""]), "text": USER_TEXT},
+    optional={"constraints": CONSTRAINTS},
+)
 BROKEN_MESSAGE = st.one_of(
-    st.fixed_dictionaries({}, optional={"speaker": JSON_VALUES, "text": st.one_of(USER_TEXT, JSON_VALUES),
-                                        "constraints": CONSTRAINTS}),
+    st.fixed_dictionaries(
+        {}, optional={"speaker": JSON_VALUES, "text": st.one_of(USER_TEXT, JSON_VALUES), "constraints": CONSTRAINTS}
+    ),
     st.fixed_dictionaries({"speaker": st.just("USER"), "text": LONE_SURROGATE_TEXT}),
     JSON_VALUES,
 )
 MODEL_NAMES = st.one_of(
-    st.sampled_from(["m", "../../m", "/abs/m", "..", ".", "", "a b/c", "qwen:7b", "-m-", "m" * 120]), ODD_TEXT)
-GOOD_LOG = st.fixed_dictionaries({"model_name": MODEL_NAMES, "conversation": st.lists(MESSAGE, max_size=8)},
-                                 optional={"true_genre": st.one_of(ODD_TEXT, JSON_VALUES)})
+    st.sampled_from(["m", "../../m", "/abs/m", "..", ".", "", "a b/c", "qwen:7b", "-m-", "m" * 120]), ODD_TEXT
+)
+GOOD_LOG = st.fixed_dictionaries(
+    {"model_name": MODEL_NAMES, "conversation": st.lists(MESSAGE, max_size=8)},
+    optional={"true_genre": st.one_of(ODD_TEXT, JSON_VALUES)},
+)
 BROKEN_LOG = st.one_of(
-    st.fixed_dictionaries({"model_name": MODEL_NAMES,
-                           "conversation": st.lists(st.one_of(MESSAGE, BROKEN_MESSAGE), max_size=4)}),
-    st.fixed_dictionaries({}, optional={"model_name": st.one_of(JSON_VALUES, LONE_SURROGATE_TEXT),
-                                        "conversation": st.one_of(JSON_VALUES, st.lists(MESSAGE, max_size=2)),
-                                        "true_genre": JSON_VALUES}),
+    st.fixed_dictionaries(
+        {"model_name": MODEL_NAMES, "conversation": st.lists(st.one_of(MESSAGE, BROKEN_MESSAGE), max_size=4)}
+    ),
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "model_name": st.one_of(JSON_VALUES, LONE_SURROGATE_TEXT),
+            "conversation": st.one_of(JSON_VALUES, st.lists(MESSAGE, max_size=2)),
+            "true_genre": JSON_VALUES,
+        },
+    ),
     JSON_VALUES,
 )
 LOGS = mostly(GOOD_LOG, BROKEN_LOG)  # mostly readable files, so the import goes deep
 # text no JSON encoder writes: huge numbers, deep nesting, truncation, invalid escapes, a byte order mark
-RAW_DEFECTS = st.sampled_from([
-    '{"model_name": "m", "conversation": [], "n": 1' + "0" * 5000 + "}",
-    '{"model_name": "m", "conversation": [' + "[" * 50_000 + "]" * 50_000 + "]}",
-    '{"model_name": "m", "conversation": [{"speaker": "USER", "text": "\\ud800"}, {"speaker": "SYSTEM", "text": "x"}]}',
-    '{"model_name": "m", "conversation": [{"speaker": "USER", "text": "a"}, {"speaker": "SYSTEM", "text": "b"}]',
-    '{"model_name": 1e999999, "conversation": []}', "NaN", "", "\ufeff{}", '{"model_name": "m", "model_name": 1}',
-])
+RAW_DEFECTS = st.sampled_from(
+    [
+        '{"model_name": "m", "conversation": [], "n": 1' + "0" * 5000 + "}",
+        '{"model_name": "m", "conversation": [' + "[" * 50_000 + "]" * 50_000 + "]}",
+        '{"model_name": "m", "conversation": [{"speaker": "USER", "text": "\\ud800"}, {"speaker": "SYSTEM", "text": "x"}]}',  # noqa: E501
+        '{"model_name": "m", "conversation": [{"speaker": "USER", "text": "a"}, {"speaker": "SYSTEM", "text": "b"}]',
+        '{"model_name": 1e999999, "conversation": []}',
+        "NaN",
+        "",
+        "\ufeff{}",
+        '{"model_name": "m", "model_name": 1}',
+    ]
+)
 
 
 def as_file_text(value) -> str:
@@ -141,26 +199,41 @@ NAMES = st.lists(ODD_TEXT, max_size=3)
 FILM_NAMES = mostly(st.text(ODD_CHARS, min_size=1, max_size=30).filter(str.strip), ODD_TEXT)
 GOOD_FILM = st.fixed_dictionaries(
     {"name": FILM_NAMES},
-    optional={"year": st.one_of(ODD_TEXT, st.integers(), st.floats(), st.sampled_from(["1995", "1995-05", "c. 1941"])),
-              "plot": ODD_TEXT, "original_id": st.one_of(ODD_TEXT, st.integers(), st.floats()), "rating": JSON_VALUES,
-              **{name: st.one_of(NAMES, ODD_TEXT, st.lists(st.one_of(ODD_TEXT, st.none()), max_size=3))
-                 for name in ("genre", "actor", "director", "writer", "language")}})
+    optional={
+        "year": st.one_of(ODD_TEXT, st.integers(), st.floats(), st.sampled_from(["1995", "1995-05", "c. 1941"])),
+        "plot": ODD_TEXT,
+        "original_id": st.one_of(ODD_TEXT, st.integers(), st.floats()),
+        "rating": JSON_VALUES,
+        **{
+            name: st.one_of(NAMES, ODD_TEXT, st.lists(st.one_of(ODD_TEXT, st.none()), max_size=3))
+            for name in ("genre", "actor", "director", "writer", "language")
+        },
+    },
+)
 FILM_FIELDS = ("name", "year", "plot", "original_id", "genre", "actor", "director", "writer", "language")
 BROKEN_FILM = st.one_of(
     st.fixed_dictionaries({}, optional={name: JSON_VALUES for name in FILM_FIELDS}),
-    st.fixed_dictionaries({"name": st.one_of(ODD_TEXT, LONE_SURROGATE_TEXT),
-                           "actor": st.lists(LONE_SURROGATE_TEXT, max_size=1)}),
+    st.fixed_dictionaries(
+        {"name": st.one_of(ODD_TEXT, LONE_SURROGATE_TEXT), "actor": st.lists(LONE_SURROGATE_TEXT, max_size=1)}
+    ),
     JSON_VALUES,
 )
 TITLES = st.one_of(ODD_TEXT, st.sampled_from(["Heat", "Heat ", " Heat", "He  at", "He at", "", " ", "\u2028Heat\t"]))
-CATALOGS = mostly(st.dictionaries(TITLES, mostly(GOOD_FILM, BROKEN_FILM, share_rare=12), min_size=1, max_size=5),
-                  JSON_VALUES)
-RAW_CATALOG_DEFECTS = st.sampled_from([
-    '{"Heat": {"name": "Heat", "n": 1' + "0" * 5000 + "}}",
-    '{"Heat": {"name": "Heat", "genre": ' + "[" * 50_000 + "]" * 50_000 + "}}",
-    '{"Heat": {"name": "\\ud800"}}', '{"\\udc00": {"name": "Heat"}}', '{"Heat": {"name": "Heat", "year": 1e999999}}',
-    '{"Heat": {"name": "Heat"}, "Heat": 1}', '{"Heat": {"name": "Heat"}', "",
-])
+CATALOGS = mostly(
+    st.dictionaries(TITLES, mostly(GOOD_FILM, BROKEN_FILM, share_rare=12), min_size=1, max_size=5), JSON_VALUES
+)
+RAW_CATALOG_DEFECTS = st.sampled_from(
+    [
+        '{"Heat": {"name": "Heat", "n": 1' + "0" * 5000 + "}}",
+        '{"Heat": {"name": "Heat", "genre": ' + "[" * 50_000 + "]" * 50_000 + "}}",
+        '{"Heat": {"name": "\\ud800"}}',
+        '{"\\udc00": {"name": "Heat"}}',
+        '{"Heat": {"name": "Heat", "year": 1e999999}}',
+        '{"Heat": {"name": "Heat"}, "Heat": 1}',
+        '{"Heat": {"name": "Heat"}',
+        "",
+    ]
+)
 
 
 def check_catalog(data: bytes) -> None:

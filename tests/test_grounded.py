@@ -4,7 +4,8 @@ import math
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crseval.concepts import ConceptMatcher
 from crseval.metrics.basic import cosine, jaccard
@@ -12,13 +13,23 @@ from crseval.metrics.grounded import ConceptSpace, TasSettings, copying, score_s
 
 SETTINGS = TasSettings(alpha=0.4, beta=0.4, gamma=0.2, recovery_window=2, recovery_threshold=0.5)
 N_FILMS = 8  # the small catalog of conftest.py
-idf = lambda df: math.log((1 + N_FILMS) / (1 + df)) + 1
+
+
+def idf(df):
+    return math.log((1 + N_FILMS) / (1 + df)) + 1
 
 
 def meta(constraints, shift=False, stage="ask"):
-    return {"focus_field": constraints[0][0], "focus_value": constraints[0][1], "shift_event": shift, "bridge": None,
-            "anchor_title": "Heat", "stage": stage, "paraphrase": None,
-            "constraints": [{"field": f, "value": v, "negated": False} for f, v in constraints]}
+    return {
+        "focus_field": constraints[0][0],
+        "focus_value": constraints[0][1],
+        "shift_event": shift,
+        "bridge": None,
+        "anchor_title": "Heat",
+        "stage": stage,
+        "paraphrase": None,
+        "constraints": [{"field": f, "value": v, "negated": False} for f, v in constraints],
+    }
 
 
 def tracked(*pairs):
@@ -27,15 +38,32 @@ def tracked(*pairs):
 
 CRIME, SCORSESE = ("genre", "crime"), ("director", "Martin Scorsese")
 DIALOGUE = {
-    "session_id": "t/s00000", "turns": [
-        {"turn": 1, "user_text": "I want a crime movie.", "user_meta": meta([CRIME], stage="open"),
-         "system_text": "Heat is a crime thriller with Robert De Niro.", "system_constraints": tracked(CRIME),
-         "recommended_titles": ["Heat"]},
-        {"turn": 2, "user_text": "Now I want a movie directed by Martin Scorsese.", "user_meta": meta([SCORSESE, CRIME], shift=True, stage="shift"),
-         "system_text": "I want a movie directed by Martin Scorsese too: Casino with Al Pacino.",
-         "system_constraints": tracked(CRIME, SCORSESE), "recommended_titles": ["Casino"]},
-        {"turn": 3, "user_text": "Anything else by Martin Scorsese?", "user_meta": meta([SCORSESE, CRIME]),
-         "system_text": "", "system_constraints": tracked(CRIME, SCORSESE, ("actor", "Robert De Niro")), "recommended_titles": []},
+    "session_id": "t/s00000",
+    "turns": [
+        {
+            "turn": 1,
+            "user_text": "I want a crime movie.",
+            "user_meta": meta([CRIME], stage="open"),
+            "system_text": "Heat is a crime thriller with Robert De Niro.",
+            "system_constraints": tracked(CRIME),
+            "recommended_titles": ["Heat"],
+        },
+        {
+            "turn": 2,
+            "user_text": "Now I want a movie directed by Martin Scorsese.",
+            "user_meta": meta([SCORSESE, CRIME], shift=True, stage="shift"),
+            "system_text": "I want a movie directed by Martin Scorsese too: Casino with Al Pacino.",
+            "system_constraints": tracked(CRIME, SCORSESE),
+            "recommended_titles": ["Casino"],
+        },
+        {
+            "turn": 3,
+            "user_text": "Anything else by Martin Scorsese?",
+            "user_meta": meta([SCORSESE, CRIME]),
+            "system_text": "",
+            "system_constraints": tracked(CRIME, SCORSESE, ("actor", "Robert De Niro")),
+            "recommended_titles": [],
+        },
     ],
 }
 
@@ -73,7 +101,9 @@ def test_segments_recovery_and_ground_truth_by_hand(space):
     (cc1, cr1, _), (_, cr2, i2), _ = hand_values()
     # segment 1 = turn 1; segment 2 = turns 2-3: U = {Scorsese}, S = {Scorsese, Pacino}, I = mean(i2, 0)
     assert session["segments"] == 2
-    assert session["tas_segment"] == pytest.approx(((0.4 * cc1 + 0.4 * cr1) + (0.4 * 0.5 + 0.4 * cr2 - 0.2 * i2 / 2)) / 2)
+    assert session["tas_segment"] == pytest.approx(
+        ((0.4 * cc1 + 0.4 * cr1) + (0.4 * 0.5 + 0.4 * cr2 - 0.2 * i2 / 2)) / 2
+    )
     # the shift at turn 2 is recovered at once (CC 0.5 >= 0.5, CR 0.64 >= 0.5)
     assert (session["recovery_rate_jaccard"], session["recovery_delay_jaccard"]) == (1.0, 0.0)
     assert (session["recovery_rate_cosine"], session["recovery_delay_cosine"]) == (1.0, 0.0)
@@ -96,14 +126,20 @@ def test_a_stricter_threshold_finds_no_recovery(space):
 
 
 def test_no_shift_means_no_recovery_metric(space):
-    calm = {"session_id": "x", "turns": [dict(DIALOGUE["turns"][0]), {**DIALOGUE["turns"][2], "user_meta": meta([CRIME])}]}
+    calm = {
+        "session_id": "x",
+        "turns": [dict(DIALOGUE["turns"][0]), {**DIALOGUE["turns"][2], "user_meta": meta([CRIME])}],
+    }
     session, _ = score_session(calm, space)
     assert session["segments"] == 1
     assert math.isnan(session["recovery_rate_jaccard"]) and math.isnan(session["recovery_delay_cosine"])
 
 
 def test_sessions_without_ground_truth_get_nan_not_zero(space):
-    imported = {"session_id": "y", "turns": [{**t, "user_meta": None, "system_constraints": []} for t in DIALOGUE["turns"]]}
+    imported = {
+        "session_id": "y",
+        "turns": [{**t, "user_meta": None, "system_constraints": []} for t in DIALOGUE["turns"]],
+    }
     session, _ = score_session(imported, space)
     assert session["tas"] == pytest.approx(score_session(DIALOGUE, space)[0]["tas"])
     for key in ("dst_f1", "rec_satisfaction", "recovery_rate_jaccard", "tas_segment", "missing_concepts"):
@@ -111,7 +147,10 @@ def test_sessions_without_ground_truth_get_nan_not_zero(space):
 
 
 def test_repeated_recommendations_are_counted(space):
-    again = {"session_id": "z", "turns": [DIALOGUE["turns"][0], {**DIALOGUE["turns"][1], "recommended_titles": ["Heat", "Casino"]}]}
+    again = {
+        "session_id": "z",
+        "turns": [DIALOGUE["turns"][0], {**DIALOGUE["turns"][1], "recommended_titles": ["Heat", "Casino"]}],
+    }
     assert score_session(again, space)[0]["repeat_rate"] == pytest.approx(1 / 3)
 
 

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import jsonschema
 import pyarrow as pa
 import pytest
+from conftest import REPO
 
 from crseval import importer
 from crseval.catalog import CatalogError, load_catalog
@@ -18,8 +19,6 @@ from crseval.importer import LogImportError, import_logs, read_log, repair_user_
 from crseval.io import write_parquet
 from crseval.session_io import load_schema
 from crseval.sessions import n_shards
-
-from conftest import REPO
 
 SCRIPT = REPO / "workflow" / "scripts" / "import_logs.py"
 SCHEMA = REPO / "workflow" / "schemas" / "session.schema.yaml"
@@ -83,10 +82,15 @@ def test_cli_keeps_an_absolute_model_name_inside_the_output_folder(tmp_path, ind
 
 
 def test_two_model_names_with_one_slug_are_an_error(tmp_path, index_dir, capsys):
-    files = [log(tmp_path / "one_0.json", model="../../ESCAPED"),
-             log(tmp_path / "two_0.json", model="ESCAPED", reply="Casino.")]
-    with pytest.raises(LogImportError, match=r"model names '\.\./\.\./ESCAPED' \(.*one_0\.json\) and 'ESCAPED' "
-                                             r"\(.*two_0\.json\) both become the system folder 'ESCAPED'"):
+    files = [
+        log(tmp_path / "one_0.json", model="../../ESCAPED"),
+        log(tmp_path / "two_0.json", model="ESCAPED", reply="Casino."),
+    ]
+    with pytest.raises(
+        LogImportError,
+        match=r"model names '\.\./\.\./ESCAPED' \(.*one_0\.json\) and 'ESCAPED' "
+        r"\(.*two_0\.json\) both become the system folder 'ESCAPED'",
+    ):
         import_logs(files, None, "a" * 64, "b" * 64)
     assert run_cli(files, index_dir, tmp_path / "out") == 2
     assert "both become the system folder 'ESCAPED'" in capsys.readouterr().err
@@ -94,8 +98,10 @@ def test_two_model_names_with_one_slug_are_an_error(tmp_path, index_dir, capsys)
 
 
 def test_one_unsafe_name_in_several_files_is_counted_per_file(tmp_path):
-    files = [log(tmp_path / "m_0.json", model="my model/v1"),
-             log(tmp_path / "m_1.json", model="my model/v1", reply="Up.")]
+    files = [
+        log(tmp_path / "m_0.json", model="my model/v1"),
+        log(tmp_path / "m_1.json", model="my model/v1", reply="Up."),
+    ]
     sessions, report = import_logs(files, None, "a" * 64, "b" * 64)
     assert list(sessions) == ["my-model-v1"]
     assert report["renamed_systems"] == {"my model/v1": "my-model-v1"}
@@ -129,12 +135,18 @@ def fake_snakemake(tmp_path, index_dir, logs, shard_size=2):
     counts = sessions_per_system([str(p) for p in logs])
     shards = [[system, shard] for system, count in counts.items() for shard in range(n_shards(count, shard_size))]
     return SimpleNamespace(
-        input=SimpleNamespace(logs=[str(p) for p in logs], films=str(index_dir / "films.parquet"),
-                              concepts=str(index_dir / "concepts.parquet"),
-                              catalog_summary=str(index_dir / "summary.json"), schema=str(SCHEMA)),
+        input=SimpleNamespace(
+            logs=[str(p) for p in logs],
+            films=str(index_dir / "films.parquet"),
+            concepts=str(index_dir / "concepts.parquet"),
+            catalog_summary=str(index_dir / "summary.json"),
+            schema=str(SCHEMA),
+        ),
         params=SimpleNamespace(shard_size=shard_size, shards=shards),
-        output=SimpleNamespace(shards=[str(results / "sessions" / s / f"shard-{k}.jsonl") for s, k in shards],
-                               report=str(results / "sessions" / "import_report.json")),
+        output=SimpleNamespace(
+            shards=[str(results / "sessions" / s / f"shard-{k}.jsonl") for s, k in shards],
+            report=str(results / "sessions" / "import_report.json"),
+        ),
         log=[str(tmp_path / "import.log")],
     ), results
 
@@ -167,22 +179,36 @@ def test_workflow_script_writes_only_the_shards_the_workflow_planned(tmp_path, i
 
 
 def test_unnumbered_log_gets_the_smallest_free_number(tmp_path):
-    files = [log(tmp_path / "m_0.json"), log(tmp_path / "m_2.json", reply="Casino."),
-             log(tmp_path / "m.json", reply="Up.")]
+    files = [
+        log(tmp_path / "m_0.json"),
+        log(tmp_path / "m_2.json", reply="Casino."),
+        log(tmp_path / "m.json", reply="Up."),
+    ]
     sessions, report = import_logs(files, None, "a" * 64, "b" * 64)
     assert [(r["provenance"]["source_file"], r["session_index"]) for r in sessions["mini:1b"]] == [
-        ("m_0.json", 0), ("m.json", 1), ("m_2.json", 2)]
+        ("m_0.json", 0),
+        ("m.json", 1),
+        ("m_2.json", 2),
+    ]
     assert report["rules_applied"][RENUMBERED] == 1
 
 
 def test_same_number_and_stem_in_two_folders_stay_distinct(tmp_path):
-    files = [log(tmp_path / "dirA" / "x_0.json"), log(tmp_path / "dirB" / "x_0.json", reply="Casino."),
-             log(tmp_path / "dirA" / "x_2.json", reply="Up."), log(tmp_path / "dirB" / "x.json", reply="Scream.")]
+    files = [
+        log(tmp_path / "dirA" / "x_0.json"),
+        log(tmp_path / "dirB" / "x_0.json", reply="Casino."),
+        log(tmp_path / "dirA" / "x_2.json", reply="Up."),
+        log(tmp_path / "dirB" / "x.json", reply="Scream."),
+    ]
     sessions, report = import_logs(files, None, "a" * 64, "b" * 64)
     records = sessions["mini:1b"]
     by_file = {(Path(r["provenance"]["source_file"]).name, r["turns"][0]["system_text"]): r for r in records}
     assert {key: r["session_index"] for key, r in by_file.items()} == {
-        ("x_0.json", "Try Heat."): 0, ("x_2.json", "Up."): 2, ("x.json", "Scream."): 1, ("x_0.json", "Casino."): 3}
+        ("x_0.json", "Try Heat."): 0,
+        ("x_2.json", "Up."): 2,
+        ("x.json", "Scream."): 1,
+        ("x_0.json", "Casino."): 3,
+    }
     assert [r["session_index"] for r in records] == [0, 1, 2, 3]
     ids = [r["session_id"] for r in records]
     assert len(set(ids)) == len(ids) == 4
@@ -195,7 +221,9 @@ def test_a_session_number_too_long_for_a_table_counts_as_missing(tmp_path):
     files = [log(tmp_path / "m_1.json"), log(tmp_path / "m_99999999999999999999.json", reply="Up.")]
     sessions, report = import_logs(files, None, "a" * 64, "b" * 64)
     assert [(r["session_id"], r["session_index"]) for r in sessions["mini:1b"]] == [
-        ("mini:1b/m_99999999999999999999", 0), ("mini:1b/m_1", 1)]
+        ("mini:1b/m_99999999999999999999", 0),
+        ("mini:1b/m_1", 1),
+    ]
     assert report["rules_applied"][RENUMBERED] == 1
 
 
@@ -215,8 +243,10 @@ def test_pasted_record_braces_in_quotes_and_truncation():
     assert repair_user_text(text, report) == "Heat or Alien"
     text = "Is {'year': '1995', 'genre': ['Crime']} good? Or {'name': 'Up'}?"
     assert repair_user_text(text, report) == "Is good? Or Up?"
-    assert report == {"structure pasted into a user turn: replaced by the film name": 3,
-                      "structure pasted into a user turn: removed": 1}
+    assert report == {
+        "structure pasted into a user turn: replaced by the film name": 3,
+        "structure pasted into a user turn: removed": 1,
+    }
 
 
 # ---------------------------------------------------------------- 4. catalog titles
@@ -225,26 +255,41 @@ def test_pasted_record_braces_in_quotes_and_truncation():
 def test_titles_differing_only_by_white_space_are_one_film(tmp_path):
     record = {"name": "Heat", "year": "1995", "genre": ["Crime"], "plot": "Robbers.", "original_id": "1"}
     path = tmp_path / "catalog.json"
-    path.write_text(json.dumps({"Heat": record, "Heat ": {**record, "year": "1996"}, " The  Third\tMan": {
-        **record, "name": "The Third Man"}}))
+    path.write_text(
+        json.dumps(
+            {
+                "Heat": record,
+                "Heat ": {**record, "year": "1996"},
+                " The  Third\tMan": {**record, "name": "The Third Man"},
+            }
+        )
+    )
     films, report = load_catalog(path)
     assert [(f.title, f.year) for f in films] == [("Heat", "1995"), ("The Third Man", "1995")]
     assert [f.film_id for f in films] == [0, 1]
-    assert report.defects == {"title with surrounding or repeated white space (cleaned)": 2,
-                              "repeated title key (first record kept)": 1}
+    assert report.defects == {
+        "title with surrounding or repeated white space (cleaned)": 2,
+        "repeated title key (first record kept)": 1,
+    }
     assert report.as_dict()["repaired_defects"]["repeated title key (first record kept)"]["examples"] == ["'Heat '"]
 
 
 # ---------------------------------------------------------------- 5. malformed logs found by fuzzing
 
 
-@pytest.mark.parametrize("content, pattern", [
-    ('{"model_name": "m", "conversation": [], "n": 1' + "0" * 5000 + "}", r"cannot be read as JSON"),
-    ('{"model_name": "m", "conversation": ' + "[" * 100_000 + "]" * 100_000 + "}", r"cannot be read as JSON"),
-    ('{"model_name": "m", "conversation": [], "x": ' + "[" * 100 + "]" * 100 + "}", r"nested deeper than 64 levels"),
-    ('{"model_name": "m\\ud800", "conversation": []}', r"not valid Unicode"),
-    ('{"model_name": "m", "conversation": [{"speaker": "USER", "text": "\\udfff"}]}', r"not valid Unicode"),
-])
+@pytest.mark.parametrize(
+    "content, pattern",
+    [
+        ('{"model_name": "m", "conversation": [], "n": 1' + "0" * 5000 + "}", r"cannot be read as JSON"),
+        ('{"model_name": "m", "conversation": ' + "[" * 100_000 + "]" * 100_000 + "}", r"cannot be read as JSON"),
+        (
+            '{"model_name": "m", "conversation": [], "x": ' + "[" * 100 + "]" * 100 + "}",
+            r"nested deeper than 64 levels",
+        ),
+        ('{"model_name": "m\\ud800", "conversation": []}', r"not valid Unicode"),
+        ('{"model_name": "m", "conversation": [{"speaker": "USER", "text": "\\udfff"}]}', r"not valid Unicode"),
+    ],
+)
 def test_unreadable_logs_fail_with_a_named_error(tmp_path, content, pattern):
     bad = tmp_path / "bad_1.json"
     bad.write_text(content)
@@ -255,8 +300,10 @@ def test_unreadable_logs_fail_with_a_named_error(tmp_path, content, pattern):
 def test_odd_constraints_and_true_genre_are_repaired(tmp_path):
     source = tmp_path / "m_0.json"
     constraints = {"genre": [["crime"], {"a": 1}, "crime"], "year": 1e300, "actor": None}
-    conversation = [{"speaker": "USER", "text": "Crime?"},
-                    {"speaker": "SYSTEM", "text": "Heat.", "constraints": constraints}]
+    conversation = [
+        {"speaker": "USER", "text": "Crime?"},
+        {"speaker": "SYSTEM", "text": "Heat.", "constraints": constraints},
+    ]
     source.write_text(json.dumps({"model_name": "m", "true_genre": ["crime"], "conversation": conversation}))
     sessions, report = import_logs([source], None, "a" * 64, "b" * 64)
     (record,) = sessions["m"]
@@ -268,20 +315,29 @@ def test_odd_constraints_and_true_genre_are_repaired(tmp_path):
 
 def test_a_blank_title_takes_the_name_and_is_counted(tmp_path):
     path = tmp_path / "catalog.json"
-    path.write_text(json.dumps({"Heat": {"name": "Heat", "plot": "Robbers.", "original_id": "1"},
-                                " ": {"name": "Heat", "plot": "Other.", "original_id": "2"}}))
+    path.write_text(
+        json.dumps(
+            {
+                "Heat": {"name": "Heat", "plot": "Robbers.", "original_id": "1"},
+                " ": {"name": "Heat", "plot": "Other.", "original_id": "2"},
+            }
+        )
+    )
     films, report = load_catalog(path)
     assert [(f.title, f.plot) for f in films] == [("Heat", "Robbers.")]
     assert report.defects == {"blank title (the film's name used)": 1, "repeated title key (first record kept)": 1}
 
 
-@pytest.mark.parametrize("content, pattern", [
-    ('{"Heat": {"name": "Heat", "n": 1' + "0" * 5000 + "}}", r"not valid JSON here: Exceeds the limit"),
-    ('{"Heat": {"name": "Heat", "genre": ' + "[" * 100_000 + "]" * 100_000 + "}}", r"nested too deeply"),
-    ('{"Heat": {"name": "Heat", "genre": ' + "[" * 100 + "]" * 100 + "}}", r"film 'Heat', field 'genre': nested"),
-    ('{"Heat": {"name": "Heat", "actor": ["Al \\ud800"]}}', r"film 'Heat', field 'actor': text is not valid"),
-    ('{"He\\udc00at": {"name": "Heat"}}', r"film 'He\\udc00at': title is not valid Unicode"),
-])
+@pytest.mark.parametrize(
+    "content, pattern",
+    [
+        ('{"Heat": {"name": "Heat", "n": 1' + "0" * 5000 + "}}", r"not valid JSON here: Exceeds the limit"),
+        ('{"Heat": {"name": "Heat", "genre": ' + "[" * 100_000 + "]" * 100_000 + "}}", r"nested too deeply"),
+        ('{"Heat": {"name": "Heat", "genre": ' + "[" * 100 + "]" * 100 + "}}", r"film 'Heat', field 'genre': nested"),
+        ('{"Heat": {"name": "Heat", "actor": ["Al \\ud800"]}}', r"film 'Heat', field 'actor': text is not valid"),
+        ('{"He\\udc00at": {"name": "Heat"}}', r"film 'He\\udc00at': title is not valid Unicode"),
+    ],
+)
 def test_catalog_json_that_parses_but_cannot_be_used_is_a_catalog_error(tmp_path, content, pattern):
     path = tmp_path / "catalog.json"
     path.write_text(content)

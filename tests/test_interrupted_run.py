@@ -13,7 +13,6 @@ import sys
 import time
 
 import pytest
-
 from conftest import copy_workflow, run_snakemake, write_config
 from fake_servers import FakeOllama
 from test_workflow import fast_config
@@ -62,10 +61,18 @@ def test_kill_9_of_snakemake_then_unlock_and_rerun_finishes(tmp_path):
         config = fast_config(server.host)
         config["experiment"] = "killed"
         config["judge"]["enabled"] = False
+        # one session at a time: a shard's sessions in flight finish together, leaving almost no
+        # time in which the progress file has a finished session and the shard is not yet written
+        for system in config["systems"]:
+            system["concurrency"] = 1
         configfile = str(write_config(workdir, config))
-        process = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", configfile],
-                                   cwd=workdir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   start_new_session=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "snakemake", "--cores", "2", "--configfile", configfile],
+            cwd=workdir,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         _wait_for_progress(workdir / "results/killed/sessions/fake-llm/.progress", process)
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
@@ -78,8 +85,10 @@ def test_kill_9_of_snakemake_then_unlock_and_rerun_finishes(tmp_path):
         assert "IncompleteFilesException" not in finished.stdout + finished.stderr
 
     for system in ("template", "fake-llm"):
-        indices = [json.loads(line)["session_index"]
-                   for shard in sorted((workdir / "results/killed/sessions" / system).glob("shard-*.jsonl"))
-                   for line in shard.read_text().splitlines()]
+        indices = [
+            json.loads(line)["session_index"]
+            for shard in sorted((workdir / "results/killed/sessions" / system).glob("shard-*.jsonl"))
+            for line in shard.read_text().splitlines()
+        ]
         assert indices == [0, 1, 2, 3]
     assert (workdir / "results/killed/tables/sessions.parquet").exists()

@@ -52,8 +52,14 @@ TWO_SHIFTS = dict(
 
 
 def run(dialogue, settings):
-    return score_dialogue(dialogue["users"], dialogue["systems"], dialogue["user_topics"], dialogue["system_topics"],
-                          word_jaccard, settings)[0]
+    return score_dialogue(
+        dialogue["users"],
+        dialogue["systems"],
+        dialogue["user_topics"],
+        dialogue["system_topics"],
+        word_jaccard,
+        settings,
+    )[0]
 
 
 def test_thesis_scans_past_the_next_shift_the_fixed_mode_stops():
@@ -61,10 +67,20 @@ def test_thesis_scans_past_the_next_shift_the_fixed_mode_stops():
     thesis = run(TWO_SHIFTS, THESIS)
     # shift 1 (crime -> romance): leak at its own turn, "recovered" at turn 3, which is already the
     # war segment; shift 2 (romance -> war): a leak, no recovery, 1 turn seen
-    assert (thesis["topic_recovery_rate"], thesis["avg_recovery_delay"], thesis["topic_interference"]) == (0.5, 2.0, 0.75)
-    assert thesis["context_adaptation_score"] == pytest.approx((0.01 * 0.5 + 0.02 * 0.8 + 0.02 * 0.25 + 0.3 * cc + 0.15 * cr) / 0.5)
+    assert (thesis["topic_recovery_rate"], thesis["avg_recovery_delay"], thesis["topic_interference"]) == (
+        0.5,
+        2.0,
+        0.75,
+    )
+    assert thesis["context_adaptation_score"] == pytest.approx(
+        (0.01 * 0.5 + 0.02 * 0.8 + 0.02 * 0.25 + 0.3 * cc + 0.15 * cr) / 0.5
+    )
     fixed = run(TWO_SHIFTS, FIXED)
-    assert fixed["topic_recovery_rate"] == 0.0 and math.isnan(fixed["avg_recovery_delay"]) and fixed["topic_interference"] == 1.0
+    assert (
+        fixed["topic_recovery_rate"] == 0.0
+        and math.isnan(fixed["avg_recovery_delay"])
+        and fixed["topic_interference"] == 1.0
+    )
     # no delay component: the weights re-normalise over the other four
     assert fixed["context_adaptation_score"] == pytest.approx((0.01 * 0 + 0.02 * 0 + 0.3 * cc + 0.15 * cr) / 0.48)
 
@@ -73,7 +89,11 @@ def test_no_recovery_gets_the_best_delay_only_in_thesis_mode():
     dialogue = {k: v[:2] for k, v in TWO_SHIFTS.items()}
     cc, cr = (2 / 3 + 0) / 2, 2 / 3
     thesis = run(dialogue, THESIS)
-    assert (thesis["topic_recovery_rate"], thesis["avg_recovery_delay"], thesis["topic_interference"]) == (0.0, 0.0, 1.0)
+    assert (thesis["topic_recovery_rate"], thesis["avg_recovery_delay"], thesis["topic_interference"]) == (
+        0.0,
+        0.0,
+        1.0,
+    )
     # delay 0.0 normalises to rd = 1 - clip(-0.2) = 1.0: the prototype's defect, kept for reproduction
     assert thesis["context_adaptation_score"] == pytest.approx((0.02 * 1.0 + 0.3 * cc + 0.15 * cr) / 0.5)
     fixed = run(dialogue, FIXED)
@@ -88,7 +108,11 @@ def test_no_shift_at_all():
     cc, cr = (2 / 3 + 0) / 2, 0.0  # the empty reply has similarity 0 with everything
     thesis = score_dialogue(users, systems, topics, topics, word_jaccard, THESIS)[0]
     assert thesis["cas_shifts"] == 0
-    assert (thesis["topic_recovery_rate"], thesis["avg_recovery_delay"], thesis["topic_interference"]) == (0.0, 0.0, 0.0)
+    assert (thesis["topic_recovery_rate"], thesis["avg_recovery_delay"], thesis["topic_interference"]) == (
+        0.0,
+        0.0,
+        0.0,
+    )
     assert thesis["context_adaptation_score"] == pytest.approx((0.02 + 0.02 + 0.3 * cc + 0.15 * cr) / 0.5)
     fixed = score_dialogue(users, systems, topics, topics, word_jaccard, FIXED)[0]
     assert all(math.isnan(fixed[k]) for k in ("topic_recovery_rate", "avg_recovery_delay", "topic_interference"))

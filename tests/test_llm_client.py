@@ -4,16 +4,20 @@ import json
 import socket
 
 import pytest
+from fake_servers import FakeOllama
 
 from crseval.llm import LLMClient, LLMError, LLMRequest
 from crseval.llm.cache import ResponseCache
 from crseval.llm.client import RetryPolicy
 from crseval.llm.ollama_backend import OllamaBackend
 
-from fake_servers import FakeOllama
-
-REQUEST = LLMRequest.chat([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "A crime movie?"}],
-                          temperature=0.3, max_tokens=20, seed=9, tag="test@1")
+REQUEST = LLMRequest.chat(
+    [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "A crime movie?"}],
+    temperature=0.3,
+    max_tokens=20,
+    seed=9,
+    tag="test@1",
+)
 NO_WAIT = RetryPolicy(max_retries=3, backoff_s=0.0)
 
 
@@ -23,7 +27,10 @@ def test_ollama_chat_protocol():
         body = server.requests[0]["body"]
     assert server.requests[0]["path"] == "/api/chat"
     assert body["model"] == "qwen:7b" and body["stream"] is False
-    assert body["messages"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "A crime movie?"}]
+    assert body["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "A crime movie?"},
+    ]
     assert body["options"] == {"temperature": 0.3, "top_p": 0.95, "seed": 9, "num_predict": 20, "num_ctx": 4096}
     assert response.text.startswith("You might enjoy")
     assert (response.backend, response.model, response.prompt_tokens) == ("ollama", "qwen:7b", 5)
@@ -33,7 +40,9 @@ def test_ollama_chat_protocol():
 def test_ollama_json_format_is_passed_through():
     schema = {"type": "object", "properties": {"score": {"type": "integer"}}, "required": ["score"]}
     with FakeOllama() as server:
-        response = OllamaBackend("m", host=server.host).complete(LLMRequest.chat([{"role": "user", "content": "rate"}], json_schema=schema))
+        response = OllamaBackend("m", host=server.host).complete(
+            LLMRequest.chat([{"role": "user", "content": "rate"}], json_schema=schema)
+        )
         assert server.requests[0]["body"]["format"] == schema
     assert 1 <= json.loads(response.text)["score"] <= 5
 
@@ -67,8 +76,12 @@ def test_unreachable_server_fails_after_retries():
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     delays = []
-    client = LLMClient(OllamaBackend("m", host=f"http://127.0.0.1:{port}", timeout_s=2), cache=None,
-                       retry=RetryPolicy(max_retries=2, backoff_s=0.5), sleep=delays.append)
+    client = LLMClient(
+        OllamaBackend("m", host=f"http://127.0.0.1:{port}", timeout_s=2),
+        cache=None,
+        retry=RetryPolicy(max_retries=2, backoff_s=0.5),
+        sleep=delays.append,
+    )
     with pytest.raises(LLMError, match=r"ollama model m: giving up after 3 attempts"):
         client.complete(REQUEST)
     # exponential backoff, each wait between half and all of it (jitter from the request key)
@@ -89,8 +102,9 @@ def test_backoff_jitter_spreads_requests_and_honours_retry_after():
 def test_overloaded_and_rate_limited_answers_are_retried(status):
     with FakeOllama(failures=[status, status]) as server:
         delays = []
-        client = LLMClient(OllamaBackend("m", host=server.host), cache=None, retry=RetryPolicy(3, 0.1),
-                           sleep=delays.append)
+        client = LLMClient(
+            OllamaBackend("m", host=server.host), cache=None, retry=RetryPolicy(3, 0.1), sleep=delays.append
+        )
         assert client.complete(REQUEST).text
     assert server.chat_calls == 3 and len(delays) == 2
 
@@ -100,7 +114,9 @@ def test_cache_makes_repeat_calls_free(tmp_path):
         client = LLMClient(OllamaBackend("m", host=server.host), ResponseCache(tmp_path), retry=NO_WAIT)
         first = client.complete(REQUEST)
         second = client.complete(REQUEST)
-        third = client.complete(LLMRequest.chat(REQUEST.message_dicts(), temperature=0.3, max_tokens=20, seed=9, tag="test@2"))
+        third = client.complete(
+            LLMRequest.chat(REQUEST.message_dicts(), temperature=0.3, max_tokens=20, seed=9, tag="test@2")
+        )
     assert server.chat_calls == 2 and client.calls == 2 and client.cache_hits == 1
     assert (first.cached, second.cached, third.cached) == (False, True, False)
     assert second.text == first.text and second.prompt_tokens == first.prompt_tokens
@@ -110,8 +126,18 @@ def test_request_key_covers_every_option():
     base = REQUEST.key("ollama", "m")
     assert REQUEST.key("ollama", "other") != base
     assert REQUEST.key("openai", "m") != base
-    assert LLMRequest.chat(REQUEST.message_dicts(), temperature=0.3, max_tokens=20, seed=10, tag="test@1").key("ollama", "m") != base
-    assert LLMRequest.chat(REQUEST.message_dicts(), temperature=0.3, max_tokens=20, seed=9, tag="test@1").key("ollama", "m") == base
+    assert (
+        LLMRequest.chat(REQUEST.message_dicts(), temperature=0.3, max_tokens=20, seed=10, tag="test@1").key(
+            "ollama", "m"
+        )
+        != base
+    )
+    assert (
+        LLMRequest.chat(REQUEST.message_dicts(), temperature=0.3, max_tokens=20, seed=9, tag="test@1").key(
+            "ollama", "m"
+        )
+        == base
+    )
 
 
 def test_corrupt_cache_entry_is_recomputed(tmp_path):
@@ -123,13 +149,15 @@ def test_corrupt_cache_entry_is_recomputed(tmp_path):
 
 
 def test_openai_retry_after_is_honoured():
-    from crseval.llm.openai_backend import OpenAIBackend
     from fake_servers import FakeOpenAI, RawReply
+
+    from crseval.llm.openai_backend import OpenAIBackend
 
     busy = RawReply(429, body=json.dumps({"error": {"message": "slow down"}}), headers=(("Retry-After", "4"),))
     with FakeOpenAI(raw=[busy]) as server:
         delays = []
-        client = LLMClient(OpenAIBackend("m", base_url=server.base_url), cache=None, retry=RetryPolicy(2, 0.1),
-                           sleep=delays.append)
+        client = LLMClient(
+            OpenAIBackend("m", base_url=server.base_url), cache=None, retry=RetryPolicy(2, 0.1), sleep=delays.append
+        )
         assert client.complete(REQUEST).text.startswith("Try Heat")
     assert delays == [4.0] and server.chat_calls == 2

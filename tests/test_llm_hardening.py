@@ -6,9 +6,9 @@ import re
 import socket
 
 import pytest
+from fake_servers import FakeOpenAI, RawReply, ScriptedOllama
 
-from crseval.llm import LLMClient, LLMError, LLMRequest, LLMResponse, TransientLLMError, make_backend
-from crseval.llm import llamacpp_backend
+from crseval.llm import LLMClient, LLMError, LLMRequest, LLMResponse, TransientLLMError, llamacpp_backend, make_backend
 from crseval.llm.base import redact_url
 from crseval.llm.cache import ResponseCache
 from crseval.llm.client import RetryPolicy
@@ -16,16 +16,18 @@ from crseval.llm.llamacpp_backend import LlamaCppBackend
 from crseval.llm.ollama_backend import OllamaBackend
 from crseval.llm.openai_backend import OpenAIBackend
 
-from fake_servers import FakeOpenAI, RawReply, ScriptedOllama
-
 REQUEST = LLMRequest.chat([{"role": "user", "content": "A crime movie?"}], max_tokens=20, seed=9, tag="hardening@1")
 NO_WAIT = RetryPolicy(max_retries=2, backoff_s=0.0)
 SECRET = "s3cr3t-pw"
 
 
 def chat_completion(content) -> str:
-    return json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                                    "finish_reason": "stop"}], "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+    return json.dumps(
+        {
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+        }
+    )
 
 
 def ollama_chat(message=..., done=True) -> str:
@@ -44,6 +46,7 @@ def ollama_client(server, cache=None, model="m"):
 
 
 # --- 1. empty replies are transient, never cached -----------------------------------------------------------------
+
 
 def test_openai_null_content_is_retried_then_succeeds():
     with FakeOpenAI(raw=[RawReply(body=chat_completion(None))]) as server:
@@ -70,11 +73,14 @@ def test_persistent_null_content_fails_clearly_and_is_never_cached(tmp_path):
     assert rerun.calls == 1 and response.text.startswith("Try Heat") and not response.cached
 
 
-@pytest.mark.parametrize("content, problem", [
-    ("", "choices[0].message.content is an empty string"),
-    (" \n\t", "choices[0].message.content is blank"),
-    ([{"type": "text", "text": "hi"}], "choices[0].message.content is a list, not a string"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ("", "choices[0].message.content is an empty string"),
+        (" \n\t", "choices[0].message.content is blank"),
+        ([{"type": "text", "text": "hi"}], "choices[0].message.content is a list, not a string"),
+    ],
+)
 def test_openai_empty_or_odd_content_has_no_text(content, problem):
     with FakeOpenAI(raw=[RawReply(body=chat_completion(content))] * 3) as server:
         with pytest.raises(LLMError, match=rf"reply has no text \({re.escape(problem)}\)"):
@@ -86,8 +92,19 @@ def test_old_cache_entry_with_empty_reply_is_a_miss_and_is_overwritten(tmp_path)
     key = REQUEST.key("openai", "qwen")
     (tmp_path / key[:2]).mkdir()
     entry = tmp_path / key[:2] / f"{key}.json"
-    entry.write_text(json.dumps({"text": "", "backend": "openai", "model": "qwen", "latency_s": 0.1,
-                                 "prompt_tokens": 3, "completion_tokens": 0, "extra": {}}))
+    entry.write_text(
+        json.dumps(
+            {
+                "text": "",
+                "backend": "openai",
+                "model": "qwen",
+                "latency_s": 0.1,
+                "prompt_tokens": 3,
+                "completion_tokens": 0,
+                "extra": {},
+            }
+        )
+    )
     assert cache.get(key) is None
     with FakeOpenAI() as server:
         client = openai_client(server, cache)
@@ -101,20 +118,29 @@ def test_cache_refuses_an_empty_reply(tmp_path):
         ResponseCache(tmp_path).put("ab" * 32, LLMResponse(" ", "openai", "m", 0.0, None, None))
 
 
-@pytest.mark.parametrize("body, problem", [
-    (ollama_chat({"role": "assistant", "content": None}), r"reply has no text \(message.content is null\)"),
-    (ollama_chat({"role": "assistant"}), r"reply has no text \(message.content is missing\)"),
-    (ollama_chat(), r"reply has no text \(message is missing\)"),
-    (ollama_chat({"role": "assistant", "content": ""}), r"reply has no text \(message.content is an empty string\)"),
-    (ollama_chat({"role": "assistant", "content": "Try He"}, done=False), r"reply is unfinished \(done is false\)"),
-])
+@pytest.mark.parametrize(
+    "body, problem",
+    [
+        (ollama_chat({"role": "assistant", "content": None}), r"reply has no text \(message.content is null\)"),
+        (ollama_chat({"role": "assistant"}), r"reply has no text \(message.content is missing\)"),
+        (ollama_chat(), r"reply has no text \(message is missing\)"),
+        (
+            ollama_chat({"role": "assistant", "content": ""}),
+            r"reply has no text \(message.content is an empty string\)",
+        ),
+        (ollama_chat({"role": "assistant", "content": "Try He"}, done=False), r"reply is unfinished \(done is false\)"),
+    ],
+)
 def test_ollama_reply_without_text_is_retried_then_fails_clearly(body, problem):
     with ScriptedOllama(raw=[RawReply(body=body)]) as server:
         assert ollama_client(server).complete(REQUEST).text.startswith("You might enjoy")
     with ScriptedOllama(raw=[RawReply(body=body)] * 3) as server:
-        with pytest.raises(LLMError, match=rf"^ollama model m: giving up after 3 attempts: ollama model m at "
-                                           rf"http://127\.0\.0\.1:\d+: {problem}; "
-                                           r"HTTP 200, content-type application/json"):
+        with pytest.raises(
+            LLMError,
+            match=rf"^ollama model m: giving up after 3 attempts: ollama model m at "
+            rf"http://127\.0\.0\.1:\d+: {problem}; "
+            r"HTTP 200, content-type application/json",
+        ):
             ollama_client(server).complete(REQUEST)
         assert server.chat_calls == 3
 
@@ -130,8 +156,10 @@ class FakeLlama:
 
 
 def llama_completion(content):
-    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 4, "completion_tokens": 0}}
+    return {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 4, "completion_tokens": 0},
+    }
 
 
 def test_llamacpp_empty_completion_is_transient_then_retried(tmp_path, monkeypatch):
@@ -140,9 +168,12 @@ def test_llamacpp_empty_completion_is_transient_then_retried(tmp_path, monkeypat
     llama = FakeLlama(llama_completion(""), llama_completion("Try Heat."), llama_completion(None))
     monkeypatch.setattr(llamacpp_backend, "_load", lambda *args: llama)
     backend = LlamaCppBackend(str(gguf))
-    with pytest.raises(TransientLLMError, match=rf"llamacpp model {re.escape(str(gguf))}: reply has no text "
-                                                r"\(choices\[0\]\.message\.content is an empty string\); "
-                                                r"completion: \{"):
+    with pytest.raises(
+        TransientLLMError,
+        match=rf"llamacpp model {re.escape(str(gguf))}: reply has no text "
+        r"\(choices\[0\]\.message\.content is an empty string\); "
+        r"completion: \{",
+    ):
         backend.complete(REQUEST)
     llama.completions.insert(0, llama_completion("   "))
     client = LLMClient(backend, ResponseCache(tmp_path / "cache"), retry=NO_WAIT)
@@ -175,9 +206,11 @@ JUNK = {
     "no choices": (RawReply(body='{"choices": []}'), r"reply has no text \(choices is an empty list\)"),
     "truncated JSON": (RawReply(body='{"choices": [{"mess'), r"reply is not JSON \(Unterminated string"),
     "empty body": (RawReply(body=""), r"reply body is empty; HTTP 200, content-type application/json, body: \(empty\)"),
-    "html page": (RawReply(content_type="text/html", body="<html><body>Gateway busy</body></html>"),
-                  r"reply is not JSON \(Expecting value at character 0\); HTTP 200, content-type text/html, "
-                  r"body: <html><body>Gateway busy</body></html>"),
+    "html page": (
+        RawReply(content_type="text/html", body="<html><body>Gateway busy</body></html>"),
+        r"reply is not JSON \(Expecting value at character 0\); HTTP 200, content-type text/html, "
+        r"body: <html><body>Gateway busy</body></html>",
+    ),
     "JSON list": (RawReply(body="[1, 2]"), r"reply is not a JSON object; HTTP 200"),
 }
 
@@ -188,8 +221,11 @@ def test_openai_junk_body_is_retried_then_fails_naming_backend_model_and_body(ju
     with FakeOpenAI(raw=[raw]) as server:
         assert openai_client(server).complete(REQUEST).text.startswith("Try Heat")
     with FakeOpenAI(raw=[raw] * 3) as server:
-        with pytest.raises(LLMError, match=rf"^openai model qwen: giving up after 3 attempts: openai model qwen at "
-                                           rf"http://127\.0\.0\.1:\d+/v1: {problem}"):
+        with pytest.raises(
+            LLMError,
+            match=rf"^openai model qwen: giving up after 3 attempts: openai model qwen at "
+            rf"http://127\.0\.0\.1:\d+/v1: {problem}",
+        ):
             openai_client(server).complete(REQUEST)
         assert server.chat_calls == 3
 
@@ -200,8 +236,11 @@ def test_ollama_junk_body_is_retried_then_fails_naming_backend_model_and_body(ju
     with ScriptedOllama(raw=[raw]) as server:
         assert ollama_client(server).complete(REQUEST).text.startswith("You might enjoy")
     with ScriptedOllama(raw=[raw] * 3) as server:
-        with pytest.raises(LLMError, match=rf"^ollama model m: giving up after 3 attempts: ollama model m at "
-                                           rf"http://127\.0\.0\.1:\d+: {problem}"):
+        with pytest.raises(
+            LLMError,
+            match=rf"^ollama model m: giving up after 3 attempts: ollama model m at "
+            rf"http://127\.0\.0\.1:\d+: {problem}",
+        ):
             ollama_client(server).complete(REQUEST)
 
 
@@ -215,13 +254,17 @@ def test_long_bodies_are_cut_in_the_message():
 
 def test_http_error_bodies_are_described_too():
     with FakeOpenAI(raw=[RawReply(404, body='{"error": {"message": "model qwen not found"}}')]) as server:
-        with pytest.raises(LLMError, match=r"openai model qwen at http://\S+: HTTP 404, content-type application/json, "
-                                           r"body: \{\"error\": \{\"message\": \"model qwen not found\"\}\}"):
+        with pytest.raises(
+            LLMError,
+            match=r"openai model qwen at http://\S+: HTTP 404, content-type application/json, "
+            r"body: \{\"error\": \{\"message\": \"model qwen not found\"\}\}",
+        ):
             openai_client(server).complete(REQUEST)
         assert server.chat_calls == 1
 
 
 # --- 3. api_key_env names a variable that must be set --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("value", [None, "", "  "])
 def test_unset_api_key_variable_fails_at_construction(monkeypatch, value):
@@ -229,36 +272,47 @@ def test_unset_api_key_variable_fails_at_construction(monkeypatch, value):
         monkeypatch.delenv("CRSEVAL_TEST_KEY", raising=False)
     else:
         monkeypatch.setenv("CRSEVAL_TEST_KEY", value)
-    settings = {"type": "openai", "model": "judge-70b", "base_url": f"http://u:{SECRET}@vllm:8000/v1",
-                "api_key_env": "CRSEVAL_TEST_KEY"}
+    settings = {
+        "type": "openai",
+        "model": "judge-70b",
+        "base_url": f"http://u:{SECRET}@vllm:8000/v1",
+        "api_key_env": "CRSEVAL_TEST_KEY",
+    }
     with pytest.raises(LLMError) as failure:
         make_backend(settings)
-    assert str(failure.value) == ("environment variable CRSEVAL_TEST_KEY (llm api_key_env of openai model judge-70b at "
-                                  "http://u:***@vllm:8000/v1) is not set; export it, or remove api_key_env "
-                                  "for a server that needs no key")
+    assert str(failure.value) == (
+        "environment variable CRSEVAL_TEST_KEY (llm api_key_env of openai model judge-70b at "
+        "http://u:***@vllm:8000/v1) is not set; export it, or remove api_key_env "
+        "for a server that needs no key"
+    )
 
 
 def test_configured_api_key_is_sent_and_keyless_servers_still_work(monkeypatch):
     monkeypatch.setenv("CRSEVAL_TEST_KEY", "sk-test-123")
     with FakeOpenAI() as server:
-        make_backend({"type": "openai", "model": "m", "base_url": server.base_url,
-                      "api_key_env": "CRSEVAL_TEST_KEY"}).complete(REQUEST)
+        make_backend(
+            {"type": "openai", "model": "m", "base_url": server.base_url, "api_key_env": "CRSEVAL_TEST_KEY"}
+        ).complete(REQUEST)
         make_backend({"type": "openai", "model": "m", "base_url": server.base_url}).complete(REQUEST)
     assert [r["headers"]["authorization"] for r in server.requests] == ["Bearer sk-test-123", "Bearer unused"]
 
 
 # --- 4. passwords in URLs never reach a message ---------------------------------------------------------------------
 
-@pytest.mark.parametrize("url, expected", [
-    (f"http://alice:{SECRET}@example.org:8000/v1", "http://alice:***@example.org:8000/v1"),
-    (f"https://:{SECRET}@example.org", "https://:***@example.org"),
-    (f"alice:{SECRET}@localhost:11434", "alice:***@localhost:11434"),
-    (f"http://example.org/v1?api_key={SECRET}&model=x", "http://example.org/v1?api_key=***&model=x"),
-    (f"http://example.org/v1?key={SECRET}&token={SECRET}", "http://example.org/v1?key=***&token=***"),
-    ("http://alice@example.org:8000", "http://alice@example.org:8000"),
-    ("http://localhost:11434", "http://localhost:11434"),
-    ("resources/prompts/judge.txt", "resources/prompts/judge.txt"),
-])
+
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        (f"http://alice:{SECRET}@example.org:8000/v1", "http://alice:***@example.org:8000/v1"),
+        (f"https://:{SECRET}@example.org", "https://:***@example.org"),
+        (f"alice:{SECRET}@localhost:11434", "alice:***@localhost:11434"),
+        (f"http://example.org/v1?api_key={SECRET}&model=x", "http://example.org/v1?api_key=***&model=x"),
+        (f"http://example.org/v1?key={SECRET}&token={SECRET}", "http://example.org/v1?key=***&token=***"),
+        ("http://alice@example.org:8000", "http://alice@example.org:8000"),
+        ("http://localhost:11434", "http://localhost:11434"),
+        ("resources/prompts/judge.txt", "resources/prompts/judge.txt"),
+    ],
+)
 def test_redact_url(url, expected):
     assert redact_url(url) == expected
 
@@ -285,8 +339,10 @@ def test_passwords_never_reach_errors_warnings_logs_or_repr(caplog):
         failures.append(str(failure.value))
         LLMClient(backend, None, retry=NO_WAIT).complete(REQUEST)  # httpx logs the request URL at INFO
     refused = f"http://user:{SECRET}@127.0.0.1:{unused_port()}"
-    down_servers = (OpenAIBackend("qwen", base_url=refused + "/v1", timeout_s=2),
-                    OllamaBackend("m", host=refused, timeout_s=2))
+    down_servers = (
+        OpenAIBackend("qwen", base_url=refused + "/v1", timeout_s=2),
+        OllamaBackend("m", host=refused, timeout_s=2),
+    )
     for down in down_servers:
         with pytest.raises(LLMError) as failure:
             LLMClient(down, None, retry=RetryPolicy(1, 0.0)).complete(REQUEST)

@@ -1,6 +1,7 @@
 """Value normalisation on hand-written cases."""
 
 import pytest
+from conftest import NON_GENRES
 
 from crseval.normalize import (
     GenreNormaliser,
@@ -10,8 +11,6 @@ from crseval.normalize import (
     normalise_person,
     normalise_year,
 )
-
-from conftest import NON_GENRES
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@ import subprocess
 import tomllib
 
 import yaml
-
 from conftest import REPO
 
 
@@ -15,7 +14,9 @@ def test_conda_env_pins_the_project_dependencies():
     pip = next(item["pip"] for item in env["dependencies"] if isinstance(item, dict))
     assert sorted(pip) == sorted(pyproject["project"]["dependencies"])
     assert "python=3.11" in env["dependencies"]
-    assert all(re.fullmatch(r"[A-Za-z0-9_.\-]+(\[[\w,]+\])?==[\w.]+", dep) for dep in pyproject["project"]["dependencies"])
+    assert all(
+        re.fullmatch(r"[A-Za-z0-9_.\-]+(\[[\w,]+\])?==[\w.]+", dep) for dep in pyproject["project"]["dependencies"]
+    )
 
 
 def test_every_rule_uses_the_conda_env():
@@ -28,8 +29,15 @@ def test_ci_runs_the_readme_test_command_verbatim():
     readme = (REPO / "README.md").read_text()
     block = re.search(r"<!-- quickstart:test -->\n```bash\n(.*?)\n```", readme, re.S).group(1)
     extracted = subprocess.run(
-        ["awk", '/<!-- quickstart:test -->/{found=1; next} found && /^```bash/{grab=1; next} grab && /^```/{exit} grab{print}', "README.md"],
-        cwd=REPO, capture_output=True, text=True, check=True,
+        [
+            "awk",
+            "/<!-- quickstart:test -->/{found=1; next} found && /^```bash/{grab=1; next} grab && /^```/{exit} grab{print}",  # noqa: E501
+            "README.md",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.strip()
     assert extracted == block
     assert "pytest" in block and "pip install" in block

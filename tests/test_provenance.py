@@ -10,13 +10,27 @@ import subprocess
 from importlib.metadata import version
 
 import pytest
-
 from conftest import REPO, copy_workflow, default_config, planned_jobs, run_snakemake, write_config
+
 from crseval import provenance
 from crseval.llm.models import EMBEDDED_MODELS
 
-REQUIRED_PACKAGES = {"python", "snakemake", "numpy", "pandas", "scipy", "statsmodels", "scikit-learn", "gensim",
-                     "llama-cpp-python", "sentence-transformers", "torch", "pyarrow", "matplotlib", "wordfreq"}
+REQUIRED_PACKAGES = {
+    "python",
+    "snakemake",
+    "numpy",
+    "pandas",
+    "scipy",
+    "statsmodels",
+    "scikit-learn",
+    "gensim",
+    "llama-cpp-python",
+    "sentence-transformers",
+    "torch",
+    "pyarrow",
+    "matplotlib",
+    "wordfreq",
+}
 SECRET = "s3cret-Pa55"
 
 
@@ -31,8 +45,21 @@ def test_record_structure_for_the_default_config(tmp_path, no_git_above, monkeyp
     monkeypatch.chdir(REPO)  # config paths are relative to the working directory, as in a rule
     config = default_config()
     record = provenance.build(config, source_dir=tmp_path, hash_cache=tmp_path / "hashes.json")
-    assert set(record) == {"schema_version", "created_utc", "experiment", "config", "crseval", "source", "packages",
-                           "models", "embedding_model", "catalog", "prompts", "other_inputs", "machine"}
+    assert set(record) == {
+        "schema_version",
+        "created_utc",
+        "experiment",
+        "config",
+        "crseval",
+        "source",
+        "packages",
+        "models",
+        "embedding_model",
+        "catalog",
+        "prompts",
+        "other_inputs",
+        "machine",
+    }
     json.dumps(record, allow_nan=False)  # plain JSON
     assert record["config"] == config and record["experiment"] == "demo"
     assert record["crseval"]["version"] == version("crseval")
@@ -49,8 +76,11 @@ def test_record_structure_for_the_default_config(tmp_path, no_git_above, monkeyp
     assert models[("gemma-3-270m", 2048)]["file"]["sha256"] == EMBEDDED_MODELS["gemma-3-270m"].sha256
     # every prompt the config reads, with who reads it
     prompts = {p["path"]: p for p in record["prompts"]}
-    assert set(prompts) == {"resources/prompts/crs_grounded.txt", "resources/prompts/crs_ungrounded.txt",
-                            "resources/prompts/judge.txt"}
+    assert set(prompts) == {
+        "resources/prompts/crs_grounded.txt",
+        "resources/prompts/crs_ungrounded.txt",
+        "resources/prompts/judge.txt",
+    }
     assert prompts["resources/prompts/judge.txt"]["used_by"] == ["judge"]
     for path, entry in prompts.items():
         assert entry["sha256"] == hashlib.sha256((REPO / path).read_bytes()).hexdigest()
@@ -97,15 +127,18 @@ def test_gguf_path_models_are_hashed_and_become_rule_inputs(tmp_path):
     assert entry["file"]["sha256_source"] == "computed"
 
 
-@pytest.mark.parametrize("url, expected", [
-    (f"http://alice:{SECRET}@example.org:8000/v1", "http://alice:***@example.org:8000/v1"),
-    (f"https://:{SECRET}@example.org", "https://:***@example.org"),
-    (f"alice:{SECRET}@localhost:11434", "alice:***@localhost:11434"),
-    (f"http://example.org/v1?api_key={SECRET}&model=x", "http://example.org/v1?api_key=***&model=x"),
-    ("http://alice@example.org:8000", "http://alice@example.org:8000"),
-    ("http://localhost:11434", "http://localhost:11434"),
-    ("resources/prompts/judge.txt", "resources/prompts/judge.txt"),
-])
+@pytest.mark.parametrize(
+    "url, expected",
+    [
+        (f"http://alice:{SECRET}@example.org:8000/v1", "http://alice:***@example.org:8000/v1"),
+        (f"https://:{SECRET}@example.org", "https://:***@example.org"),
+        (f"alice:{SECRET}@localhost:11434", "alice:***@localhost:11434"),
+        (f"http://example.org/v1?api_key={SECRET}&model=x", "http://example.org/v1?api_key=***&model=x"),
+        ("http://alice@example.org:8000", "http://alice@example.org:8000"),
+        ("http://localhost:11434", "http://localhost:11434"),
+        ("resources/prompts/judge.txt", "resources/prompts/judge.txt"),
+    ],
+)
 def test_passwords_are_stripped_from_urls(url, expected):
     assert provenance.redact_url(url) == expected
 
@@ -114,8 +147,12 @@ def test_server_backends_record_type_address_and_model_without_password(tmp_path
     monkeypatch.chdir(REPO)
     config = default_config()
     config["systems"][0]["backend"] = {"type": "ollama", "model": "llama3:8b", "host": f"http://bob:{SECRET}@gpu:11434"}
-    config["judge"]["backend"] = {"type": "openai", "model": "judge-70b", "base_url": f"https://u:{SECRET}@vllm/v1",
-                                  "api_key_env": "JUDGE_KEY"}
+    config["judge"]["backend"] = {
+        "type": "openai",
+        "model": "judge-70b",
+        "base_url": f"https://u:{SECRET}@vllm/v1",
+        "api_key_env": "JUDGE_KEY",
+    }
     record = provenance.build(config, source_dir=tmp_path)
     assert SECRET not in json.dumps(record)
     models = {m["backend"]["type"]: m for m in record["models"]}
@@ -141,8 +178,12 @@ def test_no_git_program_gives_null_commit_with_a_reason(tmp_path, monkeypatch):
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_git_commit_and_dirty_flag(tmp_path, no_git_above):
     def git(*args):
-        return subprocess.run(["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                              check=True, capture_output=True, text=True).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
 
     git("init", "-q")
     (tmp_path / "a.txt").write_text("one\n")
@@ -170,9 +211,15 @@ def test_only_what_the_config_uses_is_recorded():
 def test_provenance_rule_records_the_resolved_config(tmp_path):
     workdir = copy_workflow(tmp_path)
     config = default_config()
-    config["systems"].append({"name": "remote", "agent": "llm", "prompt": "resources/prompts/crs_grounded.txt",
-                              "backend": {"type": "ollama", "model": "m:1b", "host": f"http://bob:{SECRET}@gpu:11434"},
-                              "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}})
+    config["systems"].append(
+        {
+            "name": "remote",
+            "agent": "llm",
+            "prompt": "resources/prompts/crs_grounded.txt",
+            "backend": {"type": "ollama", "model": "m:1b", "host": f"http://bob:{SECRET}@gpu:11434"},
+            "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32},
+        }
+    )
     configfile = str(write_config(workdir, config))
     target = "results/provtest/provenance.json"
     args = ("--configfile", configfile, "--config", "experiment=provtest")
@@ -188,8 +235,11 @@ def test_provenance_rule_records_the_resolved_config(tmp_path):
     # the job ran the scratch copy's library (workflow/scripts/source_tree.py), not the installed one
     assert record["crseval"]["module"] == str((workdir / "src" / "crseval").resolve())
     prompts = {p["path"]: p["used_by"] for p in record["prompts"]}
-    assert prompts["resources/prompts/crs_grounded.txt"] == ["systems.qwen-grounded", "systems.gemma-grounded",
-                                                             "systems.remote"]
+    assert prompts["resources/prompts/crs_grounded.txt"] == [
+        "systems.qwen-grounded",
+        "systems.gemma-grounded",
+        "systems.remote",
+    ]
     assert set(prompts) == {f"resources/prompts/{name}.txt" for name in ("crs_grounded", "crs_ungrounded", "judge")}
     catalog = workdir / config["catalog"]["path"]
     assert record["catalog"]["sha256"] == hashlib.sha256(catalog.read_bytes()).hexdigest()

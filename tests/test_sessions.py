@@ -9,12 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest import REPO, default_config
+from fake_servers import FakeOllama
 
 from crseval.sessions import load_progress, n_shards, session_seed, shard_indices
 from crseval.shard_runner import build_shard_runner
-
-from conftest import REPO, default_config
-from fake_servers import FakeOllama
 
 HERE = Path(__file__).parent
 
@@ -38,9 +37,13 @@ def arguments(catalog_files, system, tmp_path, turns=5):
 
 
 def ollama_system(host):
-    return {"name": "fake-ollama", "agent": "llm", "prompt": str(REPO / "resources" / "prompts" / "crs_grounded.txt"),
-            "backend": {"type": "ollama", "model": "fake:1b", "host": host},
-            "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}}
+    return {
+        "name": "fake-ollama",
+        "agent": "llm",
+        "prompt": str(REPO / "resources" / "prompts" / "crs_grounded.txt"),
+        "backend": {"type": "ollama", "model": "fake:1b", "host": host},
+        "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32},
+    }
 
 
 def read_jsonl(path):
@@ -59,7 +62,11 @@ def test_template_shard_is_paired_and_valid(catalog_files, tmp_path):
     for name in ("template", "template-copy"):
         runner = build_shard_runner(**arguments(catalog_files, {"name": name, "agent": "template"}, tmp_path))
         counts = runner.run(range(2, 5), progress=tmp_path / f"{name}.progress", output=tmp_path / f"{name}.jsonl")
-        assert {k: counts[k] for k in ("sessions", "resumed", "simulated")} == {"sessions": 3, "resumed": 0, "simulated": 3}
+        assert {k: counts[k] for k in ("sessions", "resumed", "simulated")} == {
+            "sessions": 3,
+            "resumed": 0,
+            "simulated": 3,
+        }
         stages = [t["user_meta"]["stage"] for r in read_jsonl(tmp_path / f"{name}.jsonl") for t in r["turns"]]
         ordinary = sum(s in ("accept", "reject", "ask", "no_title", "contradict") for s in stages)
         assert counts["ordinary_turns"] == ordinary and counts["contradictions"] == stages.count("contradict")
@@ -75,7 +82,11 @@ def test_template_shard_is_paired_and_valid(catalog_files, tmp_path):
 
 def test_load_progress_drops_a_truncated_line_and_other_configs(tmp_path):
     path = tmp_path / "progress.jsonl"
-    good = [{"session_index": 0, "config_sha": "A"}, {"session_index": 1, "config_sha": "B"}, {"session_index": 2, "config_sha": "A"}]
+    good = [
+        {"session_index": 0, "config_sha": "A"},
+        {"session_index": 1, "config_sha": "B"},
+        {"session_index": 2, "config_sha": "A"},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in good) + '{"session_index": 3, "conf')
     done = load_progress(path, "A")
     assert sorted(done) == [0, 2]
@@ -87,8 +98,12 @@ def test_kill_9_mid_shard_then_resume(catalog_files, tmp_path):
         args = arguments(catalog_files, ollama_system(server.host), tmp_path, turns=4)
         progress, output = tmp_path / "progress.jsonl", tmp_path / "shard.jsonl"
         child_args = {**args, "indices": [0, 8], "progress": str(progress), "output": str(output)}
-        child = subprocess.Popen([sys.executable, str(HERE / "shard_child.py"), json.dumps(child_args)],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        child = subprocess.Popen(
+            [sys.executable, str(HERE / "shard_child.py"), json.dumps(child_args)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         deadline = time.time() + 120
         while time.time() < deadline and (not progress.exists() or progress.read_text().count("\n") < 3):
             time.sleep(0.02)
@@ -100,21 +115,34 @@ def test_kill_9_mid_shard_then_resume(catalog_files, tmp_path):
         assert 3 <= finished < 8
         calls_before = server.chat_calls
 
-        resumed = subprocess.run([sys.executable, str(HERE / "shard_child.py"), json.dumps(child_args)],
-                                 capture_output=True, text=True, check=True)
+        resumed = subprocess.run(
+            [sys.executable, str(HERE / "shard_child.py"), json.dumps(child_args)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         counts = json.loads(resumed.stdout)
         assert counts["resumed"] == finished and counts["simulated"] == 8 - finished
         # only the unfinished sessions cost calls (the one cut off mid-way comes from the cache)
         assert server.chat_calls - calls_before == counts["calls"] <= (8 - finished) * 4
 
         # the same shard without interruption, into a fresh cache, gives the same sessions
-        clean_args = {**child_args, "progress": str(tmp_path / "clean.progress"), "output": str(tmp_path / "clean.jsonl"),
-                      "llm_runtime": {**args["llm_runtime"], "cache_dir": str(tmp_path / "clean-cache")}}
-        subprocess.run([sys.executable, str(HERE / "shard_child.py"), json.dumps(clean_args)], capture_output=True, check=True)
+        clean_args = {
+            **child_args,
+            "progress": str(tmp_path / "clean.progress"),
+            "output": str(tmp_path / "clean.jsonl"),
+            "llm_runtime": {**args["llm_runtime"], "cache_dir": str(tmp_path / "clean-cache")},
+        }
+        subprocess.run(
+            [sys.executable, str(HERE / "shard_child.py"), json.dumps(clean_args)], capture_output=True, check=True
+        )
 
     sessions = read_jsonl(output)
     assert [s["session_index"] for s in sessions] == list(range(8))
-    strip = lambda records: [[{**t, "llm": {**t["llm"], "latency_s": 0, "cached": None}} for t in r["turns"]] for r in records]
+
+    def strip(records):
+        return [[{**t, "llm": {**t["llm"], "latency_s": 0, "cached": None}} for t in r["turns"]] for r in records]
+
     assert strip(sessions) == strip(read_jsonl(tmp_path / "clean.jsonl"))
 
 
@@ -130,7 +158,9 @@ def test_rerun_of_a_finished_shard_makes_no_llm_calls(catalog_files, tmp_path):
         assert second.calls == 0 and second.cache_hits == 6 and server.chat_calls == calls
     again = read_jsonl(tmp_path / "second.jsonl")
     assert all(t["llm"]["cached"] for s in again for t in s["turns"])
-    assert [t["system_text"] for s in again for t in s["turns"]] == [t["system_text"] for s in read_jsonl(tmp_path / "first.jsonl") for t in s["turns"]]
+    assert [t["system_text"] for s in again for t in s["turns"]] == [
+        t["system_text"] for s in read_jsonl(tmp_path / "first.jsonl") for t in s["turns"]
+    ]
 
 
 def test_failed_llm_fails_the_shard_and_keeps_finished_sessions(catalog_files, tmp_path):
@@ -149,14 +179,21 @@ def test_failed_llm_fails_the_shard_and_keeps_finished_sessions(catalog_files, t
 
 def paraphrase_arguments(catalog_files, tmp_path, host):
     args = arguments(catalog_files, {"name": "template", "agent": "template"}, tmp_path, turns=4)
-    args["simulator"] = {**args["simulator"], "paraphrase": {
-        "enabled": True, "backend": {"type": "ollama", "model": "fake:1b", "host": host},
-        "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 60}}}
+    args["simulator"] = {
+        **args["simulator"],
+        "paraphrase": {
+            "enabled": True,
+            "backend": {"type": "ollama", "model": "fake:1b", "host": host},
+            "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 60},
+        },
+    }
     return args
 
 
 def test_paraphrase_kept_when_every_value_survives(catalog_files, tmp_path):
-    reword = lambda body: "So, " + body["messages"][-1]["content"].split("Message: ", 1)[1].lower()
+    def reword(body):
+        return "So, " + body["messages"][-1]["content"].split("Message: ", 1)[1].lower()
+
     with FakeOllama(content=reword) as server:
         runner = build_shard_runner(**paraphrase_arguments(catalog_files, tmp_path, server.host))
         runner.run(range(0, 2), progress=tmp_path / "p", output=tmp_path / "s.jsonl")
@@ -178,7 +215,9 @@ def test_paraphrase_that_loses_a_value_is_rejected_and_flagged(catalog_files, tm
 
 
 def test_paraphrase_with_structure_is_rejected(catalog_files, tmp_path):
-    leak = lambda body: body["messages"][-1]["content"].split("Message: ", 1)[1] + " {'name': 'Heat'}"
+    def leak(body):
+        return body["messages"][-1]["content"].split("Message: ", 1)[1] + " {'name': 'Heat'}"
+
     with FakeOllama(content=leak) as server:
         runner = build_shard_runner(**paraphrase_arguments(catalog_files, tmp_path, server.host))
         runner.run(range(0, 1), progress=tmp_path / "p", output=tmp_path / "s.jsonl")

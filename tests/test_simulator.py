@@ -3,15 +3,15 @@
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from conftest import REPO
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from crseval.concepts import ConceptMatcher
 from crseval.crs import AgentSettings, TemplateAgent
-from crseval.sessions import SessionContext, has_structure, run_session
 from crseval.fields import display
+from crseval.sessions import SessionContext, has_structure, run_session
 from crseval.user_simulator import SimulatorSettings, Templates, UserSimulator
-
-from conftest import REPO
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
 SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)
@@ -31,8 +31,10 @@ def concepts_of(index, title):
 
 def test_same_seed_same_session(demo_index):
     assert session(demo_index, 11) == session(demo_index, 11)
-    assert session(demo_index, 11)["turns"][0]["user_text"] != session(demo_index, 12)["turns"][0]["user_text"] or \
-        session(demo_index, 11)["turns"][0]["user_meta"] != session(demo_index, 12)["turns"][0]["user_meta"]
+    assert (
+        session(demo_index, 11)["turns"][0]["user_text"] != session(demo_index, 12)["turns"][0]["user_text"]
+        or session(demo_index, 11)["turns"][0]["user_meta"] != session(demo_index, 12)["turns"][0]["user_meta"]
+    )
 
 
 def test_first_turn_and_focus_do_not_depend_on_the_system(demo_index):
@@ -136,7 +138,9 @@ def test_the_users_plan_does_not_depend_on_the_system(demo_index, seed):
     assert {t["user_meta"]["stage"] for t in silent["turns"]} <= {"open", "shift", "contradict", "no_title"}
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(seed=st.integers(min_value=0, max_value=2**31 - 1))
 def test_the_user_says_exactly_what_it_means_on_the_full_catalog(full_index, seed):
     """150 seeds x 2 systems x 12 turns = 3,600 utterances on the 2,164-film catalog: the
@@ -146,8 +150,13 @@ def test_the_user_says_exactly_what_it_means_on_the_full_catalog(full_index, see
     from crseval.tracker import extract_statements
 
     matcher = full_matcher(full_index)
-    ctx = SessionContext(full_index, matcher, TEMPLATES, SimulatorSettings(shift_every=3, contradiction_rate=0.2), 12, "0" * 64)
-    for agent in (TemplateAgent(full_index, matcher, AgentSettings(), seed), SilentAgent(full_index, matcher, AgentSettings(), seed)):
+    ctx = SessionContext(
+        full_index, matcher, TEMPLATES, SimulatorSettings(shift_every=3, contradiction_rate=0.2), 12, "0" * 64
+    )
+    for agent in (
+        TemplateAgent(full_index, matcher, AgentSettings(), seed),
+        SilentAgent(full_index, matcher, AgentSettings(), seed),
+    ):
         record = run_session(ctx, "s", agent, 0, seed, "0" * 64)
         previous, dialogue = [], set()
         for turn in record["turns"]:
@@ -156,7 +165,9 @@ def test_the_user_says_exactly_what_it_means_on_the_full_catalog(full_index, see
             assert read == {(s["field"], s["value"], s["role"]) for s in meta["stated"]}, text
             assert set(matcher.title_recognizer.recognise(text, candidates=previous).all) == set(meta["titles"]), text
             gold = {(c["field"], c["value"], c["negated"]) for c in meta["constraints"]}
-            stated = {(s["field"], s["value"], s["role"] == "exclusion") for s in meta["stated"] if s["role"] != "context"}
+            stated = {
+                (s["field"], s["value"], s["role"] == "exclusion") for s in meta["stated"] if s["role"] != "context"
+            }
             assert stated <= gold
             assert {(c["field"], c["value"], c["negated"]) for c in turn["system_constraints"]} == gold, text
             if meta["shift_event"]:

@@ -1,8 +1,9 @@
 """The workflow on a real one-node SLURM cluster (slurmctld, slurmd, slurmdbd with MariaDB),
 started on this machine from Debian's packages, compared with a local run of the same config.
 
-The compared experiment is the default config with its LLM-free system only and the judge off,
-so that both runs take minutes; the LLM systems go through the same `simulate` rule.
+The compared experiment is config/test/cluster.yaml: the default config with its LLM-free system
+only and the judge off, so that both runs take minutes; the LLM systems go through the same
+`simulate` rule.
 """
 
 import os
@@ -13,9 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
-
-from conftest import copy_workflow, default_config, run_snakemake
+from conftest import copy_workflow, run_snakemake
 
 pytestmark = pytest.mark.slurm
 HERE = Path(__file__).parent
@@ -40,7 +39,9 @@ def slurm_cluster(tmp_path):
     # outside pytest's private (0700) tmp folders: the mysql user must reach its data folder
     state = Path(tempfile.mkdtemp(prefix="crseval-slurm-"))
     state.chmod(0o755)
-    started = subprocess.run(["bash", str(HERE / "slurm" / "start_cluster.sh"), str(state)], capture_output=True, text=True, timeout=300)
+    started = subprocess.run(
+        ["bash", str(HERE / "slurm" / "start_cluster.sh"), str(state)], capture_output=True, text=True, timeout=300
+    )
     try:
         if started.returncode != 0 or "idle" not in started.stdout:
             logs = "\n".join(p.read_text(errors="replace")[-1500:] for p in (state / "log").glob("*.log"))
@@ -51,25 +52,16 @@ def slurm_cluster(tmp_path):
         shutil.rmtree(state, ignore_errors=True)
 
 
-def small_config():
-    config = default_config()
-    config["experiment"] = "cluster"
-    config["systems"] = [{"name": "template", "agent": "template"}]
-    config["judge"] = {"enabled": False}
-    config["scoring"]["response_stats"]["embeddings"] = False
-    return config
-
-
 def test_slurm_run_matches_a_local_run(tmp_path, slurm_cluster):
-    config = small_config()
     runs = {}
     for name, extra in (("slurm", ["--profile", "profiles/slurm"]), ("local", [])):
         (tmp_path / name).mkdir()
         workdir = copy_workflow(tmp_path / name)
-        (workdir / "config.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
-        run_snakemake(workdir, "--configfile", "config.yaml", *extra)
+        run_snakemake(workdir, "--configfile", "config/test/cluster.yaml", *extra)
         runs[name] = workdir / "results" / "cluster"
-    jobs = subprocess.run(["sacct", "-n", "-X", "-P", "-o", "JobName,State"], capture_output=True, text=True, check=True).stdout
+    jobs = subprocess.run(
+        ["sacct", "-n", "-X", "-P", "-o", "JobName,State"], capture_output=True, text=True, check=True
+    ).stdout
     completed = [line for line in jobs.splitlines() if line.endswith("|COMPLETED")]
     assert len(completed) >= 9, jobs  # index_catalog, train_lda, 2 simulate, 2 score, aggregate, stats, plots
     for table in ("sessions", "turns"):

@@ -41,8 +41,13 @@ def test_no_difference_gives_at_most_the_stated_false_positive_rate():
 def test_paired_tests_use_the_same_sessions():
     rng = np.random.default_rng(3)
     base = rng.normal(0, 1, 25)
-    frame = pd.DataFrame([{"system": s, "session_index": i, "metric": base[i] + (0.3 if s == "b" else 0.0) + rng.normal(0, 0.05)}
-                          for s in ("a", "b") for i in range(25)])
+    frame = pd.DataFrame(
+        [
+            {"system": s, "session_index": i, "metric": base[i] + (0.3 if s == "b" else 0.0) + rng.normal(0, 0.05)}
+            for s in ("a", "b")
+            for i in range(25)
+        ]
+    )
     (row,) = stats.paired(frame, "metric")
     assert row["pairs"] == 25 and row["mean_diff"] == pytest.approx(-0.3, abs=0.05)
     assert row["wilcoxon_p"] < 1e-4 and row["paired_t_p"] < 1e-10
@@ -76,12 +81,24 @@ def test_mean_ci_by_hand():
 
 
 def test_model_metrics_names_and_explicit_types():
-    sessions = pd.DataFrame({"system": ["x", "x", "y"], "session_id": ["x/1", "x/2", "y/1"], "session_index": [1, 2, 1],
-                             "tas": [0.1, 0.3, 0.5], "judge_coherence": [4.0, np.nan, 5.0], "judge_valid_samples": [1, 0, 1],
-                             "judge_missing_reason": [None, "not JSON", None]})
+    sessions = pd.DataFrame(
+        {
+            "system": ["x", "x", "y"],
+            "session_id": ["x/1", "x/2", "y/1"],
+            "session_index": [1, 2, 1],
+            "tas": [0.1, 0.3, 0.5],
+            "judge_coherence": [4.0, np.nan, 5.0],
+            "judge_valid_samples": [1, 0, 1],
+            "judge_missing_reason": [None, "not JSON", None],
+        }
+    )
     table = model_metrics(sessions)
     assert list(table["model"]) == ["x", "y"]
-    assert table.loc[0, "tas"] == pytest.approx(0.2) and table.loc[0, "coherence"] == 4.0 and table.loc[0, "coherence_n"] == 1
+    assert (
+        table.loc[0, "tas"] == pytest.approx(0.2)
+        and table.loc[0, "coherence"] == 4.0
+        and table.loc[0, "coherence_n"] == 1
+    )
     assert table.loc[0, "judge_missing_share"] == 0.5
     arrow = to_table(sessions.assign(tas=[np.nan, np.nan, np.nan]))
     assert str(arrow.schema.field("tas").type) == "double" and str(arrow.schema.field("session_index").type) == "int64"
@@ -89,6 +106,11 @@ def test_model_metrics_names_and_explicit_types():
 
 
 def test_systems_without_values_are_left_out_and_named():
-    frame = pd.concat([synthetic(4, shift=1.0), pd.DataFrame({"system": ["d", "d"], "session_index": [0, 1], "metric": [np.nan, np.nan]})])
+    frame = pd.concat(
+        [
+            synthetic(4, shift=1.0),
+            pd.DataFrame({"system": ["d", "d"], "session_index": [0, 1], "metric": [np.nan, np.nan]}),
+        ]
+    )
     result = stats.omnibus(frame, "metric")
     assert result["systems"] == 3 and result["left_out"] == "d" and "d" in result["note"] and result["anova_p"] < 1e-6

@@ -4,10 +4,9 @@ import json
 from dataclasses import replace
 
 import pytest
+from conftest import DEMO_CATALOG
 
 from crseval.topics import LdaSettings, TopicModel
-
-from conftest import DEMO_CATALOG
 
 PLOTS = [record["plot"] for record in json.loads(DEMO_CATALOG.read_text()).values()]
 SETTINGS = LdaSettings(num_topics=6, passes=5, iterations=50, random_state=7, no_below=2, no_above=0.5)
@@ -56,7 +55,10 @@ def test_save_and_load_round_trip(model, tmp_path):
 def test_coherence_is_a_finite_number(model):
     value = model.coherence(PLOTS)
     assert 0.0 < value < 1.0  # c_v lies in [0, 1]
-    assert replace(SETTINGS, coherence="none") and TopicModel(model.model, model.dictionary, replace(SETTINGS, coherence="none")).coherence(PLOTS) is None
+    assert (
+        replace(SETTINGS, coherence="none")
+        and TopicModel(model.model, model.dictionary, replace(SETTINGS, coherence="none")).coherence(PLOTS) is None
+    )
 
 
 def test_vocabulary_filters_that_leave_nothing_fail_clearly():

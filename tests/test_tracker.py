@@ -22,16 +22,23 @@ def track(matcher, *utterances):
 
 def test_genre_and_actor(matcher):
     assert track(matcher, "I'd like a crime movie starring Robert De Niro.") == [
-        Constraint("actor", "Robert De Niro"), Constraint("genre", "crime")]
+        Constraint("actor", "Robert De Niro"),
+        Constraint("genre", "crime"),
+    ]
 
 
 def test_negation_excludes(matcher):
     assert track(matcher, "Something with Robert De Niro, but not horror please.") == [
-        Constraint("actor", "Robert De Niro"), Constraint("genre", "horror", negated=True)]
+        Constraint("actor", "Robert De Niro"),
+        Constraint("genre", "horror", negated=True),
+    ]
     assert track(matcher, "Actually, nothing with Al Pacino after all. Still a crime film, though.") == [
-        Constraint("genre", "crime"), Constraint("actor", "Al Pacino", negated=True)]
+        Constraint("genre", "crime"),
+        Constraint("actor", "Al Pacino", negated=True),
+    ]
     assert track(matcher, "On second thought, I don't want English dialogue.") == [
-        Constraint("language", "english", negated=True)]
+        Constraint("language", "english", negated=True)
+    ]
 
 
 def test_negation_stops_at_a_clause_break(matcher):
@@ -69,7 +76,11 @@ def test_longest_match_wins(matcher):
 def test_retrieval_ranks_latest_wish_first_and_skips_exclusions(small_index):
     retriever = Retriever(small_index)
     rng = np.random.default_rng(0)
-    wishes = [Constraint("genre", "crime"), Constraint("director", "Martin Scorsese"), Constraint("year", "1990", negated=True)]
+    wishes = [
+        Constraint("genre", "crime"),
+        Constraint("director", "Martin Scorsese"),
+        Constraint("year", "1990", negated=True),
+    ]
     ranked = retriever.rank(wishes, already=set(), k=5, rng=rng, emphasis={("genre", "crime")})
     titles = [small_index.films.loc[f, "title"] for f in ranked]
     # Goodfellas (1990) is excluded; Casino has both wishes, Heat only the emphasised one
@@ -79,23 +90,30 @@ def test_retrieval_ranks_latest_wish_first_and_skips_exclusions(small_index):
 
 
 def test_a_point_of_reference_is_not_a_wish(matcher):
-    assert track(matcher, "Casino reminds me of Robert De Niro. That gives me a new idea: I'd now like a horror movie.") == [
-        Constraint("genre", "horror")]
-    assert track(matcher, "Let's go another way, via director Martin Scorsese in Casino: please find me a mystery film.") == [
-        Constraint("genre", "mystery")]
+    assert track(
+        matcher, "Casino reminds me of Robert De Niro. That gives me a new idea: I'd now like a horror movie."
+    ) == [Constraint("genre", "horror")]
+    assert track(
+        matcher, "Let's go another way, via director Martin Scorsese in Casino: please find me a mystery film."
+    ) == [Constraint("genre", "mystery")]
 
 
 def test_a_fresh_start_replaces_the_wishes_and_keeps_the_exclusions(matcher):
-    assert track(matcher, "A crime movie starring Al Pacino, but not horror.",
-                 "Thinking of Robert De Niro from Heat, I've changed my mind. Now I want a mystery film. "
-                 "It should still be starring Al Pacino.") == [
-        Constraint("actor", "Al Pacino"), Constraint("genre", "mystery"), Constraint("genre", "horror", negated=True)]
+    assert track(
+        matcher,
+        "A crime movie starring Al Pacino, but not horror.",
+        "Thinking of Robert De Niro from Heat, I've changed my mind. Now I want a mystery film. "
+        "It should still be starring Al Pacino.",
+    ) == [Constraint("actor", "Al Pacino"), Constraint("genre", "mystery"), Constraint("genre", "horror", negated=True)]
     # without a fresh-start cue, a wish of another field stays
     assert track(matcher, "A crime movie.", "Now something starring Al Pacino.") == [
-        Constraint("actor", "Al Pacino"), Constraint("genre", "crime")]
+        Constraint("actor", "Al Pacino"),
+        Constraint("genre", "crime"),
+    ]
 
 
 def test_titles_the_system_recommended_are_read_as_titles(matcher):
     tracker = ConstraintTracker(matcher)
     assert tracker.update("Up sounds great. Could you suggest another one, still a crime film?", titles=["Up"]) == [
-        Constraint("genre", "crime")]
+        Constraint("genre", "crime")
+    ]

@@ -5,28 +5,25 @@ import re
 
 import pandas as pd
 import pytest
-
+from conftest import (
+    copy_workflow,
+    default_config,
+    load_test_config,
+    planned_jobs,
+    planned_outputs,
+    run_snakemake,
+    write_config,
+)
 from fake_servers import FakeOllama
-from conftest import copy_workflow, default_config, planned_jobs, planned_outputs, run_snakemake, write_config
 
 pytestmark = pytest.mark.workflow
 
 
 def fast_config(ollama_host):
-    config = default_config()
-    config["experiment"] = "rerun"
-    config["lda"]["passes"] = 3
-    config["sessions"].update(count=4, turns=3, shard_size=2)
-    config["scoring"]["response_stats"]["embeddings"] = False  # keep the scratch run fast
-    config["judge"]["backend"] = {"type": "ollama", "model": "fake-judge:1b", "host": ollama_host}
-    config["stats"]["bootstrap_resamples"] = 100
-    config["systems"] = [
-        {"name": "template", "agent": "template"},
-        {"name": "fake-llm", "agent": "llm", "prompt": "resources/prompts/crs_grounded.txt",
-         "backend": {"type": "ollama", "model": "fake:1b", "host": ollama_host},
-         "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}, "concurrency": 2},
-    ]
-    config["judge"]["concurrency"] = 2
+    """config/test/rerun.yaml with its LLM system and its judge on the Ollama server at `ollama_host`."""
+    config = load_test_config("rerun")
+    next(s for s in config["systems"] if s["name"] == "fake-llm")["backend"]["host"] = ollama_host
+    config["judge"]["backend"]["host"] = ollama_host
     return config
 
 
@@ -52,7 +49,9 @@ def changed(config, mutate):
 
 
 def dry_run(workdir, config):
-    return planned_jobs(run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml"))))
+    return planned_jobs(
+        run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
+    )
 
 
 def test_outputs_exist_and_are_consistent(finished_run):
@@ -77,31 +76,64 @@ def test_lda_setting_reruns_train_lda_only(finished_run):
     workdir, config = finished_run
     config = json.loads(json.dumps(config))
     config["lda"]["passes"] = 4
-    assert dry_run(workdir, config) == {"train_lda": 1, "score": 4, "aggregate": 1, "stats": 1, "plots": 1,
-                                        "provenance": 1, "all": 1}
+    assert dry_run(workdir, config) == {
+        "train_lda": 1,
+        "score": 4,
+        "aggregate": 1,
+        "stats": 1,
+        "plots": 1,
+        "provenance": 1,
+        "all": 1,
+    }
 
 
 def test_catalog_setting_reruns_index_and_downstream(finished_run):
     workdir, config = finished_run
     config = json.loads(json.dumps(config))
     config["catalog"]["plot_keywords"]["per_film"] = 4
-    assert dry_run(workdir, config) == {"index_catalog": 1, "train_lda": 1, "simulate": 4, "score": 4, "judge": 4,
-                                        "aggregate": 1, "stats": 1, "plots": 1, "provenance": 1, "all": 1}
+    assert dry_run(workdir, config) == {
+        "index_catalog": 1,
+        "train_lda": 1,
+        "simulate": 4,
+        "score": 4,
+        "judge": 4,
+        "aggregate": 1,
+        "stats": 1,
+        "plots": 1,
+        "provenance": 1,
+        "all": 1,
+    }
 
 
 def test_simulator_setting_reruns_simulation_only(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["simulator"].update(shift_every=c["simulator"]["shift_every"] + 1))
-    assert dry_run(workdir, config) == {"simulate": 4, "score": 4, "judge": 4, "aggregate": 1, "stats": 1, "plots": 1,
-                                        "provenance": 1, "all": 1}
+    assert dry_run(workdir, config) == {
+        "simulate": 4,
+        "score": 4,
+        "judge": 4,
+        "aggregate": 1,
+        "stats": 1,
+        "plots": 1,
+        "provenance": 1,
+        "all": 1,
+    }
 
 
 def test_system_setting_reruns_that_systems_shards_only(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["systems"][1]["options"].update(temperature=0.2))
     jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
-    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "plots": 1,
-                                  "provenance": 1, "all": 1}
+    assert planned_jobs(jobs) == {
+        "simulate": 2,
+        "score": 2,
+        "judge": 2,
+        "aggregate": 1,
+        "stats": 1,
+        "plots": 1,
+        "provenance": 1,
+        "all": 1,
+    }
     assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/fake-llm/shard-{k}.jsonl" for k in (0, 1)}
 
 
@@ -109,26 +141,48 @@ def test_more_sessions_add_only_new_shards(finished_run):
     workdir, config = finished_run
     config = changed(config, lambda c: c["sessions"].update(count=6))
     jobs = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config, "changed.yaml")))
-    assert planned_jobs(jobs) == {"simulate": 2, "score": 2, "judge": 2, "aggregate": 1, "stats": 1, "plots": 1,
-                                  "provenance": 1, "all": 1}
-    assert planned_outputs(jobs, "simulate") == {f"results/rerun/sessions/{s}/shard-2.jsonl" for s in ("template", "fake-llm")}
+    assert planned_jobs(jobs) == {
+        "simulate": 2,
+        "score": 2,
+        "judge": 2,
+        "aggregate": 1,
+        "stats": 1,
+        "plots": 1,
+        "provenance": 1,
+        "all": 1,
+    }
+    assert planned_outputs(jobs, "simulate") == {
+        f"results/rerun/sessions/{s}/shard-2.jsonl" for s in ("template", "fake-llm")
+    }
 
 
-@pytest.mark.parametrize("mutate", [
-    lambda c: c["scoring"]["cas"].update(alignment_threshold=0.6),
-    lambda c: c["scoring"]["tas"].update(alpha=0.5),
-    lambda c: c["scoring"]["cas"].update(mode="thesis"),
-])
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda c: c["scoring"]["cas"].update(alignment_threshold=0.6),
+        lambda c: c["scoring"]["tas"].update(alpha=0.5),
+        lambda c: c["scoring"]["cas"].update(mode="thesis"),
+    ],
+)
 def test_scoring_setting_reruns_scoring_only(finished_run, mutate):
     workdir, config = finished_run
-    assert dry_run(workdir, changed(config, mutate)) == {"score": 4, "aggregate": 1, "stats": 1, "plots": 1,
-                                                         "provenance": 1, "all": 1}
+    assert dry_run(workdir, changed(config, mutate)) == {
+        "score": 4,
+        "aggregate": 1,
+        "stats": 1,
+        "plots": 1,
+        "provenance": 1,
+        "all": 1,
+    }
 
 
 def test_scores_cover_every_session(finished_run):
     workdir, _ = finished_run
     for system in ("template", "fake-llm"):
-        tables = [pd.read_parquet(workdir / "results" / "rerun" / "scores" / system / f"shard-{k}.sessions.parquet") for k in (0, 1)]
+        tables = [
+            pd.read_parquet(workdir / "results" / "rerun" / "scores" / system / f"shard-{k}.sessions.parquet")
+            for k in (0, 1)
+        ]
         sessions = pd.concat(tables)
         assert sorted(sessions["session_index"]) == [0, 1, 2, 3]
         assert sessions["tas"].between(-0.2, 0.8).all() and sessions["context_adaptation_score"].between(0, 1).all()
@@ -179,7 +233,9 @@ def test_tables_and_statistics(finished_run):
     anova = pd.read_csv(results / "stats" / "anova.csv")
     assert "judge_coherence" in set(anova["metric"]) and "recommended_p_bh" in anova
     pairwise = pd.read_csv(results / "stats" / "pairwise.csv")
-    assert {"welch_t_p", "welch_t_p_holm", "welch_t_p_bh", "hedges_g_ci_low", "cliffs_delta_ci_high"} <= set(pairwise.columns)
+    assert {"welch_t_p", "welch_t_p_holm", "welch_t_p_bh", "hedges_g_ci_low", "cliffs_delta_ci_high"} <= set(
+        pairwise.columns
+    )
     assert set(pairwise["metric"]) >= {"tas", "judge_coherence"}
     paired = pd.read_csv(results / "stats" / "paired.csv")  # simulated sessions share seeds: they pair
     assert len(paired) and {"wilcoxon_p_holm", "rank_biserial", "cohens_dz_ci_low"} <= set(paired.columns)
@@ -191,8 +247,11 @@ def test_tables_and_statistics(finished_run):
 
 def test_stats_setting_reruns_stats_only(finished_run):
     workdir, config = finished_run
-    assert dry_run(workdir, changed(config, lambda c: c["stats"].update(alpha=0.01))) == {"stats": 1, "provenance": 1,
-                                                                                          "all": 1}
+    assert dry_run(workdir, changed(config, lambda c: c["stats"].update(alpha=0.01))) == {
+        "stats": 1,
+        "provenance": 1,
+        "all": 1,
+    }
 
 
 def test_judge_disabled_drops_the_judge_and_adapts(finished_run):
@@ -204,8 +263,15 @@ def test_judge_disabled_drops_the_judge_and_adapts(finished_run):
 def test_figures_and_report(finished_run):
     workdir, config = finished_run
     figures = workdir / "results" / "rerun" / "figures"
-    for name in ("metric_bars", "judge_radar", "correlation_heatmap", "recovery_delay_box", "tas_over_turns",
-                 "distributions", "weight_sensitivity"):
+    for name in (
+        "metric_bars",
+        "judge_radar",
+        "correlation_heatmap",
+        "recovery_delay_box",
+        "tas_over_turns",
+        "distributions",
+        "weight_sensitivity",
+    ):
         assert (figures / f"{name}.png").stat().st_size > 5000 and (figures / f"{name}.svg").exists(), name
     report = workdir / "report.html"
     run_snakemake(workdir, "--configfile", str(write_config(workdir, config)), "--report", str(report))
@@ -217,11 +283,18 @@ def test_llm_jobs_take_cpu_threads_equal_to_their_threads(workflow_copy):
     """The workflow caps `cpu_threads` at the machine's cores; each in-process LLM job takes as
     many as it runs threads (llm.threads), every other job one."""
     text = run_snakemake(workflow_copy, "-n", "--cores", "8").stdout
-    jobs = re.findall(r"rule (\w+):\n(?:[ \t]+.*\n)*?[ \t]+wildcards: system=([\w.-]+).*\n(?:[ \t]+threads: (\d+)\n)?[ \t]+resources: (.*)", text)
+    jobs = re.findall(
+        r"rule (\w+):\n(?:[ \t]+.*\n)*?[ \t]+wildcards: system=([\w.-]+).*\n(?:[ \t]+threads: (\d+)\n)?[ \t]+resources: (.*)",  # noqa: E501
+        text,
+    )
     simulate = {system: (threads, resources) for rule, system, threads, resources in jobs if rule == "simulate"}
     assert simulate["qwen-grounded"][0] == "2" and "cpu_threads=2" in simulate["qwen-grounded"][1]
     assert "llm_slots=1" in simulate["gemma-grounded"][1]
-    assert simulate["template"][0] == "" and "cpu_threads=1" in simulate["template"][1] and "llm_slots=0" in simulate["template"][1]
+    assert (
+        simulate["template"][0] == ""
+        and "cpu_threads=1" in simulate["template"][1]
+        and "llm_slots=0" in simulate["template"][1]
+    )
 
 
 def test_concurrency_changes_speed_only_so_only_the_provenance_record_reruns(finished_run):
@@ -238,18 +311,29 @@ def test_concurrency_changes_speed_only_so_only_the_provenance_record_reruns(fin
 
 def test_llm_slots_are_the_jobs_concurrency_capped_by_the_resource(workflow_copy):
     config = default_config()
-    config["systems"] = [{"name": "served", "agent": "llm", "prompt": "resources/prompts/crs_grounded.txt",
-                          "backend": {"type": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"},
-                          "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}, "concurrency": 16},
-                         {"name": "template", "agent": "template"}]
+    config["systems"] = [
+        {
+            "name": "served",
+            "agent": "llm",
+            "prompt": "resources/prompts/crs_grounded.txt",
+            "backend": {"type": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"},
+            "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32},
+            "concurrency": 16,
+        },
+        {"name": "template", "agent": "template"},
+    ]
     config["judge"]["backend"] = {"type": "openai", "model": "j", "base_url": "http://127.0.0.1:9/v1"}
     config["judge"]["concurrency"] = 6
     path = str(write_config(workflow_copy, config, "served.yaml"))
-    pattern = r"rule (simulate|judge):\n(?:[ \t]+.*\n)*?[ \t]+wildcards: system=([\w.-]+).*\n(?:[ \t]+.*\n)*?[ \t]+resources: (.*)"
-    for cap, expected in ((None, {"simulate/served": 16, "simulate/template": 0, "judge/served": 6}),
-                          (4, {"simulate/served": 4, "simulate/template": 0, "judge/served": 4})):
+    pattern = r"rule (simulate|judge):\n(?:[ \t]+.*\n)*?[ \t]+wildcards: system=([\w.-]+).*\n(?:[ \t]+.*\n)*?[ \t]+resources: (.*)"  # noqa: E501
+    for cap, expected in (
+        (None, {"simulate/served": 16, "simulate/template": 0, "judge/served": 6}),
+        (4, {"simulate/served": 4, "simulate/template": 0, "judge/served": 4}),
+    ):
         extra = ("--resources", f"llm_slots={cap}") if cap else ()
         text = run_snakemake(workflow_copy, "-n", "--configfile", path, *extra).stdout
-        slots = {f"{rule}/{system}": int(re.search(r"llm_slots=(\d+)", resources).group(1))
-                 for rule, system, resources in re.findall(pattern, text)}
+        slots = {
+            f"{rule}/{system}": int(re.search(r"llm_slots=(\d+)", resources).group(1))
+            for rule, system, resources in re.findall(pattern, text)
+        }
         assert {k: v for k, v in slots.items() if k in expected} == expected

@@ -34,8 +34,15 @@ def main(sample_path: str, out_path: str, *labelled: str) -> None:
             unplaced = [title for title, _ in reply["candidates"] if title not in placed]
             if unplaced:
                 raise SystemExit(f"{label['id']}: candidates not labelled: {unplaced}")
-            rows.append({**{k: reply[k] for k in KEEP}, "split": split, **lists,
-                         "off_catalog": label.get("off_catalog", []), "note": label.get("note") or ""})
+            rows.append(
+                {
+                    **{k: reply[k] for k in KEEP},
+                    "split": split,
+                    **lists,
+                    "off_catalog": label.get("off_catalog", []),
+                    "note": label.get("note") or "",
+                }
+            )
     ids = [r["id"] for r in rows]
     if len(ids) != len(set(ids)):
         raise SystemExit("a reply is labelled twice")

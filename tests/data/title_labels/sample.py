@@ -36,7 +36,7 @@ def occurrences(text: str, titles: list[str]) -> list[dict]:
             start = position + 1
             before = lowered[position - 1] if position else " "
             after = lowered[end] if end < len(lowered) else " "
-            if (before.isalnum() or after.isalnum()):
+            if before.isalnum() or after.isalnum():
                 continue
             surface = text[position:end]
             if " " not in surface and surface == surface.lower() and not surface[:1].isdigit():
@@ -58,13 +58,21 @@ def main(logs_dir: str, catalog_path: str, out_dir: str) -> None:
             if message["speaker"] != "SYSTEM" or not message["text"].strip():
                 continue
             previous_user = next((m["text"] for m in reversed(conversation[:position]) if m["speaker"] == "USER"), "")
-            previous_system = next((m["text"] for m in reversed(conversation[:position]) if m["speaker"] == "SYSTEM"), "")
-            by_model.setdefault(data["model_name"], []).append({
-                "id": f"{path.name}#{position}", "model": data["model_name"], "file": path.name,
-                "message_index": position,
-                "sha256": hashlib.sha256(message["text"].encode("utf-8")).hexdigest(),
-                "previous_user": previous_user, "previous_system": previous_system, "reply": message["text"],
-            })
+            previous_system = next(
+                (m["text"] for m in reversed(conversation[:position]) if m["speaker"] == "SYSTEM"), ""
+            )
+            by_model.setdefault(data["model_name"], []).append(
+                {
+                    "id": f"{path.name}#{position}",
+                    "model": data["model_name"],
+                    "file": path.name,
+                    "message_index": position,
+                    "sha256": hashlib.sha256(message["text"].encode("utf-8")).hexdigest(),
+                    "previous_user": previous_user,
+                    "previous_system": previous_system,
+                    "reply": message["text"],
+                }
+            )
     sample = []
     for model in sorted(by_model):
         replies = by_model[model]
@@ -72,8 +80,11 @@ def main(logs_dir: str, catalog_path: str, out_dir: str) -> None:
         chosen = replies[:RANDOM_PER_MODEL]
         for reply in chosen:
             reply["drawn"] = "random"
-        rest = [r for r in replies[RANDOM_PER_MODEL:]
-                if any(o["title"] in ambiguous for o in occurrences(r["reply"], ambiguous))]
+        rest = [
+            r
+            for r in replies[RANDOM_PER_MODEL:]
+            if any(o["title"] in ambiguous for o in occurrences(r["reply"], ambiguous))
+        ]
         for reply in rest[:TRAP_PER_MODEL]:
             reply["drawn"] = "trap"
         sample += chosen + rest[:TRAP_PER_MODEL]
@@ -87,13 +98,18 @@ def main(logs_dir: str, catalog_path: str, out_dir: str) -> None:
     print(f"{len(sample)} replies from {len(by_model)} models -> {out / 'sample.jsonl'}")
 
 
-COMMON = set(re.findall(r"\w+", """
+COMMON = set(
+    re.findall(
+        r"\w+",
+        """
 war water wild winter wolf women wonder yes you zoo zoom her us they made lost room drive speed taken wanted
 waiting hero hook honey hunger island legend loser mama matched naked nine paradise passion panther prison
 rush salt saw scream shame silence soldier stone super trust twelve traffic vacation virgin burn bound click
 crash deep doubt easy fallen flight frozen fury gravity haunted heist holes inferno marked messenger passing
 requiem restless shattered shiver taken trapped unknown unseen warrior watchers wish x
-"""))
+""",
+    )
+)
 
 if __name__ == "__main__":
     main(*sys.argv[1:4])
