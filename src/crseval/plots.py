@@ -145,25 +145,14 @@ def recovery_box(sessions: pd.DataFrame, colours: dict, stem: Path) -> None:
     figure, ax = plt.subplots(figsize=(8, 4))
     if len(long):
         order = sorted(colours)
+        layout = dict(data=long, x="measure", y="delay", hue="system", hue_order=order, palette=colours, ax=ax)
         sns.boxplot(
-            data=long,
-            x="measure",
-            y="delay",
-            hue="system",
-            hue_order=order,
-            palette=colours,
-            ax=ax,
+            **layout,
             fliersize=0,
             boxprops={"alpha": 0.4},
         )
         sns.stripplot(
-            data=long,
-            x="measure",
-            y="delay",
-            hue="system",
-            hue_order=order,
-            palette=colours,
-            ax=ax,
+            **layout,
             dodge=True,
             jitter=0.15,
             size=4,
