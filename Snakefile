@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(workflow.basedir) / "src"))
 
 from snakemake.utils import min_version, validate
 
-from crseval.config_checks import check_config
+from crseval.core.config_checks import SCHEMA_PATH, check_config
 
 min_version("9.0")
 
@@ -26,9 +26,9 @@ if not workflow.config_settings.configfiles:
 
 
 # Every problem of the config at once, each named by its key path, including the rules that relate
-# several values (crseval.config_checks); snakemake's validate then fills the schema's defaults.
-check_config(config, Path(workflow.basedir) / "workflow/schemas/config.schema.yaml")
-validate(config, "workflow/schemas/config.schema.yaml")
+# several values (crseval.core.config_checks); snakemake's validate then fills the schema's defaults.
+check_config(config, SCHEMA_PATH)
+validate(config, str(SCHEMA_PATH))
 
 
 report: "workflow/report/workflow.rst"

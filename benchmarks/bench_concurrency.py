@@ -32,9 +32,9 @@ from pathlib import Path
 
 import yaml
 
-from crseval.catalog import build_index
-from crseval.io import write_json, write_parquet
-from crseval.shard_runner import build_shard_runner
+from crseval.catalog.build import build_index
+from crseval.core.io import write_json, write_parquet
+from crseval.simulate.shard import build_shard_runner
 
 REPO = Path(__file__).resolve().parents[1]
 LATENCY = re.compile(rb'"latency_s": ?[0-9.eE+-]+')
@@ -119,7 +119,7 @@ def run_level(config: dict, folder: Path, system: dict, concurrency: int, sessio
         films=folder / "films.parquet",
         concepts=folder / "concepts.parquet",
         catalog_summary=folder / "summary.json",
-        schema=REPO / "workflow" / "schemas" / "session.schema.yaml",
+        schema=REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml",
         llm_runtime={
             "cache_dir": str(folder / f"cache-{tag}-{concurrency}"),
             "timeout_s": 600,

@@ -57,7 +57,7 @@ def scoring_settings(family: str) -> dict:
 
 
 def run_family(family: str, sessions: int, shard: int, repeat: int, workdir: Path) -> dict:
-    from crseval.scoring import build_scorer
+    from crseval.metrics.scorer import build_scorer
 
     logs = json.loads((workdir / "records.json").read_text())
     records = [
@@ -94,12 +94,12 @@ def run_family(family: str, sessions: int, shard: int, repeat: int, workdir: Pat
 
 def prepare(workdir: Path) -> None:
     """Catalog index, LDA model (thesis settings) and the imported logs, written once for every family."""
-    from crseval.catalog import build_index
-    from crseval.catalog_index import CatalogIndex
-    from crseval.concepts import ConceptMatcher
-    from crseval.importer import import_logs
-    from crseval.io import write_parquet
-    from crseval.topics import LdaSettings, TopicModel
+    from crseval.catalog.build import build_index
+    from crseval.catalog.index import CatalogIndex
+    from crseval.catalog.topics import LdaSettings, TopicModel
+    from crseval.core.io import write_parquet
+    from crseval.corpora.thesis_logs import import_logs
+    from crseval.language.concepts import ConceptMatcher
 
     config = yaml.safe_load((REPO / "config" / "thesis_logs.yaml").read_text())
     settings = config["catalog"]

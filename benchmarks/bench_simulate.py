@@ -20,10 +20,10 @@ from pathlib import Path
 
 import yaml
 
-from crseval.catalog import build_index
-from crseval.io import write_json, write_parquet
+from crseval.catalog.build import build_index
+from crseval.core.io import write_json, write_parquet
 from crseval.llm.llamacpp_backend import LlamaCppBackend, _load, merge_system_into_user
-from crseval.shard_runner import build_shard_runner
+from crseval.simulate.shard import build_shard_runner
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -95,7 +95,7 @@ def main() -> None:
                 experiment_seed=config["sessions"]["seed"],
                 turns=args.turns,
                 **files,
-                schema=REPO / "workflow" / "schemas" / "session.schema.yaml",
+                schema=REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml",
                 llm_runtime={**config["llm"], "cache_dir": None},
                 threads=args.threads,
             )

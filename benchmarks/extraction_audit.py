@@ -24,12 +24,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from crseval.catalog import build_index
-from crseval.catalog_index import CatalogIndex
-from crseval.concepts import ConceptMatcher
-from crseval.io import write_json, write_parquet
+from crseval.catalog.build import build_index
+from crseval.catalog.index import CatalogIndex
+from crseval.core.io import write_json, write_parquet
+from crseval.language.concepts import ConceptMatcher
 from crseval.metrics import grounded
-from crseval.shard_runner import build_shard_runner
+from crseval.simulate.shard import build_shard_runner
 
 REPO = Path(__file__).resolve().parents[1]
 ORDINARY = ("accept", "reject", "ask", "no_title", "contradict")
@@ -69,7 +69,7 @@ def simulate(
         films=folder / "films.parquet",
         concepts=folder / "concepts.parquet",
         catalog_summary=folder / "summary.json",
-        schema=REPO / "workflow/schemas/session.schema.yaml",
+        schema=REPO / "src/crseval/core/schemas/session.schema.yaml",
         llm_runtime={"timeout_s": 1, "max_retries": 0, "backoff_s": 0},
         threads=1,
     )

@@ -179,8 +179,8 @@ def small_index(tmp_path_factory):
     """The hand-written eight-film catalog above, indexed."""
     import json
 
-    from crseval.catalog import build_index
-    from crseval.catalog_index import CatalogIndex
+    from crseval.catalog.build import build_index
+    from crseval.catalog.index import CatalogIndex
 
     path = tmp_path_factory.mktemp("small") / "catalog.json"
     path.write_text(json.dumps(SMALL_CATALOG))
@@ -190,8 +190,8 @@ def small_index(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def demo_index(tmp_path_factory):
-    from crseval.catalog import build_index
-    from crseval.catalog_index import CatalogIndex
+    from crseval.catalog.build import build_index
+    from crseval.catalog.index import CatalogIndex
 
     films, concepts, _ = build_index(
         DEMO_CATALOG, NON_GENRES, {"per_film": 5, "min_df": 2, "max_df": 0.5, "lemmatize": True}
@@ -202,8 +202,8 @@ def demo_index(tmp_path_factory):
 @pytest.fixture(scope="session")
 def full_index():
     """The 2,164-film OpenDialKG catalog, indexed (tests using it skip when it is absent)."""
-    from crseval.catalog import build_index
-    from crseval.catalog_index import CatalogIndex
+    from crseval.catalog.build import build_index
+    from crseval.catalog.index import CatalogIndex
 
     if not FULL_CATALOG.exists():
         pytest.skip("the OpenDialKG catalog is not beside the repository")
@@ -216,8 +216,8 @@ def full_index():
 @pytest.fixture(scope="session")
 def catalog_files(tmp_path_factory):
     """The demo catalog's index files (films, concepts, summary) in a folder, as index_catalog writes them."""
-    from crseval.catalog import build_index
-    from crseval.io import write_json, write_parquet
+    from crseval.catalog.build import build_index
+    from crseval.core.io import write_json, write_parquet
 
     folder = tmp_path_factory.mktemp("catalog")
     films, concepts, summary = build_index(

@@ -1,12 +1,12 @@
 """Run one shard in a child process (the kill -9 resume test kills it mid-shard).
 
-Usage: python shard_child.py <json arguments for crseval.shard_runner.build_shard_runner + progress/output/indices>
+Usage: python shard_child.py <json arguments for crseval.simulate.shard.build_shard_runner + progress/output/indices>
 """
 
 import json
 import sys
 
-from crseval.shard_runner import build_shard_runner
+from crseval.simulate.shard import build_shard_runner
 
 arguments = json.loads(sys.argv[1])
 start, stop = arguments.pop("indices")

@@ -7,13 +7,13 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from crseval.calibration import make_calibration_agent
-from crseval.concepts import ConceptMatcher
-from crseval.crs import AgentSettings, TemplateAgent
+from crseval.analysis.validity import EXPECTATIONS, assess, cliffs_delta, kendall_tau
+from crseval.language.concepts import ConceptMatcher
 from crseval.metrics import grounded
-from crseval.sessions import SessionContext, run_session, session_seed
-from crseval.user_simulator import SimulatorSettings, Templates
-from crseval.validity import EXPECTATIONS, assess, cliffs_delta, kendall_tau
+from crseval.simulate.agents import AgentSettings, TemplateAgent
+from crseval.simulate.calibration import make_calibration_agent
+from crseval.simulate.sessions import SessionContext, run_session, session_seed
+from crseval.simulate.user import SimulatorSettings, Templates
 
 SYSTEMS = [
     {"name": "oracle", "agent": "oracle"},

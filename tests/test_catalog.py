@@ -6,9 +6,9 @@ import pyarrow as pa
 import pytest
 from conftest import DEMO_CATALOG, FULL_CATALOG, NON_GENRES
 
-from crseval.catalog import CatalogError, build_index, load_catalog, plot_keywords
-from crseval.catalog_index import CatalogIndex
-from crseval.normalize import NonGenreList
+from crseval.catalog.build import CatalogError, build_index, load_catalog, plot_keywords
+from crseval.catalog.index import CatalogIndex
+from crseval.catalog.normalize import NonGenreList
 
 KEYWORDS = {"per_film": 3, "min_df": 1, "max_df": 1.0, "lemmatize": True}
 
@@ -186,7 +186,7 @@ def test_atomic_writes_have_ordinary_permissions(tmp_path):
     import os
     import stat
 
-    from crseval.io import write_json
+    from crseval.core.io import write_json
 
     write_json({"a": 1}, tmp_path / "out.json")
     mask = os.umask(0)

@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from crseval.concepts import ConceptMatcher
+from crseval.language.concepts import ConceptMatcher
 
 VALUES = [
     ("genre", "love"),

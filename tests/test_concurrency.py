@@ -14,9 +14,9 @@ from conftest import REPO, default_config
 from fake_servers import FakeOpenAI
 from test_sessions import arguments, read_jsonl
 
-from crseval.config_checks import ConfigError, check_config
-from crseval.llm.concurrency import effective, judge_concurrency, simulate_concurrency, without_runtime
-from crseval.shard_runner import build_shard_runner
+from crseval.core.config_checks import ConfigError, check_config
+from crseval.core.experiment import effective, judge_concurrency, simulate_concurrency, without_runtime
+from crseval.simulate.shard import build_shard_runner
 
 HERE = Path(__file__).parent
 LATENCY = re.compile(rb'"latency_s": ?[0-9.eE+-]+')

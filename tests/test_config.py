@@ -8,7 +8,7 @@ from conftest import REPO, default_config, run_snakemake, write_config
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import validate
 
-SCHEMA = str(REPO / "workflow" / "schemas" / "config.schema.yaml")
+SCHEMA = str(REPO / "src" / "crseval" / "core" / "schemas" / "config.schema.yaml")
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "opendialkg.yaml"])

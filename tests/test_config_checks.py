@@ -1,4 +1,4 @@
-"""Config checks (crseval.config_checks): every problem at once, each named by its key path and rule.
+"""Config checks (crseval.core.config_checks): every problem at once, each named by its key path and rule.
 
 The schema states per-value bounds; check_config adds the rules that tie values together (sums,
 ordering, unique names), so that no setting the pipeline would turn into silently wrong numbers
@@ -15,14 +15,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from crseval.config_checks import ConfigError, check_config
+from crseval.core.config_checks import ConfigError, check_config
+from crseval.core.names import NAME_PATTERN
 from crseval.metrics.basic import jaccard
 from crseval.metrics.grounded import TasSettings, tas_value
 from crseval.metrics.legacy_cas import CasSettings, score_dialogue
 from crseval.metrics.response_stats import TrigramLM
-from crseval.names import NAME_PATTERN
 
-SCHEMA = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+SCHEMA = yaml.safe_load((REPO / "src" / "crseval" / "core" / "schemas" / "config.schema.yaml").read_text())
 SHIPPED = sorted((REPO / "config").glob("*.yaml"))
 
 

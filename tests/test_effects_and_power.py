@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.power import TTestIndPower
 
-from crseval import effects, judge_reliability, power, stats
+from crseval.analysis import effects, power, stats
+from crseval.judge import reliability as judge_reliability
 from crseval.metrics.response_stats import semantic_clusters
 
 # --- effect sizes, by hand ---------------------------------------------------------------

@@ -9,8 +9,8 @@ import pytest
 import yaml
 from conftest import REPO, copy_workflow, run_snakemake, write_config
 
-from crseval import plots
-from crseval.validity import validity_table
+from crseval.analysis import figures as plots
+from crseval.analysis.validity import validity_table
 
 SYSTEMS = ["alpha", "beta", "gamma"]
 CALIBRATION_ROLES = ["oracle", "lag1", "lag2", "stubborn", "random", "parrot"]

@@ -15,14 +15,16 @@ from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crseval.catalog import CatalogError, concepts_table, films_table, load_catalog
-from crseval.concepts import ConceptMatcher
-from crseval.importer import LogImportError, import_logs, read_log
-from crseval.names import is_safe_name
-from crseval.session_io import load_schema
+from crseval.catalog.build import CatalogError, concepts_table, films_table, load_catalog
+from crseval.core.names import is_safe_name
+from crseval.core.session_records import load_schema
+from crseval.corpora.thesis_logs import LogImportError, import_logs, read_log
+from crseval.language.concepts import ConceptMatcher
 
 FUZZ = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
-VALIDATOR = jsonschema.Draft202012Validator(load_schema(REPO / "workflow" / "schemas" / "session.schema.yaml"))
+VALIDATOR = jsonschema.Draft202012Validator(
+    load_schema(REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml")
+)
 # where the generated logs go: numbers and stems that collide across folders, and a file without a number
 LOG_PATHS = ["a/log_0.json", "b/log_0.json", "a/log.json", "b/log_1.json"]
 

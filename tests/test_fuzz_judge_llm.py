@@ -13,9 +13,9 @@ from fake_servers import FakeOpenAI, RawReply, ScriptedOllama
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from crseval.concepts import ConceptMatcher
-from crseval.judge import Judge, JudgeParseError, parse_judgement
-from crseval.judge_columns import CRITERIA
+from crseval.judge.columns import CRITERIA
+from crseval.judge.llm_judge import Judge, JudgeParseError, parse_judgement
+from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMError, LLMRequest, LLMResponse
 from crseval.llm.cache import ResponseCache
 from crseval.llm.client import RetryPolicy

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crseval.concepts import ConceptMatcher
+from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.basic import cosine, jaccard
 from crseval.metrics.grounded import ConceptSpace, TasSettings, copying, score_session, tas_value
 

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 from conftest import REFERENCE_LOGS, REPO, copy_workflow, run_snakemake
 
-from crseval.concepts import ConceptMatcher
-from crseval.importer import LogImportError, import_logs, pair_turns, repair_user_text, tracked_constraints
+from crseval.corpora.thesis_logs import LogImportError, import_logs, pair_turns, repair_user_text, tracked_constraints
+from crseval.language.concepts import ConceptMatcher
 
 
 def log(path, conversation, model="mini:1b"):
@@ -141,7 +141,7 @@ def test_cli_import(tmp_path, small_index):
     import pyarrow as pa
 
     from crseval.cli import main
-    from crseval.io import write_parquet
+    from crseval.core.io import write_parquet
 
     index_dir = tmp_path / "catalog"
     index_dir.mkdir()

@@ -13,15 +13,15 @@ import pyarrow as pa
 import pytest
 from conftest import REPO
 
-from crseval import importer
-from crseval.catalog import CatalogError, load_catalog
-from crseval.importer import LogImportError, import_logs, read_log, repair_user_text, sessions_per_system
-from crseval.io import write_parquet
-from crseval.session_io import load_schema
-from crseval.sessions import n_shards
+from crseval.catalog.build import CatalogError, load_catalog
+from crseval.core.io import write_parquet
+from crseval.core.session_records import load_schema
+from crseval.corpora import thesis_logs as importer
+from crseval.corpora.thesis_logs import LogImportError, import_logs, read_log, repair_user_text, sessions_per_system
+from crseval.simulate.sessions import n_shards
 
 SCRIPT = REPO / "workflow" / "scripts" / "import_logs.py"
-SCHEMA = REPO / "workflow" / "schemas" / "session.schema.yaml"
+SCHEMA = REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml"
 RENAMED = "model name mapped to a safe folder name"
 RENUMBERED = "session number taken or missing: next free number assigned"
 

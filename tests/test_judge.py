@@ -7,8 +7,8 @@ import pytest
 from conftest import REPO
 from fake_servers import FakeOllama
 
-from crseval.concepts import ConceptMatcher
-from crseval.judge import Judge, JudgeParseError, parse_judgement, preference_summary
+from crseval.judge.llm_judge import Judge, JudgeParseError, parse_judgement, preference_summary
+from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient
 from crseval.llm.client import RetryPolicy
 from crseval.llm.ollama_backend import OllamaBackend

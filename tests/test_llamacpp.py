@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from crseval.io import sha256_file
+from crseval.core.io import sha256_file
 from crseval.llm import LLMRequest
 from crseval.llm.llamacpp_backend import LlamaCppBackend, merge_system_into_user
 from crseval.llm.models import EMBEDDED_MODELS, model_path

@@ -3,7 +3,7 @@
 import pytest
 from conftest import NON_GENRES
 
-from crseval.normalize import (
+from crseval.catalog.normalize import (
     GenreNormaliser,
     NonGenreList,
     genre_key,

@@ -53,9 +53,9 @@ def thesis_config() -> dict:
 
 def prepare(workdir: Path) -> None:
     """Catalog index and LDA model of the full catalog, with the thesis settings."""
-    from crseval.catalog import build_index
-    from crseval.io import write_parquet
-    from crseval.topics import LdaSettings, TopicModel
+    from crseval.catalog.build import build_index
+    from crseval.catalog.topics import LdaSettings, TopicModel
+    from crseval.core.io import write_parquet
 
     config = thesis_config()
     films, concepts, summary = build_index(FULL_CATALOG, NON_GENRES, config["catalog"]["plot_keywords"])
@@ -69,9 +69,9 @@ def prepare(workdir: Path) -> None:
 
 def imported_sessions(workdir: Path) -> list[dict]:
     """The shared logs as session records, with recognised titles, as the import_logs rule makes them."""
-    from crseval.catalog_index import CatalogIndex
-    from crseval.concepts import ConceptMatcher
-    from crseval.importer import import_logs
+    from crseval.catalog.index import CatalogIndex
+    from crseval.corpora.thesis_logs import import_logs
+    from crseval.language.concepts import ConceptMatcher
 
     index = CatalogIndex.read(workdir / "films.parquet", workdir / "concepts.parquet")
     sessions, _ = import_logs(
@@ -82,7 +82,7 @@ def imported_sessions(workdir: Path) -> list[dict]:
 
 def simulate_sessions(workdir: Path) -> list[dict]:
     """A few LLM-free simulated sessions per calibration system (written to the fixture once)."""
-    from crseval.shard_runner import build_shard_runner
+    from crseval.simulate.shard import build_shard_runner
 
     config = yaml.safe_load((REPO / "config" / "calibration.yaml").read_text())
     simulator = {**config["simulator"], "templates": str(REPO / config["simulator"]["templates"])}
@@ -97,7 +97,7 @@ def simulate_sessions(workdir: Path) -> list[dict]:
             films=workdir / "films.parquet",
             concepts=workdir / "concepts.parquet",
             catalog_summary=workdir / "summary.json",
-            schema=REPO / "workflow/schemas/session.schema.yaml",
+            schema=REPO / "src/crseval/core/schemas/session.schema.yaml",
             llm_runtime=config["llm"],
             threads=1,
         )
@@ -109,7 +109,7 @@ def simulate_sessions(workdir: Path) -> list[dict]:
 
 def score_all(workdir: Path, records: list[dict], run: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score the records system by system in shards of SHARD_SIZE with one scorer, as score jobs do."""
-    from crseval.scoring import build_scorer
+    from crseval.metrics.scorer import build_scorer
 
     mode, families = RUNS[run]
     scoring = thesis_config()["scoring"]

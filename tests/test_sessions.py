@@ -12,8 +12,8 @@ import pytest
 from conftest import REPO, default_config
 from fake_servers import FakeOllama
 
-from crseval.sessions import load_progress, n_shards, session_seed, shard_indices
-from crseval.shard_runner import build_shard_runner
+from crseval.simulate.sessions import load_progress, n_shards, session_seed, shard_indices
+from crseval.simulate.shard import build_shard_runner
 
 HERE = Path(__file__).parent
 
@@ -30,7 +30,7 @@ def arguments(catalog_files, system, tmp_path, turns=5):
         "films": str(catalog_files / "films.parquet"),
         "concepts": str(catalog_files / "concepts.parquet"),
         "catalog_summary": str(catalog_files / "summary.json"),
-        "schema": str(REPO / "workflow" / "schemas" / "session.schema.yaml"),
+        "schema": str(REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml"),
         "llm_runtime": {"cache_dir": str(tmp_path / "cache"), "timeout_s": 10, "max_retries": 1, "backoff_s": 0.0},
         "threads": 1,
     }

@@ -7,11 +7,11 @@ from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crseval.concepts import ConceptMatcher
-from crseval.crs import AgentSettings, TemplateAgent
-from crseval.fields import display
-from crseval.sessions import SessionContext, has_structure, run_session
-from crseval.user_simulator import SimulatorSettings, Templates, UserSimulator
+from crseval.core.fields import display
+from crseval.language.concepts import ConceptMatcher
+from crseval.simulate.agents import AgentSettings, TemplateAgent
+from crseval.simulate.sessions import SessionContext, has_structure, run_session
+from crseval.simulate.user import SimulatorSettings, Templates, UserSimulator
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
 SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)
@@ -147,7 +147,7 @@ def test_the_user_says_exactly_what_it_means_on_the_full_catalog(full_index, see
     extractors read back exactly the concepts (with their roles) and titles the user means;
     bridges are context and never the new focus; a shift names an anchor the dialogue has
     seen or says the film is new; the reference tracker follows the user exactly."""
-    from crseval.tracker import extract_statements
+    from crseval.language.tracker import extract_statements
 
     matcher = full_matcher(full_index)
     ctx = SessionContext(

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crseval import stats
-from crseval.aggregate import mean_ci, model_metrics, to_table
+from crseval.analysis import stats
+from crseval.analysis.aggregate import mean_ci, model_metrics, to_table
 
 
 def synthetic(seed, shift=0.0, n=30):

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from conftest import REFERENCE_LOGS, REPO
 
-from crseval.title_labels import evaluate, load_labels
-from crseval.titles import TitleRecognizer
+from crseval.language.title_labels import evaluate, load_labels
+from crseval.language.titles import TitleRecognizer
 
 LABELS = REPO / "tests" / "data" / "title_labels" / "labels.jsonl"
 
@@ -160,7 +160,7 @@ def test_title_recognition_on_hand_labelled_real_replies(full_index):
 
 
 def full_index_recognizer(index):
-    from crseval.concepts import ConceptMatcher
+    from crseval.language.concepts import ConceptMatcher
 
     return ConceptMatcher(index.concepts, index.films).title_recognizer
 
@@ -171,7 +171,7 @@ def test_eval_titles_command(tmp_path, small_index, capsys):
     import pyarrow as pa
 
     from crseval.cli import main
-    from crseval.io import write_parquet
+    from crseval.core.io import write_parquet
 
     index_dir = tmp_path / "catalog"
     index_dir.mkdir()

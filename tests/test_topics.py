@@ -6,7 +6,7 @@ from dataclasses import replace
 import pytest
 from conftest import DEMO_CATALOG
 
-from crseval.topics import LdaSettings, TopicModel
+from crseval.catalog.topics import LdaSettings, TopicModel
 
 PLOTS = [record["plot"] for record in json.loads(DEMO_CATALOG.read_text()).values()]
 SETTINGS = LdaSettings(num_topics=6, passes=5, iterations=50, random_state=7, no_below=2, no_above=0.5)

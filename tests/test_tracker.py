@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from crseval.concepts import ConceptMatcher
-from crseval.retrieval import Retriever
-from crseval.tracker import Constraint, ConstraintTracker
+from crseval.language.concepts import ConceptMatcher
+from crseval.language.tracker import Constraint, ConstraintTracker
+from crseval.simulate.retrieval import Retriever
 
 
 @pytest.fixture

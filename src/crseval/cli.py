@@ -16,12 +16,12 @@ import json
 import sys
 from pathlib import Path
 
-from crseval.catalog_index import CatalogIndex
-from crseval.concepts import ConceptMatcher
-from crseval.importer import LogImportError, import_logs
-from crseval.io import write_json
-from crseval.session_io import catalog_sha, write_sessions
-from crseval.title_labels import LabelError, evaluate, load_labels
+from crseval.catalog.index import CatalogIndex
+from crseval.core.io import write_json
+from crseval.core.session_records import catalog_sha, write_sessions
+from crseval.corpora.thesis_logs import LogImportError, import_logs
+from crseval.language.concepts import ConceptMatcher
+from crseval.language.title_labels import LabelError, evaluate, load_labels
 
 
 def main(argv: list[str] | None = None) -> int:

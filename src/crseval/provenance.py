@@ -24,8 +24,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from crseval.io import atomic_path, sha256_file
-from crseval.redact import redact_url
+from crseval.core.io import atomic_path, sha256_file
+from crseval.core.redact import redact_url
 
 SCHEMA_VERSION = 1
 

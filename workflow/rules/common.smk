@@ -8,17 +8,18 @@ import glob as _glob
 import json
 import os
 
-from crseval.importer import sessions_per_system
-from crseval.llm.concurrency import judge_concurrency, simulate_concurrency, without_runtime
+from crseval.corpora.thesis_logs import sessions_per_system
+from crseval.core import session_records
+from crseval.core.experiment import judge_concurrency, simulate_concurrency, without_runtime
 from crseval.provenance import rule_inputs as provenance_inputs
-from crseval.sessions import n_shards, shard_indices
+from crseval.simulate.sessions import n_shards, shard_indices
 
 # ------------------------------------------------------------------ paths
 
 EXPERIMENT = config["experiment"]
 RESULTS = f"results/{EXPERIMENT}"
 ENV = "../../envs/crseval.yaml"  # relative to the rule files
-SESSION_SCHEMA = "workflow/schemas/session.schema.yaml"
+SESSION_SCHEMA = str(session_records.SESSION_SCHEMA)  # package data of the library
 # A shard of sessions, simulated or imported: the {system}/{shard} every per-shard rule shares.
 SESSION_SHARD = f"{RESULTS}/sessions/{{system}}/shard-{{shard}}.jsonl"
 

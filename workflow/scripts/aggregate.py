@@ -3,8 +3,8 @@
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.aggregate import check_complete, model_metrics, to_table
-from crseval.io import atomic_path, log_to, write_parquet
+from crseval.analysis.aggregate import check_complete, model_metrics, to_table
+from crseval.core.io import atomic_path, log_to, write_parquet
 
 
 def read_shards(paths, shards):

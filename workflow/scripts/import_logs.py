@@ -2,13 +2,13 @@
 
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.canonical import canonical_sha
-from crseval.catalog_index import CatalogIndex
-from crseval.concepts import ConceptMatcher
-from crseval.importer import import_logs
-from crseval.io import log_to, write_json
-from crseval.session_io import catalog_sha, load_schema, session_validator, validate_session, write_sessions
-from crseval.sessions import n_shards, shard_indices
+from crseval.catalog.index import CatalogIndex
+from crseval.core.canonical import canonical_sha
+from crseval.core.io import log_to, write_json
+from crseval.core.session_records import catalog_sha, load_schema, session_validator, validate_session, write_sessions
+from crseval.corpora.thesis_logs import import_logs
+from crseval.language.concepts import ConceptMatcher
+from crseval.simulate.sessions import n_shards, shard_indices
 
 log = log_to(snakemake.log[0])
 size = snakemake.params.shard_size

@@ -4,8 +4,8 @@ import json
 
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.catalog import build_index
-from crseval.io import log_to, write_json, write_parquet
+from crseval.catalog.build import build_index
+from crseval.core.io import log_to, write_json, write_parquet
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.plot_keywords)

@@ -6,13 +6,13 @@ import pandas as pd
 import pyarrow as pa
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.catalog_index import CatalogIndex
-from crseval.concepts import ConceptMatcher
-from crseval.io import log_to, write_parquet
-from crseval.judge import Judge
+from crseval.catalog.index import CatalogIndex
+from crseval.core.io import log_to, write_parquet
+from crseval.core.session_records import read_sessions
+from crseval.judge.llm_judge import Judge
+from crseval.language.concepts import ConceptMatcher
 from crseval.llm.client import make_client
 from crseval.llm.prompts import PromptTemplate
-from crseval.session_io import read_sessions
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.judge)

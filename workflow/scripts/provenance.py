@@ -5,7 +5,7 @@ from pathlib import Path
 
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.io import log_to, write_json
+from crseval.core.io import log_to, write_json
 from crseval.provenance import build
 
 log = log_to(snakemake.log[0])
@@ -14,7 +14,7 @@ record = build(
     source_dir=Path(snakemake.scriptdir).resolve().parents[1],  # the tree whose src/ is on PYTHONPATH
     hash_cache=snakemake.params.hash_cache,
 )
-write_json(record, snakemake.output[0])  # atomic: written through crseval.io.atomic_path
+write_json(record, snakemake.output[0])  # atomic: written through crseval.core.io.atomic_path
 source = record["source"]
 log.info(
     "crseval %s, commit %s%s, %d model setting(s), %d prompt(s)",

@@ -6,10 +6,10 @@ import time
 import pyarrow as pa
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.io import log_to, write_parquet
+from crseval.core.io import log_to, write_parquet
+from crseval.core.session_records import read_sessions
 from crseval.llm.client import make_client
-from crseval.scoring import build_scorer
-from crseval.session_io import read_sessions
+from crseval.metrics.scorer import build_scorer
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.scoring)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.io import log_to
-from crseval.shard_runner import build_shard_runner
+from crseval.core.io import log_to
+from crseval.simulate.shard import build_shard_runner
 
 log = log_to(snakemake.log[0])
 sys.stderr = open(snakemake.log[0], "a", buffering=1)  # the progress bar goes to the log

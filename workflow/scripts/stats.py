@@ -6,8 +6,9 @@ import json
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval import judge_reliability, power, stats
-from crseval.io import atomic_path, log_to
+from crseval.analysis import power, stats
+from crseval.core.io import atomic_path, log_to
+from crseval.judge import reliability as judge_reliability
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.stats)

@@ -8,8 +8,8 @@ import pandas as pd
 import pyarrow as pa
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.io import log_to, write_json, write_parquet
-from crseval.topics import LdaSettings, TopicModel
+from crseval.catalog.topics import LdaSettings, TopicModel
+from crseval.core.io import log_to, write_json, write_parquet
 
 log = log_to(snakemake.log[0])
 settings = LdaSettings.from_config(json.loads(snakemake.params.lda))

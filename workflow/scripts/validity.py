@@ -5,8 +5,8 @@ import json
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.io import atomic_path, log_to
-from crseval.validity import validity_markdown, validity_table
+from crseval.analysis.validity import validity_markdown, validity_table
+from crseval.core.io import atomic_path, log_to
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.stats)

@@ -5,8 +5,8 @@ from pathlib import Path
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval import plots
-from crseval.io import log_to
+from crseval.analysis import figures as plots
+from crseval.core.io import log_to
 
 log = log_to(snakemake.log[0])
 table = pd.read_csv(snakemake.input.table)

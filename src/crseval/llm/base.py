@@ -9,8 +9,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
-from crseval.canonical import canonical_sha
-from crseval.redact import redact_url, redact_urls  # noqa: F401 (the backends' API)
+from crseval.core.canonical import canonical_sha
+from crseval.core.redact import redact_url, redact_urls  # noqa: F401 (the backends' API)
 
 
 class LLMError(RuntimeError):
@@ -97,7 +97,7 @@ class Backend(Protocol):
         """One call, no retries; raises TransientLLMError or LLMError."""
 
 
-# --- passwords out of library log lines (crseval.redact does the URLs) ---------------------------------------------
+# --- passwords out of library log lines (crseval.core.redact does the URLs)
 
 
 class RedactURLs(logging.Filter):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from crseval.io import atomic_path
+from crseval.core.io import atomic_path
 from crseval.llm.base import LLMResponse
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from crseval.io import atomic_path, sha256_file
+from crseval.core.io import atomic_path, sha256_file
 
 
 @dataclass(frozen=True)

@@ -1,1 +1,8 @@
-"""Session metrics: grounded TAS, legacy CAS, topic adherence, response statistics."""
+"""Stage `score`: every metric family on a shard of sessions.
+
+Reads a session shard, the catalog index and (legacy CAS with LDA topics) the topic model; writes
+`scores/<system>/shard-<k>.sessions.parquet` and `.turns.parquet`. Families: grounded TAS
+(`grounded`), legacy CAS (`legacy_cas`), topic adherence (`adherence`), response statistics
+(`response_stats`), behind one interface (`family`) and run together by `scorer`; `registry`
+declares every column they write (label, range, direction, ground truth, thesis name).
+"""

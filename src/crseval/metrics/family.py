@@ -1,7 +1,7 @@
 """The interface every metric family implements, and what a family may use to build itself.
 
 A family turns a shard of session records into, per session, its session columns and its per-turn
-columns. Families are registered by name in crseval.scoring (`FAMILIES`); adding one is a module
+columns. Families are registered by name in crseval.metrics.scorer (`FAMILIES`); adding one is a module
 with a class like those below and one registry line.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Protocol
 
-from crseval.catalog_index import CatalogIndex
+from crseval.catalog.index import CatalogIndex
 
 SessionScores = tuple[dict, list[dict]]  # session columns, and one dict of columns per turn
 

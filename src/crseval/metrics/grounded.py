@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crseval.catalog_index import CatalogIndex
-from crseval.concepts import CONCEPT_FIELDS, ConceptMatcher
+from crseval.catalog.index import CatalogIndex
+from crseval.language.concepts import CONCEPT_FIELDS, ConceptMatcher
 from crseval.metrics.basic import cosine, jaccard, ngrams, safe_mean, words
 
 NAN = math.nan

@@ -194,9 +194,9 @@ class CasFamily:
     name = "cas"
 
     def __init__(self, context):
+        from crseval.catalog.topics import TopicModel
         from crseval.metrics.similarity import EmbeddingSimilarity
         from crseval.metrics.topic_words import HeuristicTopics, LdaTopics, LlmTopics
-        from crseval.topics import TopicModel
 
         section = context.settings["cas"]
         self.settings = CasSettings.from_config(section)

@@ -13,9 +13,9 @@ import json
 import math
 from collections import Counter
 
+from crseval.catalog.topics import TopicModel
+from crseval.language.text import content_words
 from crseval.llm import LLMClient, LLMError, LLMRequest
-from crseval.text import content_words
-from crseval.topics import TopicModel
 
 MAX_TOPICS = 5
 

@@ -25,11 +25,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from crseval.catalog_index import CatalogIndex
-from crseval.concepts import ConceptMatcher
-from crseval.fields import CONCEPT_FIELDS, display
-from crseval.text import lemma
-from crseval.tracker import Constraint, extract_statements
+from crseval.catalog.index import CatalogIndex
+from crseval.core.fields import CONCEPT_FIELDS, display
+from crseval.language.concepts import ConceptMatcher
+from crseval.language.text import lemma
+from crseval.language.tracker import Constraint, extract_statements
 
 MAX_REDRAWS = 40
 ORDINARY_STAGES = ("accept", "reject", "ask", "no_title", "contradict")

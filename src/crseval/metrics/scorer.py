@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from crseval.catalog_index import CatalogIndex
-from crseval.concepts import ConceptMatcher
-from crseval.fields import CONCEPT_FIELDS
+from crseval.catalog.index import CatalogIndex
+from crseval.core.fields import CONCEPT_FIELDS
+from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.adherence import AdherenceFamily
 from crseval.metrics.family import MetricFamily, ScoringContext
 from crseval.metrics.grounded import ConceptSpace, TasFamily, TasSettings

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from crseval.concepts import ConceptMatcher, Mention
+from crseval.language.concepts import ConceptMatcher, Mention
 
 NEGATION = re.compile(
     r"(?:\bnot\b|\bno\b|\bnothing\b|\bwithout\b|n't\b|\bnever\b|\banything but\b|\bno more\b|\bno longer\b|\bexcept\b)"

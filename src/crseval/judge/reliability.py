@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from crseval.judge_columns import CRITERIA, samples_column, score_column
+from crseval.judge.columns import CRITERIA, samples_column, score_column
 
 NAN = math.nan
 SCALE = (1, 2, 3, 4, 5)

@@ -1,26 +1,26 @@
 """Build a shard runner from config sections: the catalog index, the simulated user, the agent of
 one system and its LLM client, wired for the `simulate` rule (and the tests). Sessions themselves
-are run by crseval.sessions; the user is crseval.user_simulator."""
+are run by crseval.simulate.sessions; the user is crseval.simulate.user."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from crseval.calibration import CALIBRATION_AGENTS, make_calibration_agent
-from crseval.canonical import canonical_sha
-from crseval.catalog_index import CatalogIndex
-from crseval.concepts import ConceptMatcher
-from crseval.crs import AgentSettings, LLMAgent, TemplateAgent
-from crseval.fields import CONCEPT_FIELDS, KEYWORD_FIELD
+from crseval.catalog.index import CatalogIndex
+from crseval.core.canonical import canonical_sha
+from crseval.core.experiment import without_runtime
+from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
+from crseval.core.session_records import catalog_sha as read_catalog_sha
+from crseval.core.session_records import load_schema
+from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient
 from crseval.llm.client import make_client
-from crseval.llm.concurrency import without_runtime
 from crseval.llm.prompts import PromptTemplate
-from crseval.session_io import catalog_sha as read_catalog_sha
-from crseval.session_io import load_schema
-from crseval.sessions import Paraphraser, SessionContext, run_shard
-from crseval.user_simulator import SimulatorSettings, Templates
+from crseval.simulate.agents import AgentSettings, LLMAgent, TemplateAgent
+from crseval.simulate.calibration import CALIBRATION_AGENTS, make_calibration_agent
+from crseval.simulate.sessions import Paraphraser, SessionContext, run_shard
+from crseval.simulate.user import SimulatorSettings, Templates
 
 
 @dataclass
@@ -34,7 +34,7 @@ class ShardRunner:
     client: LLMClient | None
     prompt: PromptTemplate | None
     agent_matcher: ConceptMatcher | None = None  # the agents' tracker (plot keywords optional)
-    concurrency: int = 1  # sessions in flight (crseval.llm.concurrency); changes speed, not results
+    concurrency: int = 1  # sessions in flight (crseval.core.experiment); changes speed, not results
 
     def make_agent(self, seed: int):
         matcher = self.agent_matcher or self.ctx.matcher

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from crseval.catalog_index import CatalogIndex
-from crseval.tracker import Constraint
+from crseval.catalog.index import CatalogIndex
+from crseval.language.tracker import Constraint
 
 
 class Retriever:

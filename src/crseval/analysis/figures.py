@@ -15,7 +15,7 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from crseval.judge_columns import THESIS_NAMES
+from crseval.judge.columns import THESIS_NAMES
 
 JUDGE = THESIS_NAMES
 LABELS = {
@@ -306,7 +306,7 @@ def restrict_order(order: str, systems: set[str]) -> str:
 
 def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:
     """Measured against expected rank of each calibration system, one panel per measured metric
-    of the validity table (crseval.validity), with the diagonal of perfect agreement; Kendall's tau,
+    of the validity table (crseval.analysis.validity), with the diagonal of perfect agreement; Kendall's tau,
     its CI and the verdict in the title. Metrics without a measured order are listed below the
     panels. Expected ranks are over the systems the experiment has. Returns the metrics drawn."""
     measured = table[table["measured_order"].notna() & (table["measured_order"].astype(str).str.strip() != "")]

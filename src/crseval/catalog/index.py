@@ -1,6 +1,6 @@
 """The read side of the catalog: the index_catalog tables, loaded for lookups by title, field and value.
 
-Kept apart from the write side (crseval.catalog: reading, checking and normalising the catalog
+Kept apart from the write side (crseval.catalog.build: reading, checking and normalising the catalog
 JSON, plot keywords) so that every stage that only looks films up loads pandas and numpy, not
 the catalog builder's dependencies.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crseval.fields import KEYWORD_FIELD
+from crseval.core.fields import KEYWORD_FIELD
 
 
 class CatalogIndex:

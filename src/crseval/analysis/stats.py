@@ -33,7 +33,7 @@ from statsmodels.stats.multicomp import pairwise_tukeyhsd
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.oneway import anova_oneway
 
-from crseval import effects
+from crseval.analysis import effects
 
 ALPHA = 0.05
 

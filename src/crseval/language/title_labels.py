@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from crseval.titles import TitleRecognizer
+from crseval.language.titles import TitleRecognizer
 
 REQUIRED = ("id", "model", "file", "message_index", "sha256", "recommended", "mentioned", "traps")
 TITLE_LISTS = ("recommended", "mentioned", "traps")

@@ -21,7 +21,7 @@ from gensim.corpora import Dictionary
 from gensim.models import CoherenceModel, LdaModel
 from gensim.models.ldamodel import dirichlet_expectation, mean_absolute_difference
 
-from crseval.text import content_words
+from crseval.language.text import content_words
 
 MODEL_FILE = "lda.model"
 SETTINGS_FILE = "settings.json"

@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from crseval.catalog_index import CatalogIndex
-from crseval.concepts import ConceptMatcher
-from crseval.fields import display
+from crseval.catalog.index import CatalogIndex
+from crseval.core.fields import display
+from crseval.language.concepts import ConceptMatcher
+from crseval.language.tracker import Constraint, ConstraintTracker
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.prompts import PromptTemplate
-from crseval.retrieval import Retriever
-from crseval.tracker import Constraint, ConstraintTracker
+from crseval.simulate.retrieval import Retriever
 
 FIELD_PHRASES = {
     "genre": "genre {value}",

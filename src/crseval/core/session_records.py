@@ -13,10 +13,12 @@ from typing import Iterable
 import jsonschema
 import yaml
 
-from crseval.io import atomic_path
+from crseval.core.io import atomic_path
+
+SESSION_SCHEMA = Path(__file__).resolve().with_name("schemas") / "session.schema.yaml"  # package data
 
 
-def load_schema(path: str | Path) -> dict:
+def load_schema(path: str | Path = SESSION_SCHEMA) -> dict:
     return yaml.safe_load(Path(path).read_text(encoding="utf-8"))
 
 

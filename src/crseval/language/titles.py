@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from crseval.fields import PEOPLE_FIELDS
-from crseval.lexicon import is_common_phrase
-from crseval.tokens import tokenize
+from crseval.core.fields import PEOPLE_FIELDS
+from crseval.language.lexicon import is_common_phrase
+from crseval.language.tokens import tokenize
 
 # Spans the writer marked as a name: quotes, bold, italics.
 _FORMATTED = re.compile(

@@ -5,7 +5,7 @@ constraints?}]}`. Each defect is handled by an explicit rule and counted in the 
 - a file that is not readable JSON of that shape (or nested absurdly deep, or holding text that is
   not valid Unicode) fails with the file named;
 - a model name becomes a folder name: one that is not a safe name (`..`, `/`, spaces) is mapped to a
-  safe slug (crseval.names) and kept in the session's provenance; two model names that map to one
+  safe slug (crseval.core.names) and kept in the session's provenance; two model names that map to one
   slug are an error, not a merge;
 - a file whose conversation repeats an earlier file's is skipped (duplicate);
 - a session keeps the number in its file name (`..._<n>.json`) while no earlier file (by path) has
@@ -30,9 +30,9 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from crseval.concepts import ConceptMatcher
-from crseval.names import safe_slug
-from crseval.normalize import genre_key, normalise_language, normalise_person, normalise_year
+from crseval.catalog.normalize import genre_key, normalise_language, normalise_person, normalise_year
+from crseval.core.names import safe_slug
+from crseval.language.concepts import ConceptMatcher
 
 TRACKED_FIELDS = ("genre", "actor", "director", "writer", "language", "year")
 # where a pasted record starts: "{'" or '{"', a key, a colon; it ends at its balanced closing brace

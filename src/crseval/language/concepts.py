@@ -6,9 +6,9 @@ is a run of whole tokens), longest match first (so "Science Fiction" wins over "
 case-insensitive. Two rules keep ordinary words from becoming concepts:
 
 - nothing inside a film title counts ("Black Beauty" names no genre `beauty`): title spans come
-  from the title recognizer (`crseval.titles`);
+  from the title recognizer (`crseval.language.titles`);
 - a value that is an everyday English word ("love", "dog", "family", "war"; see
-  `crseval.lexicon`) written in lower case (or capitalised only because a sentence starts with
+  `crseval.language.lexicon`) written in lower case (or capitalised only because a sentence starts with
   it) counts only with a cue: a field word next to it ("a war movie", "the love genre",
   "in english"), or quotes around it. Standard genre names (`GENRE_NAMES`: comedy, drama...)
   name a kind of film on their own and need no cue. Capitalised in mid-sentence is a cue too.
@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from crseval.fields import CONCEPT_FIELDS, KEYWORD_FIELD
-from crseval.lexicon import is_common_phrase, is_common_word
-from crseval.text import STOP_WORDS, lemma
-from crseval.tokens import tokenize
+from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
+from crseval.language.lexicon import is_common_phrase, is_common_word
+from crseval.language.text import STOP_WORDS, lemma
+from crseval.language.tokens import tokenize
 
 # Words right before a value that say which field a name belongs to.
 FIELD_CUES: dict[str, tuple[str, ...]] = {
@@ -102,7 +102,7 @@ class ConceptMatcher:
     """Catalog value and title matcher built from the `concepts` and `films` index tables."""
 
     def __init__(self, concepts: pd.DataFrame, films: pd.DataFrame, fields: tuple[str, ...] = CONCEPT_FIELDS):
-        from crseval.titles import TitleRecognizer  # the recognizer reads titles; this module reads values
+        from crseval.language.titles import TitleRecognizer  # the recognizer reads titles; this module reads values
 
         self._keywords = (
             frozenset(concepts.loc[concepts["field"] == KEYWORD_FIELD, "value"])

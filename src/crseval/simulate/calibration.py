@@ -1,7 +1,7 @@
 """Calibration systems: LLM-free CRS agents whose behaviour is known by construction.
 
 A metric that measures adaptation must order these systems as their construction says (the
-expected orders are in `crseval.validity`). To behave exactly as designed, every agent here
+expected orders are in `crseval.analysis.validity`). To behave exactly as designed, every agent here
 READS THE SIMULATOR'S GROUND TRUTH (the gold constraints of each user turn), which no system
 under test may do: the session runner hands it over only to agents whose class sets
 `reads_ground_truth = True`, and only the agents of this module do.
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from crseval.crs import Agent, AgentSettings, Reply, describe_constraints
-from crseval.tracker import Constraint
+from crseval.language.tracker import Constraint
+from crseval.simulate.agents import Agent, AgentSettings, Reply, describe_constraints
 
 CALIBRATION_AGENTS = ("oracle", "lagging", "stubborn", "random", "parrot")
 

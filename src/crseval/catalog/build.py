@@ -1,5 +1,5 @@
 """The write side of the catalog: read a movie catalog JSON, check it, normalise it, find plot
-keywords and write the index_catalog tables (crseval.catalog_index reads them).
+keywords and write the index_catalog tables (crseval.catalog.index reads them).
 
 Input format (OpenDialKG-derived): a JSON object `title -> {name, year, genre[], actor[],
 director[], writer[], language[], plot, original_id}`. A defect that makes a film unusable
@@ -21,9 +21,7 @@ import pandas as pd
 import pyarrow as pa
 from sklearn.feature_extraction.text import TfidfVectorizer
 
-from crseval.fields import CONCEPT_FIELDS, LIST_FIELDS, PEOPLE_FIELDS
-from crseval.io import sha256_file
-from crseval.normalize import (
+from crseval.catalog.normalize import (
     GenreNormaliser,
     NonGenreList,
     clean_whitespace,
@@ -31,7 +29,9 @@ from crseval.normalize import (
     normalise_person,
     normalise_year,
 )
-from crseval.text import content_words
+from crseval.core.fields import CONCEPT_FIELDS, LIST_FIELDS, PEOPLE_FIELDS
+from crseval.core.io import sha256_file
+from crseval.language.text import content_words
 
 KNOWN_FIELDS = frozenset({"name", "year", "plot", "original_id", *LIST_FIELDS})
 MAX_EXAMPLES = 5

@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow as pa
 from scipy import stats
 
-from crseval.judge_columns import COUNT_COLUMNS, TEXT_COLUMNS, THESIS_NAMES
+from crseval.judge.columns import COUNT_COLUMNS, TEXT_COLUMNS, THESIS_NAMES
 
 ID_TYPES = {
     "system": pa.string(),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from crseval.effects import cliffs_delta
+from crseval.analysis.effects import cliffs_delta
 
 # The calibration systems, best to worst adaptation by construction.
 ADAPTATION_ORDER = ("oracle", "lag1", "lag2", "stubborn", "random")

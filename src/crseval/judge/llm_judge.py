@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import jsonschema
 
-from crseval.concepts import ConceptMatcher
-from crseval.fields import display
-from crseval.judge_columns import CRITERIA, rationale_column, samples_column, score_column, spread_column
+from crseval.core.fields import display
+from crseval.judge.columns import CRITERIA, rationale_column, samples_column, score_column, spread_column
+from crseval.language.concepts import ConceptMatcher
+from crseval.language.tracker import ConstraintTracker
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.prompts import PromptTemplate
-from crseval.tracker import ConstraintTracker
 
 _CRITERION = {
     "type": "object",

@@ -20,9 +20,9 @@ import yaml
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
-from crseval.names import NAME_PATTERN, NAME_RULE
+from crseval.core.names import NAME_PATTERN, NAME_RULE
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().with_name("schemas") / "config.schema.yaml"  # package data
 SUM_TOLERANCE = 1e-9
 LM_LAMBDAS = ("scoring", "response_stats", "lm", "lambdas")
 CAS_WEIGHTS = ("scoring", "cas", "weights")
@@ -187,7 +187,7 @@ def _unique_system_names(config: Any) -> Iterator[str]:
 def _in_process_concurrency(config: Any) -> Iterator[str]:
     """An explicit concurrency above 1 for an in-process llama.cpp backend would promise a speed-up
     that one model instance in the job cannot give (the global llm.concurrency is simply not applied
-    to such jobs, see crseval.llm.concurrency)."""
+    to such jobs, see crseval.core.experiment)."""
     entries = [(("systems", i), system) for i, system in enumerate(_at(config, ("systems",)) or [])]
     entries.append((("judge",), _at(config, ("judge",))))
     for path, entry in entries:

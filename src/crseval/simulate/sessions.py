@@ -23,13 +23,13 @@ from typing import Callable, Iterator
 
 from tqdm import tqdm
 
-from crseval.catalog_index import CatalogIndex
-from crseval.concepts import ConceptMatcher
-from crseval.crs import Agent
-from crseval.fields import display
+from crseval.catalog.index import CatalogIndex
+from crseval.core.fields import display
+from crseval.core.session_records import session_line, session_validator, validate_session, write_sessions
+from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMRequest
-from crseval.session_io import session_line, session_validator, validate_session, write_sessions
-from crseval.user_simulator import ORDINARY_STAGES, SimulatorSettings, Templates, UserSimulator
+from crseval.simulate.agents import Agent
+from crseval.simulate.user import ORDINARY_STAGES, SimulatorSettings, Templates, UserSimulator
 
 log = logging.getLogger(__name__)
 
@@ -116,7 +116,7 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
             required = [display(user_turn.meta["focus_field"], required[0]), *required[1:]]
             text, verdict, llm = ctx.paraphraser(text, required, seed * 1000 + number)
             paraphrase = {"verdict": verdict, "template_text": user_turn.text, "llm": llm}
-        if getattr(agent, "reads_ground_truth", False):  # calibration systems only (crseval.calibration)
+        if getattr(agent, "reads_ground_truth", False):  # calibration systems only (crseval.simulate.calibration)
             agent.see_ground_truth(user_turn.meta)
         reply = agent.respond(number, text)
         turns.append(
