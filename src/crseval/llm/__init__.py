@@ -1,4 +1,10 @@
-"""One client layer for every LLM call: backends, on-disk response cache, retries."""
+"""One client layer for every LLM call, used by the simulate, score and judge stages.
+
+Reads prompt templates and, for the embedded models, the GGUF parts installed from PyPI
+(assembled and hash-checked into the model folder on first use); writes replies to the on-disk
+response cache (`llm.cache_dir`), keyed by backend, model, messages and options. Backends
+(llama.cpp in-process, Ollama, OpenAI-compatible), retries with backoff, reply checks.
+"""
 
 from crseval.llm.base import LLMError, LLMRequest, LLMResponse, TransientLLMError
 from crseval.llm.client import LLMClient, make_backend
