@@ -68,7 +68,9 @@ def test_grounded_metrics_order_the_calibration_systems_as_expected(calibration_
     assert row["verdict"] == "pass", row
     if not any("=" in group for group in expectation.order):
         assert row["measured_order"] == " > ".join(expectation.order)
-    assert row["oracle_vs_random_cliffs_delta"] > 0.9
+    ranks = expectation.ranks()
+    if ranks["oracle"] < ranks["random"]:  # the construction ranks the oracle above random
+        assert row["oracle_vs_random_cliffs_delta"] > 0.9
 
 
 def test_a_system_k_turns_late_recovers_k_turns_late(calibration_run):

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import REPO, copy_workflow, run_snakemake, write_config
 
-from crseval.analysis import figures as plots
+from crseval.analysis import figures
 from crseval.analysis.validity import validity_table
 
 SYSTEMS = ["alpha", "beta", "gamma"]
@@ -87,15 +87,15 @@ def validity() -> pd.DataFrame:
 @pytest.fixture
 def captured(monkeypatch) -> list:
     """Every figure a plot function saves (the figure object outlives plt.close)."""
-    figures = []
-    original = plots.save
+    saved = []
+    original = figures.save
 
     def save(figure, stem):
-        figures.append(figure)
+        saved.append(figure)
         original(figure, stem)
 
-    monkeypatch.setattr(plots, "save", save)
-    return figures
+    monkeypatch.setattr(figures, "save", save)
+    return saved
 
 
 def assert_written(stem):
@@ -117,19 +117,21 @@ def assert_integer_ticks(axis):
 
 
 def test_every_figure_writes_png_and_svg(tmp_path, sessions, turns, validity):
-    colours = plots.palette(SYSTEMS)
-    plots.tas_over_turns(turns, colours, tmp_path / "tas_over_turns", seed=0)
-    plots.recovery_box(sessions, colours, tmp_path / "recovery_delay_box")
-    plots.tas_scatter(sessions, ["context_adaptation_score", *plots.JUDGE], colours, tmp_path / "tas_scatter")
-    plots.validity_figure(validity, tmp_path / "validity")
+    colours = figures.palette(SYSTEMS)
+    figures.tas_over_turns(turns, colours, tmp_path / "tas_over_turns", seed=0)
+    figures.recovery_box(sessions, colours, tmp_path / "recovery_delay_box")
+    figures.tas_scatter(
+        sessions, ["context_adaptation_score", *figures.JUDGE_SCORES], colours, tmp_path / "tas_scatter"
+    )
+    figures.validity_figure(validity, tmp_path / "validity")
     for name in ("tas_over_turns", "recovery_delay_box", "tas_scatter", "validity"):
         assert_written(tmp_path / name)
 
 
 def test_turn_axes_tick_whole_turns(tmp_path, sessions, turns, captured):
-    colours = plots.palette(SYSTEMS)
-    plots.tas_over_turns(turns, colours, tmp_path / "tas_over_turns", seed=0)
-    plots.recovery_box(sessions, colours, tmp_path / "recovery_delay_box")
+    colours = figures.palette(SYSTEMS)
+    figures.tas_over_turns(turns, colours, tmp_path / "tas_over_turns", seed=0)
+    figures.recovery_box(sessions, colours, tmp_path / "recovery_delay_box")
     over_turns, recovery = (figure.axes[0] for figure in captured)
     assert_integer_ticks(over_turns.xaxis)
     assert {1, 2, 3} <= {int(t) for t in visible_ticks(over_turns.xaxis)}
@@ -137,63 +139,68 @@ def test_turn_axes_tick_whole_turns(tmp_path, sessions, turns, captured):
 
 
 def test_scatter_draws_the_scores_it_has(tmp_path, sessions, captured):
-    colours = plots.palette(SYSTEMS)
-    shown = plots.tas_scatter(sessions, ["context_adaptation_score", *plots.JUDGE], colours, tmp_path / "all")
+    colours = figures.palette(SYSTEMS)
+    shown = figures.tas_scatter(
+        sessions, ["context_adaptation_score", *figures.JUDGE_SCORES], colours, tmp_path / "all"
+    )
     # judge_personalization has no value: no panel
     assert shown == ["context_adaptation_score", "judge_proactiveness", "judge_coherence"]
     panels = [ax for ax in captured[-1].axes if ax.axison]
     assert len(panels) == 3
-    rho, n = plots.spearman(sessions["context_adaptation_score"], sessions["tas"])
-    assert panels[0].get_xlabel() == plots.label("context_adaptation_score") and n == len(sessions)
+    rho, n = figures.spearman(sessions["context_adaptation_score"], sessions["tas"])
+    assert panels[0].get_xlabel() == figures.label("context_adaptation_score") and n == len(sessions)
     assert panels[0].get_title() == f"Spearman rho = {rho:.2f} (n = {n})"
     assert all(len(ax.collections) == len(SYSTEMS) for ax in panels)  # one colour per system
 
     # CAS not computed and no judge: the columns are absent
-    without = sessions.drop(columns=["context_adaptation_score", *plots.JUDGE])
-    assert plots.tas_scatter(without, ["context_adaptation_score", *plots.JUDGE], colours, tmp_path / "none") == []
+    without = sessions.drop(columns=["context_adaptation_score", *figures.JUDGE_SCORES])
+    assert (
+        figures.tas_scatter(without, ["context_adaptation_score", *figures.JUDGE_SCORES], colours, tmp_path / "none")
+        == []
+    )
     assert_written(tmp_path / "none")  # the declared output still exists, with a note
     # CAS not among the requested scores (scoring.metrics without cas): no CAS panel even if the column is there
-    assert plots.tas_scatter(sessions, list(plots.JUDGE), colours, tmp_path / "judge") == [
+    assert figures.tas_scatter(sessions, list(figures.JUDGE_SCORES), colours, tmp_path / "judge") == [
         "judge_proactiveness",
         "judge_coherence",
     ]
     # a score whose only values sit beside a missing TAS is no panel either
     lone = sessions.assign(tas=np.nan)
-    assert plots.tas_scatter(lone, ["context_adaptation_score"], colours, tmp_path / "lone") == []
+    assert figures.tas_scatter(lone, ["context_adaptation_score"], colours, tmp_path / "lone") == []
 
 
 def test_spearman_matches_scipy(sessions):
     from scipy.stats import spearmanr
 
-    rho, n = plots.spearman(sessions["judge_coherence"], sessions["tas"])
+    rho, n = figures.spearman(sessions["judge_coherence"], sessions["tas"])
     assert n == len(sessions) and rho == pytest.approx(spearmanr(sessions["judge_coherence"], sessions["tas"])[0])
-    assert np.isnan(plots.spearman(sessions["judge_personalization"], sessions["tas"])[0])
-    assert np.isnan(plots.spearman(pd.Series([1.0] * 5), pd.Series(range(5), dtype=float))[0])
+    assert np.isnan(figures.spearman(sessions["judge_personalization"], sessions["tas"])[0])
+    assert np.isnan(figures.spearman(pd.Series([1.0] * 5), pd.Series(range(5), dtype=float))[0])
 
 
 def test_order_ranks_share_tied_positions():
-    assert plots.order_ranks("oracle > lag1 > stubborn=random") == {
+    assert figures.order_ranks("oracle > lag1 > stubborn=random") == {
         "oracle": 1,
         "lag1": 2,
         "stubborn": 3.5,
         "random": 3.5,
     }
-    assert plots.order_ranks("parrot > oracle=lag1=lag2") == {"parrot": 1, "oracle": 3, "lag1": 3, "lag2": 3}
-    assert plots.restrict_order("oracle > lag1 > lag2 > stubborn=random", {"oracle", "random", "lag2"}) == (
+    assert figures.order_ranks("parrot > oracle=lag1=lag2") == {"parrot": 1, "oracle": 3, "lag1": 3, "lag2": 3}
+    assert figures.restrict_order("oracle > lag1 > lag2 > stubborn=random", {"oracle", "random", "lag2"}) == (
         "oracle > lag2 > random"
     )
 
 
 def test_validity_figure_draws_measured_metrics_and_notes_the_rest(tmp_path, validity, captured):
-    drawn = plots.validity_figure(validity, tmp_path / "validity")
+    drawn = figures.validity_figure(validity, tmp_path / "validity")
     measured = validity[validity["verdict"].isin(["pass", "fail"])]["metric"].tolist()
     assert drawn == measured and {"tas", "context_adaptation_score", "tas_copying"} <= set(drawn)
     figure = captured[-1]
     panels = [ax for ax in figure.axes if ax.axison]
     assert len(panels) == len(drawn)
     titles = {ax.get_title().splitlines()[0]: ax.get_title() for ax in panels}
-    assert titles[plots.label("tas")].endswith(": pass") and "tau = 1.00" in titles[plots.label("tas")]
-    tas_panel = next(ax for ax in panels if ax.get_title().startswith(plots.label("tas") + "\n"))
+    assert titles[figures.label("tas")].endswith(": pass") and "tau = 1.00" in titles[figures.label("tas")]
+    tas_panel = next(ax for ax in panels if ax.get_title().startswith(figures.label("tas") + "\n"))
     points = np.vstack([c.get_offsets() for c in tas_panel.collections])
     assert len(points) == len(CALIBRATION_ROLES) - 1  # the parrot has no expected rank for TAS
     assert np.allclose(points[:, 0], points[:, 1])  # on the diagonal
@@ -230,4 +237,4 @@ def test_calibration_run_draws_the_validity_figure(tmp_path):
     assert {"tas", "context_adaptation_score"} <= set(table.loc[table["verdict"].isin(["pass", "fail"]), "metric"])
     log = (workdir / results / "logs" / "validity_figure.log").read_text()
     assert f"{(table['verdict'].isin(['pass', 'fail'])).sum()} metrics drawn" in log
-    assert "TAS scatter against context_adaptation_score" in (workdir / results / "logs" / "plots.log").read_text()
+    assert "TAS scatter against context_adaptation_score" in (workdir / results / "logs" / "figures.log").read_text()

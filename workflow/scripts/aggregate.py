@@ -25,7 +25,7 @@ sessions = sessions.sort_values(["system", "session_index", "session_id"], kind=
 check_complete(sessions, snakemake.params.sessions_per_system)
 turns = read_shards(snakemake.input.turns, shards)
 write_parquet(to_table(sessions), snakemake.output.sessions)
-write_parquet(to_table(turns), snakemake.output.turns)
+write_parquet(to_table(turns, "turns"), snakemake.output.turns)
 with atomic_path(snakemake.output.model_metrics) as temporary:
     model_metrics(sessions).to_csv(temporary, index=False)
 log.info("%d sessions, %d turns, %d systems", len(sessions), len(turns), sessions["system"].nunique())

@@ -5,15 +5,15 @@ from pathlib import Path
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis import figures as plots
+from crseval.analysis import figures
 from crseval.core.io import atomic_path, log_to
 
 log = log_to(snakemake.log[0])
 sessions = pd.read_parquet(snakemake.input.sessions)
 turns = pd.read_parquet(snakemake.input.turns)
 model_metrics = pd.read_csv(snakemake.input.model_metrics)
-colours = plots.palette(sorted(sessions["system"].unique()))
-judges = list(plots.JUDGE) if snakemake.params.judged else []
+colours = figures.palette(sorted(sessions["system"].unique()))
+judges = list(figures.JUDGE_SCORES) if snakemake.params.judged else []
 metrics = [m for m in snakemake.params.metrics if m in sessions] + [j for j in judges if j in sessions]
 
 
@@ -23,18 +23,18 @@ def stem(name):
 
 
 wanted = set(snakemake.output.keys())
-plots.metric_bars(model_metrics, metrics, colours, stem("metric_bars"))
-plots.correlation_heatmap(sessions, metrics, stem("correlation_heatmap"))
-plots.recovery_box(sessions, colours, stem("recovery_delay_box"))
-plots.distributions(sessions, ["tas", "context_adaptation_score", "rec_satisfaction"], colours, stem("distributions"))
+figures.metric_bars(model_metrics, metrics, colours, stem("metric_bars"))
+figures.correlation_heatmap(sessions, metrics, stem("correlation_heatmap"))
+figures.recovery_box(sessions, colours, stem("recovery_delay_box"))
+figures.distributions(sessions, ["tas", "context_adaptation_score", "rec_satisfaction"], colours, stem("distributions"))
 if "tas_over_turns" in wanted:
-    plots.tas_over_turns(turns, colours, stem("tas_over_turns"), snakemake.params.seed)
-    table = plots.weight_sensitivity(turns, stem("weight_sensitivity"))
+    figures.tas_over_turns(turns, colours, stem("tas_over_turns"), snakemake.params.seed)
+    table = figures.weight_sensitivity(turns, stem("weight_sensitivity"))
     with atomic_path(snakemake.output.sensitivity) as temporary:
         table.to_csv(temporary, index=False)
 if "tas_scatter" in wanted:
-    shown = plots.tas_scatter(sessions, list(snakemake.params.scatter), colours, stem("tas_scatter"))
+    shown = figures.tas_scatter(sessions, list(snakemake.params.scatter), colours, stem("tas_scatter"))
     log.info("TAS scatter against %s", ", ".join(shown) or "nothing (no values)")
 if "judge_radar" in wanted:
-    plots.judge_radar(model_metrics, colours, stem("judge_radar"))
+    figures.judge_radar(model_metrics, colours, stem("judge_radar"))
 log.info("figures written for %d systems", len(colours))

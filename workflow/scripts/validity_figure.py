@@ -5,10 +5,10 @@ from pathlib import Path
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis import figures as plots
+from crseval.analysis import figures
 from crseval.core.io import log_to
 
 log = log_to(snakemake.log[0])
 table = pd.read_csv(snakemake.input.table)
-drawn = plots.validity_figure(table, Path(snakemake.output.png).with_suffix(""))
+drawn = figures.validity_figure(table, Path(snakemake.output.png).with_suffix(""))
 log.info("validity figure: %d metrics drawn, %d not measured", len(drawn), len(table) - len(drawn))

@@ -4,68 +4,41 @@
 - turns.parquet: one row per turn;
 - model_metrics.csv: one row per system, mean and 95% confidence interval (Student t) of each
   metric, with the thesis table's column names where they exist (`model`, `proactiveness`...).
-The Parquet schemas are declared, not inferred: identifiers and flags have fixed types and every
-metric is float64, so a column that is all-NaN in one run has the same type in every run.
+The Parquet schemas are declared, not inferred: every column's type comes from its declaration
+(crseval.analysis.registry), so a column that is all-NaN in one run has the same type in every run,
+and a column nobody declared stops the rule.
 """
 
 from __future__ import annotations
 
 import math
-import re
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
 from scipy import stats
 
-from crseval.judge.columns import COUNT_COLUMNS, TEXT_COLUMNS, THESIS_NAMES
+from crseval.analysis import registry
 
-ID_TYPES = {
-    "system": pa.string(),
-    "session_id": pa.string(),
-    "session_index": pa.int64(),
-    "seed": pa.int64(),
-    "shard": pa.int32(),
-    "turn": pa.int32(),
+ARROW_TYPES = {
+    "float64": pa.float64(),
+    "int64": pa.int64(),
+    "int32": pa.int32(),
+    "bool": pa.bool_(),
+    "string": pa.string(),
 }
-BOOL_COLUMNS = {"shift", "cas_shift"}
-NOT_METRICS = set(ID_TYPES) | TEXT_COLUMNS | BOOL_COLUMNS | set(COUNT_COLUMNS)
-
-_SHARD = re.compile(r"shard-(\d+)")
 
 
-def shard_of(path: str | Path) -> int:
-    return int(_SHARD.search(Path(path).name).group(1))
+def schema_for(frame: pd.DataFrame, table: str = "sessions") -> pa.Schema:
+    """The declared type of every column (crseval.analysis.registry); a column nobody declared stops here."""
+    unknown = registry.undeclared(frame.columns, table)
+    if unknown:
+        raise ValueError(f"{table} table: columns declared by no metric family, the scorer or the judge: {unknown}")
+    declared = registry.SESSION_COLUMNS if table == "sessions" else registry.TURN_COLUMNS
+    return pa.schema([pa.field(name, ARROW_TYPES[declared[name].dtype]) for name in frame.columns])
 
 
-def read_tables(paths: list[str]) -> pd.DataFrame:
-    frames = []
-    for path in paths:
-        frame = pd.read_parquet(path)
-        frame["shard"] = shard_of(path)
-        frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
-
-
-def schema_for(frame: pd.DataFrame) -> pa.Schema:
-    fields = []
-    for column in frame.columns:
-        if column in ID_TYPES:
-            kind = ID_TYPES[column]
-        elif column in TEXT_COLUMNS:
-            kind = pa.string()
-        elif column in BOOL_COLUMNS:
-            kind = pa.bool_()
-        elif column in (*COUNT_COLUMNS, "turns"):
-            kind = pa.int64()
-        else:
-            kind = pa.float64()
-        fields.append(pa.field(column, kind))
-    return pa.schema(fields)
-
-
-def to_table(frame: pd.DataFrame) -> pa.Table:
-    schema = schema_for(frame)
+def to_table(frame: pd.DataFrame, table: str = "sessions") -> pa.Table:
+    schema = schema_for(frame, table)
     columns = {}
     for field in schema:
         values = frame[field.name]
@@ -81,20 +54,9 @@ def to_table(frame: pd.DataFrame) -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-def sessions_table(score_paths: list[str], judge_paths: list[str]) -> pd.DataFrame:
-    sessions = read_tables(score_paths)
-    if judge_paths:
-        judged = read_tables(judge_paths).drop(columns=["system", "session_index", "shard"], errors="ignore")
-        sessions = sessions.merge(judged, on="session_id", how="left", validate="one_to_one")
-    return sessions.sort_values(["system", "session_index", "session_id"], kind="stable").reset_index(drop=True)
-
-
 def metric_columns(frame: pd.DataFrame) -> list[str]:
-    return [
-        c
-        for c in frame.columns
-        if c not in NOT_METRICS and not c.endswith("_sd") and pd.api.types.is_numeric_dtype(frame[c])
-    ]
+    """The declared metrics among the frame's numeric columns, in the frame's order."""
+    return [c for c in registry.metric_names(frame.columns) if pd.api.types.is_numeric_dtype(frame[c])]
 
 
 def mean_ci(values: pd.Series, level: float = 0.95) -> tuple[float, float, float, int]:
@@ -112,13 +74,13 @@ def mean_ci(values: pd.Series, level: float = 0.95) -> tuple[float, float, float
 def model_metrics(sessions: pd.DataFrame) -> pd.DataFrame:
     """One row per system: `<metric>` (mean), `<metric>_ci_low`, `<metric>_ci_high`, `<metric>_n`."""
     rows = []
-    metrics = [c for c in metric_columns(sessions) if c != "turns"]
+    metrics = metric_columns(sessions)
     for system, group in sessions.groupby("system", sort=True):
         row = {"model": system, "sessions": len(group)}
         if "judge_valid_samples" in group:
             row["judge_missing_share"] = float((group["judge_valid_samples"] == 0).mean())
         for metric in metrics:
-            name = THESIS_NAMES.get(metric, metric)
+            name = registry.thesis_name(metric)
             mean, low, high, n = mean_ci(group[metric])
             row.update({name: mean, f"{name}_ci_low": low, f"{name}_ci_high": high, f"{name}_n": n})
         rows.append(row)

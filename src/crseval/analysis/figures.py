@@ -15,40 +15,13 @@ import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
 from matplotlib.ticker import MaxNLocator  # noqa: E402
 
-from crseval.judge.columns import THESIS_NAMES
+from crseval.analysis import registry
 
-JUDGE = THESIS_NAMES
-LABELS = {
-    "tas": "grounded TAS",
-    "tas_segment": "segment TAS",
-    "recovery_rate_cosine": "recovery rate (cosine)",
-    "missing_concepts": "missing concepts / turn",
-    "hallucinated_concepts": "hallucinated concepts / turn",
-    "rec_satisfaction": "recommendation satisfaction",
-    "repeat_rate": "repeated recommendations",
-    "cross_coherence": "cross-coherence (legacy)",
-    "context_retention": "context retention (legacy)",
-    "topic_recovery_rate": "topic recovery rate (legacy)",
-    "topic_interference": "topic interference (legacy)",
-    "context_adaptation_score": "CAS (legacy)",
-    "adherence_f1": "topic adherence F1",
-    "distinct_2": "distinct-2",
-    "self_bleu": "self-BLEU",
-    "perplexity": "perplexity (plot LM)",
-    "embedding_diversity": "embedding diversity",
-    "persona_similarity": "persona similarity",
-    "avg_recovery_delay": "recovery delay (legacy, turns)",
-    "tas_cc": "TAS: CC (concept Jaccard)",
-    "tas_cr": "TAS: CR (concept cosine)",
-    "tas_copying": "TAS: copying (I)",
-    "dst_f1": "tracking F1 (DST)",
-    "cluster_silhouette": "cluster silhouette",
-    **{k: f"judge: {v}" for k, v in JUDGE.items()},
-}
+JUDGE_SCORES = registry.JUDGE_SCORES
 
 
 def label(metric: str) -> str:
-    return LABELS.get(metric, metric.replace("_", " "))
+    return registry.label(metric)
 
 
 def palette(systems: list[str]) -> dict[str, tuple]:
@@ -70,7 +43,7 @@ def save(figure, stem: Path) -> None:
 
 def metric_bars(model_metrics: pd.DataFrame, metrics: list[str], colours: dict, stem: Path) -> None:
     """Mean and 95% CI per system, one panel per metric."""
-    names = [JUDGE.get(m, m) for m in metrics if JUDGE.get(m, m) in model_metrics]
+    names = [registry.thesis_name(m) for m in metrics if registry.thesis_name(m) in model_metrics]
     columns = 4
     rows = math.ceil(len(names) / columns)
     figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.0 * rows), squeeze=False)
@@ -86,7 +59,7 @@ def metric_bars(model_metrics: pd.DataFrame, metrics: list[str], colours: dict, 
             capsize=3,
             color=[colours[s] for s in systems],
         )
-        ax.set_title(label(f"judge_{name}" if f"judge_{name}" in JUDGE else name), fontsize=10)
+        ax.set_title(label(name), fontsize=10)
         ax.set_xticks(range(len(systems)), systems, rotation=30, ha="right", fontsize=8)
         for i, n in enumerate(model_metrics[f"{name}_n"]):
             if n == 0:
@@ -99,7 +72,7 @@ def metric_bars(model_metrics: pd.DataFrame, metrics: list[str], colours: dict, 
 
 
 def judge_radar(model_metrics: pd.DataFrame, colours: dict, stem: Path) -> None:
-    criteria = [c for c in JUDGE.values() if c in model_metrics]
+    criteria = [registry.thesis_name(c) for c in JUDGE_SCORES if registry.thesis_name(c) in model_metrics]
     angles = np.linspace(0, 2 * np.pi, len(criteria), endpoint=False).tolist()
     figure = plt.figure(figsize=(5.5, 5.5))
     ax = figure.add_subplot(polar=True)
@@ -264,14 +237,14 @@ def tas_scatter(sessions: pd.DataFrame, others: list[str], colours: dict, stem: 
         for system in sorted(colours):
             points = pairs[pairs["system"] == system]
             x = points[column].to_numpy(float)
-            if column in JUDGE:  # whole-point scores: spread the dots sideways so that equal scores stay visible
+            if column in JUDGE_SCORES:  # whole-point scores: spread the dots sideways so that equal scores stay visible
                 x = x + rng.uniform(-0.15, 0.15, len(x))
             ax.scatter(x, points["tas"], s=18, alpha=0.7, color=colours[system], label=system, edgecolors="none")
         rho, n = spearman(sessions[column], sessions["tas"])
         ax.set_title(f"Spearman rho = {'n/a' if rho != rho else f'{rho:.2f}'} (n = {n})", fontsize=10)
         ax.set_xlabel(label(column))
         ax.set_ylabel(label("tas"))
-        if column in JUDGE:  # the judge's 1-5 scale, whole points (means of k samples fall in between)
+        if column in JUDGE_SCORES:  # the judge's 1-5 scale, whole points (means of k samples fall in between)
             ax.set_xlim(0.7, 5.3)
             ax.set_xticks(range(1, 6))
     if shown:

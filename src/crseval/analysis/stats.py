@@ -285,6 +285,18 @@ def markdown_summary(
 ) -> str:
     """The readable summary (rounded to 3 significant digits; the CSVs keep full precision)."""
     lines = [
+        *_summary_header(alpha),
+        *_omnibus_section(anova),
+        *_tukey_section(tukey_table),
+        *_pairwise_section(pairwise_table, anova, alpha),
+        *_paired_section(paired_table, paired_reason, alpha),
+        *_correlation_section(correlation_table),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _summary_header(alpha: float) -> list[str]:
+    return [
         "# Statistical comparison of systems",
         "",
         f"Significance level {alpha}. Omnibus test per metric: the `recommended` one is the test whose assumptions "
@@ -293,7 +305,10 @@ def markdown_summary(
         "beside this file keep full precision.",
         "",
     ]
-    lines += [
+
+
+def _omnibus_section(anova: pd.DataFrame) -> list[str]:
+    lines = [
         "## Omnibus tests",
         "",
         "| metric | n | recommended | p | p (BH) | eta² | ANOVA p | Welch p | Kruskal p | Levene p | min Shapiro p |",
@@ -309,79 +324,95 @@ def markdown_summary(
             f"{_fmt(r.get('recommended_p_bh'))} | {_fmt(r['eta_squared'])} | {_fmt(r['anova_p'])} | "
             f"{_fmt(r['welch_p'])} | {_fmt(r['kruskal_p'])} | {_fmt(r['levene_p'])} | {_fmt(r['shapiro_min_p'])} |"
         )
-    if len(tukey_table):
-        significant = tukey_table[tukey_table["reject"].astype(bool)]
-        lines += [
-            "",
-            f"## Tukey HSD: {len(significant)} of {len(tukey_table)} pairs differ",
-            "",
-            "| metric | system a | system b | mean diff (b - a) | adjusted p |",
-            "|---|---|---|---|---|",
-        ]
-        lines += [
+    return lines
+
+
+def _tukey_section(tukey_table: pd.DataFrame) -> list[str]:
+    if not len(tukey_table):
+        return []
+    significant = tukey_table[tukey_table["reject"].astype(bool)]
+    return [
+        "",
+        f"## Tukey HSD: {len(significant)} of {len(tukey_table)} pairs differ",
+        "",
+        "| metric | system a | system b | mean diff (b - a) | adjusted p |",
+        "|---|---|---|---|---|",
+        *(
             f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {_fmt(float(r['mean_diff']))} | "
             f"{_fmt(float(r['p_adj']))} |"
             for _, r in significant.iterrows()
-        ]
-    if len(pairwise_table):
-        rank_based = (
-            set(anova.loc[anova.get("recommended", pd.Series(dtype=object)) == "kruskal", "metric"])
-            if "recommended" in anova
-            else set()
-        )
-        shown = []
-        for _, r in pairwise_table.iterrows():
-            test, effect = ("mannwhitney_p", "cliffs_delta") if r["metric"] in rank_based else ("welch_t_p", "hedges_g")
-            if r[f"{test}_holm"] < alpha:
-                shown.append((r, test, effect))
-        lines += [
-            "",
-            f"## Pairwise tests: {len(shown)} of {len(pairwise_table)} pairs differ (Holm over the pairs of a metric)",
-            "",
-            "Welch's t-test with Hedges' g where the omnibus recommendation is ANOVA or Welch, Mann-Whitney U with "
-            "Cliff's delta where it is Kruskal-Wallis; effect of a over b with a 95% bootstrap CI. pairwise.csv "
-            "has both tests for every pair, raw, Holm- and BH-adjusted.",
-            "",
-            "| metric | system a | system b | mean diff (a - b) | test | p | p (Holm) | p (BH) | effect [95% CI] |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        lines += [
+        ),
+    ]
+
+
+def _pairwise_section(pairwise_table: pd.DataFrame, anova: pd.DataFrame, alpha: float) -> list[str]:
+    """The pairs that differ by the test the omnibus recommendation implies (rank-based after Kruskal-Wallis)."""
+    if not len(pairwise_table):
+        return []
+    rank_based = (
+        set(anova.loc[anova.get("recommended", pd.Series(dtype=object)) == "kruskal", "metric"])
+        if "recommended" in anova
+        else set()
+    )
+    shown = []
+    for _, r in pairwise_table.iterrows():
+        test, effect = ("mannwhitney_p", "cliffs_delta") if r["metric"] in rank_based else ("welch_t_p", "hedges_g")
+        if r[f"{test}_holm"] < alpha:
+            shown.append((r, test, effect))
+    return [
+        "",
+        f"## Pairwise tests: {len(shown)} of {len(pairwise_table)} pairs differ (Holm over the pairs of a metric)",
+        "",
+        "Welch's t-test with Hedges' g where the omnibus recommendation is ANOVA or Welch, Mann-Whitney U with "
+        "Cliff's delta where it is Kruskal-Wallis; effect of a over b with a 95% bootstrap CI. pairwise.csv "
+        "has both tests for every pair, raw, Holm- and BH-adjusted.",
+        "",
+        "| metric | system a | system b | mean diff (a - b) | test | p | p (Holm) | p (BH) | effect [95% CI] |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *(
             f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {_fmt(r['mean_diff'])} | "
             f"{'Mann-Whitney' if test == 'mannwhitney_p' else 'Welch t'} | {_fmt(r[test])} | "
             f"{_fmt(r[test + '_holm'])} | "
             f"{_fmt(r[test + '_bh'])} | {effect.replace('_', ' ')} {_ci(r, effect)} |"
             for r, test, effect in shown
-        ]
-    lines += ["", "## Paired tests on the same sessions", ""]
-    if len(paired_table):
-        significant = paired_table[paired_table["wilcoxon_p_holm"] < alpha]
-        lines += [
-            f"Sessions pair: {paired_reason}. {len(significant)} of {len(paired_table)} pairs differ (Wilcoxon, "
-            "Holm over the pairs of a metric).",
-            "",
-            "| metric | system a | system b | pairs | mean diff (a - b) | Wilcoxon p (Holm) | rank-biserial [95% CI] | "
-            "paired t p (Holm) | d_z [95% CI] |",
-            "|---|---|---|---|---|---|---|---|---|",
-        ]
-        lines += [
+        ),
+    ]
+
+
+def _paired_section(paired_table: pd.DataFrame, paired_reason: str, alpha: float) -> list[str]:
+    lines = ["", "## Paired tests on the same sessions", ""]
+    if not len(paired_table):
+        return [*lines, f"Not run: {paired_reason}."]
+    significant = paired_table[paired_table["wilcoxon_p_holm"] < alpha]
+    return [
+        *lines,
+        f"Sessions pair: {paired_reason}. {len(significant)} of {len(paired_table)} pairs differ (Wilcoxon, "
+        "Holm over the pairs of a metric).",
+        "",
+        "| metric | system a | system b | pairs | mean diff (a - b) | Wilcoxon p (Holm) | rank-biserial [95% CI] | "
+        "paired t p (Holm) | d_z [95% CI] |",
+        "|---|---|---|---|---|---|---|---|---|",
+        *(
             f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {r['pairs']} | {_fmt(r['mean_diff'])} | "
             f"{_fmt(r['wilcoxon_p_holm'])} | {_ci(r, 'rank_biserial')} | {_fmt(r['paired_t_p_holm'])} | "
             f"{_ci(r, 'cohens_dz')} |"
             for _, r in significant.iterrows()
-        ]
-    else:
-        lines.append(f"Not run: {paired_reason}.")
-    if len(correlation_table):
-        lines += [
-            "",
-            "## Spearman correlation with the judge (95% bootstrap CI)",
-            "",
-            "| metric | judge | n | rho | CI |",
-            "|---|---|---|---|---|",
-        ]
-        lines += [
+        ),
+    ]
+
+
+def _correlation_section(correlation_table: pd.DataFrame) -> list[str]:
+    if not len(correlation_table):
+        return []
+    return [
+        "",
+        "## Spearman correlation with the judge (95% bootstrap CI)",
+        "",
+        "| metric | judge | n | rho | CI |",
+        "|---|---|---|---|---|",
+        *(
             f"| {r['metric']} | {r['judge']} | {r['n']} | {_fmt(r['rho'])} | "
             f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] |"
             for _, r in correlation_table.iterrows()
-        ]
-    return "\n".join(lines) + "\n"
+        ),
+    ]

@@ -1,11 +1,12 @@
 """Metric validity: does a metric order the calibration systems as their construction says?
 
-The expected orders live here, in one place, each with its reason. A metric's measured order is
-the order of the systems' mean values; agreement with the expected order is Kendall's tau over
-the pairs of systems the construction orders, with a percentile bootstrap CI over sessions
-(resampled within each system), and the oracle-vs-random difference is given as Cliff's delta.
-A metric passes when tau >= 0.8 and
-the CI's lower end is above 0. Nothing is tuned to pass: a failing metric is reported as failing.
+The expected orders live here, in one place, each with its reason; an order lists the systems
+best first, in the metric's direction as its family declares it (crseval.analysis.registry). A
+metric's measured order is the order of the systems' mean values; agreement with the expected
+order is Kendall's tau over the pairs of systems the construction orders, with a percentile
+bootstrap CI over sessions (resampled within each system), and the oracle-vs-random difference is
+given as Cliff's delta. A metric passes when tau >= 0.8 and the CI's lower end is above 0. Nothing
+is tuned to pass: a failing metric is reported as failing.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from crseval.analysis import registry
 from crseval.analysis.effects import cliffs_delta
 
 # The calibration systems, best to worst adaptation by construction.
@@ -33,9 +35,20 @@ ECHO_REASON = (
 class Expectation:
     metric: str
     order: tuple[str, ...]  # best first; "a=b" for systems expected to tie
-    higher_is_better: bool
     reason: str
     check: str = "adaptation"  # what the row tests: "adaptation" (the five adapting systems) or "echo"
+    # Only for a metric without a declared direction (a descriptive statistic): whether the
+    # construction predicts higher values for the systems listed first.
+    higher_first: bool | None = None
+
+    @property
+    def higher_is_better(self) -> bool:
+        declared = registry.session_column(self.metric).higher_is_better
+        if declared is None and self.higher_first is None:
+            raise ValueError(f"validity of {self.metric}: the metric has no direction; say `higher_first`")
+        if declared is not None and self.higher_first is not None:
+            raise ValueError(f"validity of {self.metric}: its direction is declared by its family, not here")
+        return declared if declared is not None else self.higher_first
 
     def ranks(self) -> dict[str, int]:
         return {system: rank for rank, group in enumerate(self.order, start=1) for system in group.split("=")}
@@ -45,72 +58,65 @@ EXPECTATIONS: tuple[Expectation, ...] = (
     Expectation(
         "tas",
         ADAPTATION_ORDER,
-        True,
         "TAS rewards replies that restate the current wishes: the oracle always does, lag-k does k turns late "
         "(later = fewer turns aligned), stubborn only in the first segment, random never",
     ),
-    Expectation("tas_cc", ADAPTATION_ORDER, True, "concept overlap with the user's turn, as for TAS"),
-    Expectation("tas_cr", ADAPTATION_ORDER, True, "weighted concept similarity with the user's turn, as for TAS"),
-    Expectation("tas_segment", ADAPTATION_ORDER, True, "TAS over the simulator's segments, as for TAS"),
+    Expectation("tas_cc", ADAPTATION_ORDER, "concept overlap with the user's turn, as for TAS"),
+    Expectation("tas_cr", ADAPTATION_ORDER, "weighted concept similarity with the user's turn, as for TAS"),
+    Expectation("tas_segment", ADAPTATION_ORDER, "TAS over the simulator's segments, as for TAS"),
     Expectation(
         "dst_f1",
         ADAPTATION_ORDER,
-        True,
         "the calibration systems report the constraints they serve: current, k turns old, first, none",
     ),
     Expectation(
         "rec_satisfaction",
         ADAPTATION_ORDER,
-        True,
         "recommended films satisfy the constraints served: current for the oracle, older ones for the others",
     ),
-    Expectation("missing_concepts", ADAPTATION_ORDER, False, "wished concepts the reply does not name, as for TAS"),
+    Expectation("missing_concepts", ADAPTATION_ORDER, "wished concepts the reply does not name, as for TAS"),
     Expectation(
         "recovery_rate_cosine",
         ("oracle", "lag1", "lag2", "stubborn=random"),
-        True,
         "within a window longer than two turns the oracle recovers first, lag-k k turns later; stubborn and "
         "random never follow a shift (random matches one by chance only)",
     ),
     Expectation(
         "tas_copying",
-        ("parrot", "oracle=lag1=lag2=stubborn=random"),
-        True,
-        "the parrot echoes the user's message; the others write their own sentence",
+        ("oracle=lag1=lag2=stubborn=random", "parrot"),
+        "the parrot echoes the user's message (copying is penalised: it ranks last); the others write their own "
+        "sentence",
     ),
-    Expectation("adherence_f1", ADAPTATION_ORDER, True, "replies name the current focus values, as for TAS"),
+    Expectation("adherence_f1", ADAPTATION_ORDER, "replies name the current focus values, as for TAS"),
     Expectation(
         "context_adaptation_score",
         ADAPTATION_ORDER,
-        True,
         "the legacy CAS claims to measure adaptation to topic shifts",
     ),
     Expectation(
         "topic_recovery_rate",
         ADAPTATION_ORDER,
-        True,
         "the legacy recovery rate claims to measure how often a system follows a detected shift",
     ),
     Expectation(
-        "cross_coherence", ADAPTATION_ORDER, True, "the legacy cross-coherence claims that replies fit the user's turn"
+        "cross_coherence", ADAPTATION_ORDER, "the legacy cross-coherence claims that replies fit the user's turn"
     ),
     Expectation(
         "cluster_silhouette",
         ADAPTATION_ORDER,
-        True,
         "replies that follow the shifts group by segment (clear clusters); replies k turns late blur the "
         "segments' edges; a stubborn system's replies stay on one topic and random ones on none",
+        higher_first=True,
     ),
-    Expectation("tas", ECHO_ORDER, True, ECHO_REASON + " (TAS subtracts gamma x copying for this)", "echo"),
-    Expectation("rec_satisfaction", ECHO_ORDER, True, ECHO_REASON, "echo"),
-    Expectation("adherence_f1", ECHO_ORDER, True, ECHO_REASON, "echo"),
-    Expectation("context_adaptation_score", ECHO_ORDER, True, ECHO_REASON, "echo"),
-    Expectation("topic_recovery_rate", ECHO_ORDER, True, ECHO_REASON, "echo"),
-    Expectation("cross_coherence", ECHO_ORDER, True, ECHO_REASON, "echo"),
+    Expectation("tas", ECHO_ORDER, ECHO_REASON + " (TAS subtracts gamma x copying for this)", "echo"),
+    Expectation("rec_satisfaction", ECHO_ORDER, ECHO_REASON, "echo"),
+    Expectation("adherence_f1", ECHO_ORDER, ECHO_REASON, "echo"),
+    Expectation("context_adaptation_score", ECHO_ORDER, ECHO_REASON, "echo"),
+    Expectation("topic_recovery_rate", ECHO_ORDER, ECHO_REASON, "echo"),
+    Expectation("cross_coherence", ECHO_ORDER, ECHO_REASON, "echo"),
     Expectation(
         "context_retention",
         ADAPTATION_ORDER,
-        True,
         "the legacy context retention (similarity of consecutive replies) is weighted into CAS as a merit; "
         "replies that keep the user's current context while following shifts should earn the most, a "
         "system that repeats one topic through every shift should not",
@@ -118,13 +124,11 @@ EXPECTATIONS: tuple[Expectation, ...] = (
     Expectation(
         "judge_personalization",
         ADAPTATION_ORDER,
-        True,
         "personalization is judged as following the user's wishes, changes of mind included",
     ),
     Expectation(
         "judge_coherence",
         ADAPTATION_ORDER,
-        True,
         "a reply that answers the previous request fits the dialogue; one that answers an older request "
         "or none breaks its thread",
     ),

@@ -20,19 +20,8 @@ _NAME = re.compile(NAME_PATTERN)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]+")
 
 
-class UnsafeNameError(ValueError):
-    """A name that cannot become part of a path; says which name and the rule."""
-
-
 def is_safe_name(name: object) -> bool:
     return isinstance(name, str) and _NAME.fullmatch(name) is not None
-
-
-def check_name(name: object, what: str) -> str:
-    """`name` unchanged if it follows the pattern, otherwise an error naming `what` and the rule."""
-    if not is_safe_name(name):
-        raise UnsafeNameError(f"{what} {name!r} is not a valid name: it must be {NAME_RULE}")
-    return name  # type: ignore[return-value]
 
 
 def safe_slug(name: str) -> str:

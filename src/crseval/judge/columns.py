@@ -3,6 +3,8 @@ the statistics and the figures, so that a criterion added here reaches all of th
 
 from __future__ import annotations
 
+from crseval.core.columns import Column
+
 CRITERIA = ("proactiveness", "coherence", "personalization")
 
 
@@ -24,16 +26,29 @@ def samples_column(criterion: str) -> str:
     return f"judge_{criterion}_scores"
 
 
+# The mean scores, in the order of CRITERIA: the judge's metrics.
 SCORE_COLUMNS = tuple(score_column(c) for c in CRITERIA)
-# the thesis table names the judge's means by the bare criterion
-THESIS_NAMES = {score_column(c): c for c in CRITERIA}
-COUNT_COLUMNS = ("judge_samples", "judge_valid_samples")
-TEXT_COLUMNS = frozenset(
-    {
-        *(rationale_column(c) for c in CRITERIA),
-        *(samples_column(c) for c in CRITERIA),
-        "judge_missing_reason",
-        "judge_raw_reply",
-        "judge_preferences_source",
-    }
+
+
+def _text(name: str, label: str) -> Column:
+    return Column(name, label, "text", dtype="string", metric=False)
+
+
+SESSION_COLUMNS = (
+    Column("judge_samples", "judge samples asked", "count", dtype="int64", metric=False),
+    Column("judge_valid_samples", "judge samples that parsed", "count", dtype="int64", metric=False),
+    _text("judge_preferences_source", "where the judge's summary of preferences came from"),
+    *(
+        column
+        for c in CRITERIA
+        for column in (
+            # the thesis table names the judge's means by the bare criterion
+            Column(score_column(c), f"judge: {c}", "1-5", True, thesis_name=c),
+            Column(spread_column(c), f"judge: {c} (SD over samples)", "score points", metric=False),
+            _text(rationale_column(c), f"judge: {c}, rationale"),
+            _text(samples_column(c), f"judge: {c}, every sample's score"),
+        )
+    ),
+    _text("judge_missing_reason", "why no judgement was recorded"),
+    _text("judge_raw_reply", "the judge's last unusable reply"),
 )

@@ -75,7 +75,6 @@ _ROLE_JOIN = re.compile(
 _ARTICLE_BEFORE = re.compile(r"\b(?:The|A|An)\s+$")
 _OF_NAME_AFTER = re.compile(r"^\s+of\s+(?:the\s+)?[A-Z]")
 _SUBTITLE_AFTER = re.compile(r"^\s*[:–—-]\s*[A-Z0-9]")
-_POSSESSIVE_BEFORE = re.compile(r"['’]s?\s+$")
 _POSSESSIVE_AFTER = re.compile(r"^['’]s\b")
 _WORD_BEFORE = re.compile(r"([\w'’-]+)[ \t]+$")
 _CAPITALISED_WORD_AFTER = re.compile(r"^[ \t]+([A-Z][\w-]*)")

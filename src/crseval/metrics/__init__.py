@@ -3,6 +3,7 @@
 Reads a session shard, the catalog index and (legacy CAS with LDA topics) the topic model; writes
 `scores/<system>/shard-<k>.sessions.parquet` and `.turns.parquet`. Families: grounded TAS
 (`grounded`), legacy CAS (`legacy_cas`), topic adherence (`adherence`), response statistics
-(`response_stats`), behind one interface (`family`) and run together by `scorer`; `registry`
-declares every column they write (label, range, direction, ground truth, thesis name).
+(`response_stats`), behind one interface (`family`) and run together by `scorer`. Each family
+declares every column it writes (label, range, direction, ground truth, thesis name) with
+crseval.core.columns.Column; crseval.analysis.registry gathers the declarations.
 """

@@ -13,9 +13,16 @@ from __future__ import annotations
 
 import math
 
+from crseval.core.columns import Column
 from crseval.metrics.basic import safe_mean
 
 NAN = math.nan
+
+SESSION_COLUMNS = tuple(
+    Column(f"adherence_{scope}{kind}", f"topic adherence {label}{where}", "0-1", True, ground_truth=True)
+    for scope, where in (("", ""), ("segment_", " (segment mean)"))
+    for kind, label in (("precision", "precision"), ("recall", "recall"), ("f1", "F1"))
+)
 
 
 def _matches(topic, reference) -> bool:
@@ -38,10 +45,7 @@ def adherence(extracted: set, references: set) -> tuple[float, float, float]:
 def score_session(turns: list[dict], system_topics: list[set]) -> dict:
     """`system_topics[i]`: topics of system turn i, as (field, value) concepts or strings."""
     if not all(t.get("user_meta") for t in turns):
-        return {
-            f"adherence_{k}": NAN
-            for k in ("precision", "recall", "f1", "segment_precision", "segment_recall", "segment_f1")
-        }
+        return {column.name: NAN for column in SESSION_COLUMNS}
     focus = [(t["user_meta"]["focus_field"], t["user_meta"]["focus_value"]) for t in turns]
     session = adherence(set().union(*system_topics) if system_topics else set(), set(focus))
     starts = [0] + [i for i, t in enumerate(turns) if t["user_meta"]["shift_event"]] + [len(turns)]
@@ -61,6 +65,8 @@ class AdherenceFamily:
     from the catalog extractor, or from an LLM with `scoring.adherence.extractor: llm`."""
 
     name = "adherence"
+    session_columns = SESSION_COLUMNS
+    turn_columns = ()
 
     def __init__(self, context):
         from crseval.metrics.topic_words import LlmTopics

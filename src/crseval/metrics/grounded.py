@@ -24,10 +24,54 @@ from dataclasses import dataclass
 import numpy as np
 
 from crseval.catalog.index import CatalogIndex
+from crseval.core.columns import Column
 from crseval.language.concepts import CONCEPT_FIELDS, ConceptMatcher
 from crseval.metrics.basic import cosine, jaccard, ngrams, safe_mean, words
 
 NAN = math.nan
+
+SESSION_COLUMNS = (
+    Column("tas", "grounded TAS", "-gamma to alpha + beta", True),
+    Column("tas_cc", "TAS: CC (concept Jaccard)", "0-1", True),
+    Column("tas_cr", "TAS: CR (concept cosine)", "0-1", True),
+    Column("tas_copying", "TAS: copying (I)", "0-1", False),
+    Column("hallucinated_concepts", "hallucinated concepts / turn", "concepts per turn", False),
+    Column("recommendation_rate", "turns recommending a catalog film", "0-1"),
+    Column("repeat_rate", "repeated recommendations", "0-1", False),
+    # the simulator's segments, shifts and gold constraints: NaN for sessions without them
+    Column("tas_segment", "segment TAS", "-gamma to alpha + beta", True, ground_truth=True),
+    Column("tas_segment_cc", "segment CC", "0-1", True, ground_truth=True),
+    Column("tas_segment_cr", "segment CR", "0-1", True, ground_truth=True),
+    Column("segments", "segments", "count", ground_truth=True),
+    Column("recovery_rate_jaccard", "recovery rate (Jaccard)", "0-1", True, ground_truth=True),
+    Column("recovery_delay_jaccard", "recovery delay (Jaccard, turns)", "turns", False, ground_truth=True),
+    Column("recovery_rate_cosine", "recovery rate (cosine)", "0-1", True, ground_truth=True),
+    Column("recovery_delay_cosine", "recovery delay (cosine, turns)", "turns", False, ground_truth=True),
+    Column("missing_concepts", "missing concepts / turn", "concepts per turn", False, ground_truth=True),
+    Column("dst_precision", "tracking precision (DST)", "0-1", True, ground_truth=True),
+    Column("dst_recall", "tracking recall (DST)", "0-1", True, ground_truth=True),
+    Column("dst_f1", "tracking F1 (DST)", "0-1", True, ground_truth=True),
+    Column("dst_joint_accuracy", "tracking joint accuracy (DST)", "0-1", True, ground_truth=True),
+    Column("rec_satisfaction", "recommendation satisfaction", "0-1", True, ground_truth=True),
+)
+TURN_COLUMNS = (
+    Column("cc", "CC(t)", "0-1", True),
+    Column("cr", "CR(t)", "0-1", True),
+    Column("copying", "I(t)", "0-1", False),
+    Column("tas", "TAS(t)", "-gamma to alpha + beta", True),
+    Column("user_concepts", "concepts in the user turn", "count"),
+    Column("system_concepts", "concepts in the reply", "count"),
+    Column("recommended", "catalog films recommended", "count"),
+    Column("repeated_recommendations", "films recommended again", "count", False),
+    Column("shift", "the user shifts at this turn", "true/false", ground_truth=True, dtype="bool", metric=False),
+    Column("missing_concepts", "missing concepts", "count", False, ground_truth=True),
+    Column("hallucinated_concepts", "hallucinated concepts", "count", False),
+    Column("dst_tp", "tracked constraints that are gold", "count", ground_truth=True),
+    Column("dst_pred", "tracked constraints", "count", ground_truth=True),
+    Column("dst_gold", "gold constraints", "count", ground_truth=True),
+    Column("dst_joint", "tracked = gold", "0 or 1", True, ground_truth=True),
+    Column("rec_satisfaction", "recommendation satisfaction", "0-1", True, ground_truth=True),
+)
 
 
 @dataclass(frozen=True)
@@ -113,154 +157,174 @@ def _prf(tp: int, n_pred: int, n_gold: int) -> tuple[float, float, float]:
     return precision, recall, f1
 
 
-def score_session(record: dict, space: ConceptSpace) -> tuple[dict, list[dict]]:
-    """Session-level and per-turn grounded metrics of one session record."""
-    s = space.settings
-    turns = record["turns"]
-    has_truth = all(t.get("user_meta") for t in turns)
-    rows = []
-    user_vectors, system_vectors, user_sets, system_sets = [], [], [], []
-    seen_titles: set[str] = set()
-    for turn in turns:
-        u_counts, s_counts = space.mentions(turn["user_text"]), space.mentions(turn["system_text"])
-        u_set, s_set = set(u_counts), set(s_counts)
-        u_vec, s_vec = space.vector(u_counts), space.vector(s_counts)
-        cc, cr = jaccard(u_set, s_set), cosine(u_vec, s_vec)
-        copy = copying(turn["system_text"], turn["user_text"])
-        recommended = list(turn.get("recommended_titles") or [])
-        row = {
-            "turn": turn["turn"],
-            "cc": cc,
-            "cr": cr,
-            "copying": copy,
-            "tas": tas_value(cc, cr, copy, s),
-            "user_concepts": len(u_set),
-            "system_concepts": len(s_set),
-            "recommended": len(recommended),
-            "repeated_recommendations": sum(1 for t in recommended if t in seen_titles),
-        }
-        seen_titles.update(recommended)
-        named = recommended + list(turn.get("mentioned_titles") or [])
-        supported = set().union(*(space.film_concepts(t) for t in named)) if named else set()
-        if has_truth:
-            meta = turn["user_meta"]
-            gold = {(c["field"], c["value"], c["negated"]) for c in meta["constraints"]}
-            wanted = {(f, v) for f, v, negated in gold if not negated and f in s.fields}
-            unwanted = {(f, v) for f, v, negated in gold if negated}
-            tracked = {(c["field"], c["value"], c["negated"]) for c in turn.get("system_constraints") or []}
-            satisfied = [
-                wanted <= space.film_concepts(t) and not (unwanted & space.film_concepts(t))
-                for t in recommended
-                if space.index.film_id(t) is not None
-            ]
-            row.update(
-                shift=bool(meta["shift_event"]),
-                missing_concepts=len(wanted - s_set),
-                hallucinated_concepts=len(s_set - wanted - u_set - supported),
-                dst_tp=len(tracked & gold),
-                dst_pred=len(tracked),
-                dst_gold=len(gold),
-                dst_joint=float(tracked == gold),
-                rec_satisfaction=float(np.mean(satisfied)) if satisfied else NAN,
-            )
-        else:
-            row.update(
-                shift=None,
-                missing_concepts=NAN,
-                hallucinated_concepts=len(s_set - u_set - supported),
-                dst_tp=NAN,
-                dst_pred=NAN,
-                dst_gold=NAN,
-                dst_joint=NAN,
-                rec_satisfaction=NAN,
-            )
-        rows.append(row)
-        user_vectors.append(u_vec)
-        system_vectors.append(s_vec)
-        user_sets.append(u_set)
-        system_sets.append(s_set)
+@dataclass
+class TurnConcepts:
+    """One turn's concepts: the sets CC compares and the weighted vectors CR compares."""
 
-    session = {
+    user: set
+    system: set
+    user_vector: dict
+    system_vector: dict
+
+
+def score_turn(turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth: bool) -> tuple[dict, TurnConcepts]:
+    """The per-turn row (CC, CR, I, TAS, recommendation and ground-truth counts) and the turn's concepts.
+
+    `seen_titles` holds the films recommended in earlier turns; this turn's are added to it."""
+    u_counts, s_counts = space.mentions(turn["user_text"]), space.mentions(turn["system_text"])
+    concepts = TurnConcepts(set(u_counts), set(s_counts), space.vector(u_counts), space.vector(s_counts))
+    cc, cr = jaccard(concepts.user, concepts.system), cosine(concepts.user_vector, concepts.system_vector)
+    copy = copying(turn["system_text"], turn["user_text"])
+    recommended = list(turn.get("recommended_titles") or [])
+    row = {
+        "turn": turn["turn"],
+        "cc": cc,
+        "cr": cr,
+        "copying": copy,
+        "tas": tas_value(cc, cr, copy, space.settings),
+        "user_concepts": len(concepts.user),
+        "system_concepts": len(concepts.system),
+        "recommended": len(recommended),
+        "repeated_recommendations": sum(1 for t in recommended if t in seen_titles),
+    }
+    seen_titles.update(recommended)
+    named = recommended + list(turn.get("mentioned_titles") or [])
+    supported = set().union(*(space.film_concepts(t) for t in named)) if named else set()
+    if has_truth:
+        row.update(_against_gold(turn, space, concepts, recommended, supported))
+    else:
+        row.update(
+            shift=None,
+            missing_concepts=NAN,
+            hallucinated_concepts=len(concepts.system - concepts.user - supported),
+            dst_tp=NAN,
+            dst_pred=NAN,
+            dst_gold=NAN,
+            dst_joint=NAN,
+            rec_satisfaction=NAN,
+        )
+    return row, concepts
+
+
+def _against_gold(turn: dict, space: ConceptSpace, concepts: TurnConcepts, recommended: list, supported: set) -> dict:
+    """A turn's reply against the simulator's gold constraints: missing, hallucinated, tracked, satisfied."""
+    meta = turn["user_meta"]
+    gold = {(c["field"], c["value"], c["negated"]) for c in meta["constraints"]}
+    wanted = {(f, v) for f, v, negated in gold if not negated and f in space.settings.fields}
+    unwanted = {(f, v) for f, v, negated in gold if negated}
+    tracked = {(c["field"], c["value"], c["negated"]) for c in turn.get("system_constraints") or []}
+    satisfied = [
+        wanted <= space.film_concepts(t) and not (unwanted & space.film_concepts(t))
+        for t in recommended
+        if space.index.film_id(t) is not None
+    ]
+    return {
+        "shift": bool(meta["shift_event"]),
+        "missing_concepts": len(wanted - concepts.system),
+        "hallucinated_concepts": len(concepts.system - wanted - concepts.user - supported),
+        "dst_tp": len(tracked & gold),
+        "dst_pred": len(tracked),
+        "dst_gold": len(gold),
+        "dst_joint": float(tracked == gold),
+        "rec_satisfaction": float(np.mean(satisfied)) if satisfied else NAN,
+    }
+
+
+def session_means(rows: list[dict]) -> dict:
+    """The session columns every session has, ground truth or not: means over turns, repeat rate."""
+    recommended = sum(r["recommended"] for r in rows)
+    return {
         "tas": safe_mean(r["tas"] for r in rows),
         "tas_cc": safe_mean(r["cc"] for r in rows),
         "tas_cr": safe_mean(r["cr"] for r in rows),
         "tas_copying": safe_mean(r["copying"] for r in rows),
         "hallucinated_concepts": safe_mean(r["hallucinated_concepts"] for r in rows),
         "recommendation_rate": safe_mean(float(r["recommended"] > 0) for r in rows),
-        "repeat_rate": (sum(r["repeated_recommendations"] for r in rows) / n)
-        if (n := sum(r["recommended"] for r in rows))
-        else NAN,
+        "repeat_rate": sum(r["repeated_recommendations"] for r in rows) / recommended if recommended else NAN,
     }
-    if not has_truth:
-        session.update(
-            {
-                key: NAN
-                for key in (
-                    "tas_segment",
-                    "tas_segment_cc",
-                    "tas_segment_cr",
-                    "segments",
-                    "recovery_rate_jaccard",
-                    "recovery_delay_jaccard",
-                    "recovery_rate_cosine",
-                    "recovery_delay_cosine",
-                    "missing_concepts",
-                    "dst_precision",
-                    "dst_recall",
-                    "dst_f1",
-                    "dst_joint_accuracy",
-                    "rec_satisfaction",
-                )
-            }
-        )
-        return session, rows
 
-    shift_turns = [i for i, r in enumerate(rows) if r["shift"]]
-    bounds = [0, *shift_turns, len(rows)]
-    segment_scores = []
+
+def segment_scores(rows: list[dict], concepts: list[TurnConcepts], settings: TasSettings) -> dict:
+    """TAS over the simulator's segments: a segment's CC and CR compare the union of its turns'
+    concepts (summed vectors), its I is the mean of its turns' I."""
+    bounds = [0, *(i for i, r in enumerate(rows) if r["shift"]), len(rows)]
+    scores = []
     for start, end in zip(bounds, bounds[1:]):
         if end <= start:
             continue
-        u_union, s_union = set().union(*user_sets[start:end]), set().union(*system_sets[start:end])
+        segment = concepts[start:end]
+        u_union, s_union = set().union(*(c.user for c in segment)), set().union(*(c.system for c in segment))
         u_sum, s_sum = Counter(), Counter()
-        for vec in user_vectors[start:end]:
-            u_sum.update(vec)
-        for vec in system_vectors[start:end]:
-            s_sum.update(vec)
+        for c in segment:
+            u_sum.update(c.user_vector)
+        for c in segment:
+            s_sum.update(c.system_vector)
         cc, cr = jaccard(u_union, s_union), cosine(dict(u_sum), dict(s_sum))
         copy = safe_mean(r["copying"] for r in rows[start:end])
-        segment_scores.append((cc, cr, tas_value(cc, cr, copy, s)))
-    session.update(
-        segments=len(segment_scores),
-        tas_segment=safe_mean(x[2] for x in segment_scores),
-        tas_segment_cc=safe_mean(x[0] for x in segment_scores),
-        tas_segment_cr=safe_mean(x[1] for x in segment_scores),
-    )
+        scores.append((cc, cr, tas_value(cc, cr, copy, settings)))
+    return {
+        "segments": len(scores),
+        "tas_segment": safe_mean(x[2] for x in scores),
+        "tas_segment_cc": safe_mean(x[0] for x in scores),
+        "tas_segment_cr": safe_mean(x[1] for x in scores),
+    }
+
+
+def recovery(rows: list[dict], settings: TasSettings) -> dict:
+    """Per variant (CC: Jaccard, CR: cosine), the share of shifts recovered within the window and the
+    mean delay of those recovered (NaN without shifts, or without a recovered one)."""
+    shift_turns = [i for i, r in enumerate(rows) if r["shift"]]
+    columns = {}
     for variant, key in (("jaccard", "cc"), ("cosine", "cr")):
         delays = []
         for shift in shift_turns:
-            window = rows[shift : shift + s.recovery_window]
-            delays.append(next((d for d, r in enumerate(window) if r[key] >= s.recovery_threshold), None))
+            window = rows[shift : shift + settings.recovery_window]
+            delays.append(next((d for d, r in enumerate(window) if r[key] >= settings.recovery_threshold), None))
         recovered = [d for d in delays if d is not None]
-        session[f"recovery_rate_{variant}"] = len(recovered) / len(delays) if delays else NAN
-        session[f"recovery_delay_{variant}"] = float(np.mean(recovered)) if recovered else NAN
+        columns[f"recovery_rate_{variant}"] = len(recovered) / len(delays) if delays else NAN
+        columns[f"recovery_delay_{variant}"] = float(np.mean(recovered)) if recovered else NAN
+    return columns
+
+
+def tracking(rows: list[dict]) -> dict:
+    """Missing concepts, the tracker's precision/recall/F1 (micro over turns), joint accuracy, satisfaction."""
     tp, pred, gold = (sum(r[k] for r in rows) for k in ("dst_tp", "dst_pred", "dst_gold"))
     precision, recall, f1 = _prf(tp, pred, gold)
-    session.update(
-        missing_concepts=safe_mean(r["missing_concepts"] for r in rows),
-        dst_precision=precision,
-        dst_recall=recall,
-        dst_f1=f1,
-        dst_joint_accuracy=safe_mean(r["dst_joint"] for r in rows),
-        rec_satisfaction=safe_mean(r["rec_satisfaction"] for r in rows),
-    )
-    return session, rows
+    return {
+        "missing_concepts": safe_mean(r["missing_concepts"] for r in rows),
+        "dst_precision": precision,
+        "dst_recall": recall,
+        "dst_f1": f1,
+        "dst_joint_accuracy": safe_mean(r["dst_joint"] for r in rows),
+        "rec_satisfaction": safe_mean(r["rec_satisfaction"] for r in rows),
+    }
+
+
+def score_session(record: dict, space: ConceptSpace) -> tuple[dict, list[dict]]:
+    """Session columns (SESSION_COLUMNS, in that order) and per-turn rows of one session record."""
+    turns = record["turns"]
+    has_truth = all(t.get("user_meta") for t in turns)
+    seen_titles: set[str] = set()
+    rows, concepts = [], []
+    for turn in turns:
+        row, turn_concepts = score_turn(turn, space, seen_titles, has_truth)
+        rows.append(row)
+        concepts.append(turn_concepts)
+    session = session_means(rows)
+    if has_truth:
+        session.update(segment_scores(rows, concepts, space.settings), **recovery(rows, space.settings))
+        session.update(tracking(rows))
+    else:
+        session.update({column.name: NAN for column in SESSION_COLUMNS if column.ground_truth})
+    return {column.name: session[column.name] for column in SESSION_COLUMNS}, rows
 
 
 class TasFamily:
     """Grounded TAS and its companions (registered as `tas`)."""
 
     name = "tas"
+    session_columns = SESSION_COLUMNS
+    turn_columns = TURN_COLUMNS
 
     def __init__(self, context):
         self.space = context.space

@@ -18,10 +18,28 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
+from crseval.core.columns import Column
 from crseval.metrics.basic import jaccard
 
 NAN = math.nan
 COMPONENTS = ("recovery", "delay", "interference", "cross_coherence", "context_retention")
+
+# The thesis table uses these names too.
+SESSION_COLUMNS = tuple(
+    Column(*spec, thesis_name=spec[0])
+    for spec in (
+        ("cross_coherence", "cross-coherence (legacy)", "0-1", True),
+        ("context_retention", "context retention (legacy)", "0-1", True),
+        ("topic_recovery_rate", "topic recovery rate (legacy)", "0-1", True),
+        ("avg_recovery_delay", "recovery delay (legacy, turns)", "turns", False),
+        ("topic_interference", "topic interference (legacy)", "0-1", False),
+        ("context_adaptation_score", "CAS (legacy)", "0-1", True),
+    )
+) + (Column("cas_shifts", "shifts detected (legacy)", "count"),)
+TURN_COLUMNS = (
+    Column("cas_sim", "similarity of the reply to the user turn (legacy)", "0-1", True),
+    Column("cas_shift", "the legacy CAS detects a shift here", "true/false", dtype="bool", metric=False),
+)
 
 
 @dataclass(frozen=True)
@@ -192,6 +210,8 @@ class CasFamily:
     topic words from LDA, the heuristic extractor or an LLM."""
 
     name = "cas"
+    session_columns = SESSION_COLUMNS
+    turn_columns = TURN_COLUMNS
 
     def __init__(self, context):
         from crseval.catalog.topics import TopicModel

@@ -29,9 +29,33 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from crseval.core.columns import Column
 from crseval.metrics.basic import ngram_counts, words
 
 NAN = math.nan
+
+# Descriptive statistics of the replies: no direction is better for a recommender (longer replies,
+# more distinct words), except where a column says so.
+SESSION_COLUMNS = (
+    Column("distinct_1", "distinct-1", "0-1"),
+    Column("distinct_2", "distinct-2", "0-1"),
+    Column("ttr", "type-token ratio", "0-1"),
+    Column("root_ttr", "root TTR", "types per sqrt(tokens)"),
+    Column("corrected_ttr", "corrected TTR", "types per sqrt(2 tokens)"),
+    Column("response_entropy", "word entropy", "bits"),
+    Column("self_bleu", "self-BLEU", "0-1"),
+    Column("surprisal", "surprisal (plot LM)", "bits per word"),
+    Column("perplexity", "perplexity (plot LM)", ">= 1"),
+    Column("response_words", "words per reply", "words"),
+    Column("empty_responses", "empty replies", "count", False),
+    Column("embedding_diversity", "embedding diversity", "0-2"),
+    Column("semantic_clusters", "semantic clusters", "count"),
+    Column("cluster_silhouette", "cluster silhouette", "-1 to 1"),
+    Column("intra_cluster_diversity", "diversity within clusters", "0-2"),
+    Column("inter_cluster_diversity", "diversity across clusters", "0-2"),
+    Column("persona_similarity", "persona similarity", "0-1", True, ground_truth=True),
+)
+TURN_COLUMNS = (Column("persona_similarity", "persona similarity", "0-1", True, ground_truth=True),)
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 
 
@@ -56,10 +80,6 @@ def ngram_table(responses: list[list[str]], orders: int) -> list[tuple[np.ndarra
         else:
             table.append((owner, words_, len(vocabulary)))
     return table
-
-
-def distinct_n(responses: list[list[str]], n: int) -> float:
-    return _distinct(ngram_table(responses, n)[n - 1])
 
 
 def _distinct(grams: tuple[np.ndarray, np.ndarray, int]) -> float:
@@ -388,6 +408,8 @@ class ResponseStatsFamily:
     persona similarity."""
 
     name = "response_stats"
+    session_columns = SESSION_COLUMNS
+    turn_columns = TURN_COLUMNS
 
     def __init__(self, context):
         from crseval.metrics.similarity import EmbeddingSimilarity

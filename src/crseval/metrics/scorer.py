@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from crseval.catalog.index import CatalogIndex
+from crseval.core.columns import Column
 from crseval.core.fields import CONCEPT_FIELDS
 from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.adherence import AdherenceFamily
@@ -24,6 +25,11 @@ from crseval.metrics.response_stats import ResponseStatsFamily
 from crseval.metrics.similarity import EmbeddingCache, SentenceEmbedder, TfidfSimilarity
 
 FAMILIES = {family.name: family for family in (TasFamily, CasFamily, AdherenceFamily, ResponseStatsFamily)}
+# What the scorer itself writes for every session, whatever families run.
+SESSION_COLUMNS = (
+    Column("turns", "turns", "count", dtype="int64", metric=False),
+    Column("shifts", "shifts of the simulated user", "count", ground_truth=True),
+)
 
 
 @dataclass

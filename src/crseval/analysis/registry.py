@@ -1,0 +1,108 @@
+"""The metric registry: every column of sessions.parquet and turns.parquet, as declared by its writer.
+
+The identifier columns (crseval.core.columns), the scorer and each metric family of
+crseval.metrics.scorer.FAMILIES, and the judge (crseval.judge.columns) declare their columns once;
+aggregate, statistics, validity, figures and the reports read label, range, direction, ground
+truth and thesis name from here. A column nobody declared is an error, not a float by default.
+"""
+
+from __future__ import annotations
+
+from crseval.core.columns import SESSION_ID_COLUMNS, TURN_ID_COLUMNS, Column
+from crseval.judge import columns as judge_columns
+from crseval.metrics import scorer
+
+
+def _by_name(*groups: tuple[Column, ...]) -> dict[str, Column]:
+    registry: dict[str, Column] = {}
+    for group in groups:
+        for column in group:
+            if column.name in registry and registry[column.name] != column:
+                raise ValueError(f"column {column.name} is declared twice, differently")
+            registry[column.name] = column
+    return registry
+
+
+# Who writes which columns, in table order: (writer, session columns, turn columns).
+WRITERS = (
+    ("identifiers", SESSION_ID_COLUMNS, TURN_ID_COLUMNS),
+    ("scorer", scorer.SESSION_COLUMNS, ()),
+    *((name, family.session_columns, family.turn_columns) for name, family in scorer.FAMILIES.items()),
+    ("judge", judge_columns.SESSION_COLUMNS, ()),
+)
+SESSION_COLUMNS = _by_name(*(session for _, session, _ in WRITERS))
+TURN_COLUMNS = _by_name(*(turn for _, _, turn in WRITERS))
+JUDGE_SCORES = judge_columns.SCORE_COLUMNS
+# model_metrics.csv name -> column, for the columns the thesis table names differently
+BY_THESIS_NAME = {c.thesis_name: c for c in SESSION_COLUMNS.values() if c.thesis_name}
+
+
+def session_column(name: str) -> Column:
+    """The declaration of a sessions.parquet column; KeyError naming it when nobody declared it."""
+    try:
+        return SESSION_COLUMNS[name]
+    except KeyError:
+        raise KeyError(f"sessions.parquet column {name!r} is declared by no metric family, the scorer or the judge")
+
+
+def label(name: str) -> str:
+    """A column's label for figures and tables (a model_metrics.csv thesis name is understood too)."""
+    column = SESSION_COLUMNS.get(name) or BY_THESIS_NAME.get(name)
+    return column.label if column else name.replace("_", " ")
+
+
+def thesis_name(name: str) -> str:
+    """The column's name in model_metrics.csv: the thesis table's name where it has one."""
+    column = SESSION_COLUMNS.get(name)
+    return column.thesis_name if column and column.thesis_name else name
+
+
+def metric_names(columns) -> list[str]:
+    """The metrics among `columns`, in their order (identifiers, counts, spreads and texts are not)."""
+    return [name for name in columns if session_column(name).metric]
+
+
+def undeclared(columns, table: str = "sessions") -> list[str]:
+    """The columns of a table that nobody declared."""
+    declared = SESSION_COLUMNS if table == "sessions" else TURN_COLUMNS
+    return [name for name in columns if name not in declared]
+
+
+DOCS_START, DOCS_END = "<!-- columns:start -->", "<!-- columns:end -->"
+
+
+def markdown_reference() -> str:
+    """The column reference of docs/metrics.md: one table per writer, sessions then turns."""
+
+    def direction(column: Column) -> str:
+        return {True: "higher", False: "lower", None: "–"}[column.higher_is_better]
+
+    lines = []
+    for table, position in (("sessions.parquet", 1), ("turns.parquet", 2)):
+        lines += [
+            f"### {table}",
+            "",
+            "| writer | column | label | range or unit | better | ground truth | thesis name |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for writer, *columns in WRITERS:
+            for c in columns[position - 1]:
+                truth, thesis = "needed" if c.ground_truth else "", c.thesis_name or ""
+                lines.append(f"| {writer} | `{c.name}` | {c.label} | {c.unit} | {direction(c)} | {truth} | {thesis} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def with_reference(document: str) -> str:
+    """`document` with the text between the column markers replaced by `markdown_reference()`."""
+    head, _, rest = document.partition(DOCS_START)
+    _, _, tail = rest.partition(DOCS_END)
+    return f"{head}{DOCS_START}\n{markdown_reference()}{DOCS_END}{tail}"
+
+
+if __name__ == "__main__":  # python -m crseval.analysis.registry docs/metrics.md: rewrite the column reference
+    import sys
+    from pathlib import Path
+
+    path = Path(sys.argv[1])
+    path.write_text(with_reference(path.read_text(encoding="utf-8")), encoding="utf-8")

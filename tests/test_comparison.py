@@ -1,0 +1,74 @@
+"""The `stats` stage as a library function: which tables it writes, and when, on synthetic sessions."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crseval.analysis import comparison
+
+SETTINGS = {
+    "alpha": 0.05,
+    "bootstrap_resamples": 50,
+    "seed": 3,
+    "metrics": ["tas", "rec_satisfaction", "dst_f1"],
+    "power": {"power": 0.8, "differences": {"tas": 0.1}},
+}
+
+
+def sessions(paired: bool = True) -> pd.DataFrame:
+    """Three systems, 10 sessions each; system c is better on TAS by 2 SD; the judge scored 2 samples."""
+    rng = np.random.default_rng(1)
+    rows = []
+    for system, offset in (("a", 0.0), ("b", 0.0), ("c", 1.0)):
+        for i in range(10):
+            scores = [int(rng.integers(3, 6)), int(rng.integers(3, 6))]
+            rows.append(
+                {
+                    "system": system,
+                    "session_id": f"{system}/{i}",
+                    "session_index": i,
+                    "seed": 1000 + i if paired or system != "c" else 2000 + i,  # paired: one seed per index
+                    "tas": rng.normal(offset, 0.5),
+                    "rec_satisfaction": rng.uniform(),
+                    "judge_coherence": float(np.mean(scores)),
+                    "judge_coherence_scores": json.dumps(scores),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_every_comparison_of_a_judged_experiment_is_written(tmp_path):
+    result = comparison.compare_systems(sessions(), SETTINGS, judged=True)
+    assert result.compared == ["tas", "rec_satisfaction", "judge_coherence"]
+    assert result.not_computed == ["dst_f1"] and result.paired_not_run == ""
+    assert set(result.tables) == {*comparison.TABLES, "reliability"}
+    assert set(result.texts) == {"summary", "power", "reliability_summary"}
+    paths = {name: tmp_path / name for name in [*result.tables, *result.texts]}
+    comparison.write(result, paths)
+    anova = pd.read_csv(paths["anova"])
+    assert list(anova["metric"]) == result.compared
+    assert anova.set_index("metric").loc["tas", "anova_p"] < 0.05  # the planted difference
+    assert (pd.read_csv(paths["correlations"])["judge"] == "judge_coherence").all()
+    assert paths["summary"].read_text().startswith("# Statistical comparison of systems")
+
+
+def test_without_the_judge_no_reliability_and_no_judge_scores():
+    result = comparison.compare_systems(sessions(), SETTINGS, judged=False)
+    assert "reliability" not in result.tables and "reliability_summary" not in result.texts
+    assert "judge_coherence" not in result.compared and result.tables["correlations"].empty
+
+
+def test_sessions_that_do_not_pair_get_no_paired_tests_and_the_reason():
+    result = comparison.compare_systems(sessions(paired=False), SETTINGS, judged=False)
+    assert result.paired_not_run and result.tables["paired"].empty
+    assert f"Not run: {result.paired_not_run}." in result.texts["summary"]
+
+
+def test_a_missing_output_path_is_an_error_not_a_skipped_table(tmp_path):
+    result = comparison.compare_systems(sessions(), SETTINGS, judged=False)
+    with pytest.raises(KeyError):
+        comparison.write(result, {"anova": tmp_path / "anova.csv"})

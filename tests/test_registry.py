@@ -1,0 +1,165 @@
+"""The metric registry: every column a writer produces is declared, once, and documented.
+
+The scorer runs every family on a simulated session (with ground truth) and an imported-like one
+(without); the judge judges one session against a loopback server. Their columns must be exactly
+the declared ones, a column declared as needing ground truth must be NaN without it, and
+docs/metrics.md must carry the registry's column reference as it is now.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import REPO, default_config
+from fake_servers import FakeOllama
+from test_judge import SESSION, make_judge, reply
+
+from crseval.analysis import aggregate, registry
+from crseval.analysis.validity import EXPECTATIONS
+from crseval.core.columns import SESSION_ID_COLUMNS, Column
+from crseval.language.concepts import ConceptMatcher
+from crseval.metrics.family import ScoringContext
+from crseval.metrics.grounded import ConceptSpace, TasSettings
+from crseval.metrics.response_stats import CLUSTER_KEYS
+from crseval.metrics.scorer import FAMILIES, Scorer
+from crseval.metrics.similarity import TfidfSimilarity
+from crseval.simulate.agents import AgentSettings, TemplateAgent
+from crseval.simulate.sessions import SessionContext, run_session, session_seed
+from crseval.simulate.user import SimulatorSettings, Templates
+
+SESSION_IDS = {c.name for c in SESSION_ID_COLUMNS} - {"shard"}  # the shard is added by aggregate
+
+
+@pytest.fixture(scope="module")
+def scored(demo_index):
+    """Every family on one simulated session and the same session stripped of its ground truth."""
+    matcher = ConceptMatcher(demo_index.concepts, demo_index.films)
+    context = SessionContext(
+        demo_index,
+        matcher,
+        Templates.load(REPO / "resources" / "templates" / "user.yaml"),
+        SimulatorSettings(shift_every=2),
+        6,
+        "0" * 64,
+    )
+    seed = session_seed(3, 0)
+    agent = TemplateAgent(demo_index, matcher, AgentSettings(), seed)
+    simulated = run_session(context, "template", agent, 0, seed, "0" * 64)
+    imported = {
+        **simulated,
+        "session_id": "template/imported",
+        "liked_titles": [],
+        "turns": [{k: v for k, v in t.items() if k != "user_meta"} for t in simulated["turns"]],
+    }
+    settings = default_config()["scoring"]
+    settings = {
+        **settings,
+        "metrics": list(FAMILIES),
+        "cas": {**settings["cas"], "topics": "heuristic", "similarity": "tfidf"},
+        "response_stats": {**settings["response_stats"], "embeddings": False, "persona_similarity": "tfidf"},
+    }
+    tas = TasSettings.from_config(settings["tas"])
+    tfidf = TfidfSimilarity(demo_index.films["name"].tolist(), demo_index.films["plot"].tolist())
+    scoring = ScoringContext(
+        index=demo_index,
+        settings=settings,
+        space=ConceptSpace(demo_index, matcher, tas),
+        lda_dir=None,
+        llm_factory=None,
+        make_tfidf=lambda: tfidf,
+        make_embedder=lambda: pytest.fail("no embeddings in this test"),
+    )
+    return Scorer([family(scoring) for family in FAMILIES.values()]).score([simulated, imported])
+
+
+def test_the_scorer_writes_exactly_the_declared_columns(scored):
+    sessions, turns = scored
+    declared = [c.name for _, columns, _ in registry.WRITERS[1:-1] for c in columns]  # scorer and families
+    assert sorted(set(sessions.columns) - SESSION_IDS) == sorted(declared)
+    declared_turns = {c.name for _, _, columns in registry.WRITERS for c in columns} - {"shard"}
+    assert set(turns.columns) == declared_turns
+    assert registry.undeclared(sessions.columns) == [] and registry.undeclared(turns.columns, "turns") == []
+
+
+def test_ground_truth_columns_are_exactly_those_missing_without_it(scored):
+    sessions, _ = scored
+    simulated, imported = sessions.iloc[0], sessions.iloc[1]
+    for column in registry.SESSION_COLUMNS.values():
+        if column.name not in sessions or not column.metric:
+            continue
+        if column.ground_truth:
+            assert math.isnan(imported[column.name]), column.name
+        elif column.name not in (*CLUSTER_KEYS, "embedding_diversity"):
+            # every other metric has a value without ground truth (the clusters need embeddings, off here)
+            assert not pd.isna(imported[column.name]), column.name
+    measured = [c for c in registry.SESSION_COLUMNS.values() if c.ground_truth and c.name in sessions]
+    assert sum(not pd.isna(simulated[c.name]) for c in measured) >= len(measured) - 2  # delays: NaN if none recovered
+
+
+def test_the_judge_writes_exactly_its_declared_columns(small_index):
+    matcher = ConceptMatcher(small_index.concepts, small_index.films)
+    with FakeOllama(content=lambda body: reply()) as server:
+        row = make_judge(server, matcher, samples=2).judge_session(SESSION)
+    judge = {c.name for c in registry.WRITERS[-1][1]}
+    assert set(row) - {"system", "session_id", "session_index"} == judge
+    with FakeOllama(content=lambda body: "not json") as server:
+        failed = make_judge(server, matcher, retries=0).judge_session(SESSION)
+    assert set(failed) == set(row) and failed["judge_missing_reason"]
+
+
+def test_a_column_nobody_declared_stops_the_aggregate():
+    frame = pd.DataFrame({"system": ["a"], "session_id": ["a/0"], "tas": [0.1], "tas_bonus": [1.0]})
+    with pytest.raises(ValueError, match="tas_bonus"):
+        aggregate.to_table(frame)
+    assert aggregate.to_table(frame.drop(columns="tas_bonus")).schema.field("tas").type == "double"
+
+
+def test_a_column_is_declared_once():
+    twice = (Column("x", "x", "0-1", True),), (Column("x", "x", "0-1", False),)
+    with pytest.raises(ValueError, match="declared twice"):
+        registry._by_name(*twice)
+
+
+def test_docs_carry_the_column_reference_as_declared():
+    document = (REPO / "docs" / "metrics.md").read_text(encoding="utf-8")
+    assert registry.with_reference(document) == document, (
+        "docs/metrics.md: rewrite the column reference with `.venv/bin/python -m crseval.analysis.registry "
+        "docs/metrics.md`"
+    )
+    reference = document.partition(registry.DOCS_START)[2].partition(registry.DOCS_END)[0]
+    for name in {*registry.SESSION_COLUMNS, *registry.TURN_COLUMNS}:
+        assert f"| `{name}` |" in reference, name
+    stale = registry.with_reference(document.replace("| `tas_copying` |", "| `tas_copy` |"))
+    assert stale != document.replace("| `tas_copying` |", "| `tas_copy` |")
+
+
+def test_every_validity_expectation_reads_a_declared_direction():
+    for expectation in EXPECTATIONS:
+        column = registry.session_column(expectation.metric)
+        assert column.metric and isinstance(expectation.higher_is_better, bool), expectation.metric
+
+
+def test_configured_metrics_are_declared_metrics():
+    for name in default_config()["stats"]["metrics"]:
+        assert registry.session_column(name).metric, name
+    with pytest.raises(KeyError, match="declared by no metric family"):
+        registry.session_column("tas_bonus")
+
+
+def test_model_metrics_use_thesis_names_and_skip_what_is_not_a_metric():
+    sessions = pd.DataFrame(
+        {
+            "system": ["a", "a"],
+            "session_id": ["a/0", "a/1"],
+            "turns": [6, 6],
+            "judge_coherence": [4.0, 5.0],
+            "judge_coherence_sd": [0.5, np.nan],
+            "topic_recovery_rate": [0.2, 0.4],
+        }
+    )
+    table = aggregate.model_metrics(sessions)
+    assert table.loc[0, "coherence"] == 4.5 and table.loc[0, "topic_recovery_rate"] == pytest.approx(0.3)
+    assert not {"turns", "judge_coherence_sd", "judge_coherence"} & set(table.columns)
