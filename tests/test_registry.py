@@ -21,11 +21,8 @@ from crseval.analysis import aggregate, registry
 from crseval.analysis.validity import EXPECTATIONS
 from crseval.core.columns import SESSION_ID_COLUMNS, Column
 from crseval.language.concepts import ConceptMatcher
-from crseval.metrics.family import ScoringContext
-from crseval.metrics.grounded import ConceptSpace, TasSettings
 from crseval.metrics.response_stats import CLUSTER_KEYS
-from crseval.metrics.scorer import FAMILIES, Scorer
-from crseval.metrics.similarity import TfidfSimilarity
+from crseval.metrics.scorer import FAMILIES, build_scorer
 from crseval.simulate.agents import AgentSettings, TemplateAgent
 from crseval.simulate.sessions import SessionContext, run_session, session_seed
 from crseval.simulate.user import SimulatorSettings, Templates
@@ -34,7 +31,7 @@ SESSION_IDS = {c.name for c in SESSION_ID_COLUMNS} - {"shard"}  # the shard is a
 
 
 @pytest.fixture(scope="module")
-def scored(demo_index):
+def scored(demo_index, catalog_files):
     """Every family on one simulated session and the same session stripped of its ground truth."""
     matcher = ConceptMatcher(demo_index.concepts, demo_index.films)
     context = SessionContext(
@@ -61,18 +58,14 @@ def scored(demo_index):
         "cas": {**settings["cas"], "topics": "heuristic", "similarity": "tfidf"},
         "response_stats": {**settings["response_stats"], "embeddings": False, "persona_similarity": "tfidf"},
     }
-    tas = TasSettings.from_config(settings["tas"])
-    tfidf = TfidfSimilarity(demo_index.films["name"].tolist(), demo_index.films["plot"].tolist())
-    scoring = ScoringContext(
-        index=demo_index,
-        settings=settings,
-        space=ConceptSpace(demo_index, matcher, tas),
+    scorer = build_scorer(
+        films=catalog_files / "films.parquet",
+        concepts=catalog_files / "concepts.parquet",
         lda_dir=None,
-        llm_factory=None,
-        make_tfidf=lambda: tfidf,
-        make_embedder=lambda: pytest.fail("no embeddings in this test"),
+        settings=settings,
+        embedding_cache=None,
     )
-    return Scorer([family(scoring) for family in FAMILIES.values()]).score([simulated, imported])
+    return scorer.score([simulated, imported])
 
 
 def test_the_scorer_writes_exactly_the_declared_columns(scored):

@@ -152,6 +152,15 @@ def kendall_tau(expected_rank: list[float], measured: list[float]) -> float:
     return (concordant - discordant) / ordered if ordered else 0.0
 
 
+NOT_MEASURED = {
+    "measured_order": None,
+    "tau": np.nan,
+    "tau_ci_low": np.nan,
+    "tau_ci_high": np.nan,
+    "oracle_vs_random_cliffs_delta": np.nan,
+}
+
+
 def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000, seed: int = 0) -> dict:
     """One row of the validity table for one metric: measured order, tau with CI, effect, verdict."""
     ranks = expectation.ranks()
@@ -163,28 +172,12 @@ def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000,
         "reason": expectation.reason,
     }
     if expectation.metric not in frame or len(systems) < 3:
-        return {
-            **row,
-            "measured_order": None,
-            "tau": np.nan,
-            "tau_ci_low": np.nan,
-            "tau_ci_high": np.nan,
-            "oracle_vs_random_cliffs_delta": np.nan,
-            "verdict": "not measured",
-        }
+        return {**row, **NOT_MEASURED, "verdict": "not measured"}
     sign = 1.0 if expectation.higher_is_better else -1.0
     values = {s: frame.loc[frame["system"] == s, expectation.metric].to_numpy(float) for s in systems}
     values = {s: v[~np.isnan(v)] for s, v in values.items()}
     if any(len(v) == 0 for v in values.values()):
-        return {
-            **row,
-            "measured_order": None,
-            "tau": np.nan,
-            "tau_ci_low": np.nan,
-            "tau_ci_high": np.nan,
-            "oracle_vs_random_cliffs_delta": np.nan,
-            "verdict": "not measured (a system has no value)",
-        }
+        return {**row, **NOT_MEASURED, "verdict": "not measured (a system has no value)"}
     expected_rank = [ranks[s] for s in systems]
     means = [sign * float(np.mean(values[s])) for s in systems]
     tau = kendall_tau(expected_rank, means)
