@@ -255,9 +255,9 @@ def test_snakemake_prints_every_problem_naming_its_key(workflow_copy):
     assert "Failed validating" not in output  # no schema dump
 
 
-def test_snakemake_still_fills_the_schema_defaults(workflow_copy):
+def test_snakemake_fills_the_schema_defaults(workflow_copy):
     config = default_config()
-    del config["sessions"]["source"]  # default: simulate
+    del config["sessions"]["source"], config["agent"], config["stats"]["power"]  # a key, a section, a nested section
     result = run_snakemake(workflow_copy, "-n", "--configfile", str(write_config(workflow_copy, config)))
     assert "rule simulate:" in result.stdout + result.stderr
 

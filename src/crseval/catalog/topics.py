@@ -31,11 +31,11 @@ SETTINGS_FILE = "settings.json"
 class LdaSettings:
     """Every knob of training and inference; the `lda` section of the config."""
 
-    num_topics: int = 50
-    passes: int = 15
-    iterations: int = 50
+    num_topics: int = 12
+    passes: int = 20
+    iterations: int = 100
     random_state: int = 42
-    no_below: int = 5
+    no_below: int = 2
     no_above: float = 0.5
     min_token_length: int = 3
     lemmatize: bool = True

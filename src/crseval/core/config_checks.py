@@ -7,10 +7,15 @@ written in the YAML file (`systems[2].backend.type`). The schema states what one
 several values (sums, ordering, unique names). Without them the pipeline runs and gives silently
 wrong numbers, or fails late with an exception that names no key. config/README.md ("Validation")
 lists the rules.
+
+A setting the schema gives a `default` may be left out: `fill_defaults` writes the default in, so
+that a config written before the setting existed keeps working, and every rule (and the provenance
+record) sees the value the run uses.
 """
 
 from __future__ import annotations
 
+import copy
 import functools
 import math
 from pathlib import Path
@@ -45,22 +50,49 @@ def key_path(path) -> str:
     return text or "config"
 
 
+def fill_defaults(config: Any, schema_path: str | Path = SCHEMA_PATH) -> None:
+    """Write the schema's default into `config`, in place, for every setting it leaves out.
+
+    A section that is left out and has a default (`{}`) is created, then filled key by key, so an old
+    config gains whole sections added since. Values of the wrong shape are left for check_config.
+    """
+    _fill(config, load_schema(str(schema_path)))
+
+
+def _fill(value: Any, schema: dict) -> None:
+    if not isinstance(value, dict):
+        return
+    for key, sub in schema.get("properties", {}).items():
+        if key not in value and "default" in sub:
+            value[key] = copy.deepcopy(sub["default"])
+        if key in value:
+            _fill(value[key], sub)
+
+
 def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH) -> None:
     """Raise one ConfigError listing every problem of `config`; return if there is none.
 
-    The config is not changed: the schema's defaults are filled by snakemake's `validate`, which
-    the Snakefile calls after this.
+    The config is checked as the workflow uses it, with the schema's defaults filled in (on a copy:
+    `config` is not changed), so that the rules that relate values see the defaults too.
     """
-    problems = [*_schema_problems(config, str(schema_path)), *_rule_problems(config)]
+    filled = copy.deepcopy(config)
+    fill_defaults(filled, schema_path)
+    problems = [*_schema_problems(filled, str(schema_path)), *_rule_problems(filled)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
 
 
 @functools.lru_cache(maxsize=4)
-def _validator(schema_path: str) -> Draft202012Validator:
+def load_schema(schema_path: str | Path = SCHEMA_PATH) -> dict:
+    """The config schema, checked against the JSON Schema meta-schema (one shared copy: do not change it)."""
     schema = yaml.safe_load(Path(schema_path).read_text())
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    return schema
+
+
+@functools.lru_cache(maxsize=4)
+def _validator(schema_path: str) -> Draft202012Validator:
+    return Draft202012Validator(load_schema(schema_path))
 
 
 def _schema_problems(config: Any, schema_path: str) -> Iterator[str]:

@@ -48,7 +48,7 @@ class LLMRequest:
 
     messages: tuple[tuple[str, str], ...]  # (role, content)
     temperature: float = 0.7
-    max_tokens: int = 128
+    max_tokens: int = 48
     seed: int = 0
     top_p: float = 0.95
     json_schema: dict | None = None

@@ -22,7 +22,7 @@ class RetryPolicy:
     RNG, so runs stay reproducible. A server's Retry-After is honoured (up to `max_wait_s`)."""
 
     max_retries: int = 3
-    backoff_s: float = 1.0
+    backoff_s: float = 2.0
     max_wait_s: float = 300.0
 
     def delay(self, attempt: int, key: str = "", retry_after_s: float | None = None) -> float:

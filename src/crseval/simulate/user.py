@@ -41,7 +41,7 @@ class SimulatorTextError(RuntimeError):
 
 @dataclass(frozen=True)
 class SimulatorSettings:
-    shift_every: int = 3
+    shift_every: int = 2
     field_order: tuple[str, ...] = ("genre", "actor", "director", "writer", "language", "year")
     contradiction_rate: float = 0.1
     accept_rate: float = 0.7
