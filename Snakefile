@@ -1,19 +1,32 @@
 """crseval: evaluate conversational recommender systems under user preference shifts.
 
 Run the default experiment with `snakemake --cores 2`; choose another experiment with
-`--configfile config/<name>.yaml`. Outputs go to results/<experiment>/.
+`--configfile config/<name>.yaml`. Outputs go to results/<experiment>/ of the working directory.
+Another workflow may use this one as a module (`module crseval: snakefile: "<checkout>/Snakefile"`,
+`use rule * from crseval`): its folder holds the config and the results, this one the code.
 """
 
 import sys
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
+from snakemake.sourcecache import LocalSourceFile
+
+# This workflow's own folder (not the working directory, nor the folder of a workflow that uses
+# this one as a module): its library, rule scripts and shipped resources are read from there.
+if not isinstance(workflow.current_basedir, LocalSourceFile):
+    raise WorkflowError(
+        f"crseval runs from a local checkout, not from {workflow.current_basedir}: clone the repository "
+        "and name its Snakefile by path in the module statement"
+    )
+WORKFLOW_DIR = Path(workflow.current_basedir.get_path_or_uri(secret_free=False))
 # The workflow plans with the library of this source tree, as its rule scripts run with it
 # (workflow/scripts/source_tree.py), whatever crseval is installed.
-sys.path.insert(0, str(Path(workflow.basedir) / "src"))
+sys.path.insert(0, str(WORKFLOW_DIR / "src"))
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
-from crseval.core.config_checks import SCHEMA_PATH, check_config
+from crseval.core.config_checks import check_config, fill_defaults
 
 min_version("9.0")
 
@@ -25,10 +38,11 @@ if not workflow.config_settings.configfiles:
     configfile: "config/config.yaml"
 
 
-# Every problem of the config at once, each named by its key path, including the rules that relate
-# several values (crseval.core.config_checks); snakemake's validate then fills the schema's defaults.
-check_config(config, SCHEMA_PATH)
-validate(config, str(SCHEMA_PATH))
+# The schema's default of every setting the config leaves out, so that rules, params and provenance
+# see the values the run uses; then every problem of the config at once, each named by its key path,
+# including the rules that relate several values (crseval.core.config_checks).
+fill_defaults(config)
+check_config(config)
 
 
 report: "workflow/report/workflow.rst"
@@ -42,6 +56,7 @@ include: "workflow/rules/simulate.smk"
 include: "workflow/rules/score.smk"
 include: "workflow/rules/judge.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/stats.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/validity.smk"
 include: "workflow/rules/provenance.smk"

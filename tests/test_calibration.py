@@ -5,13 +5,14 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO
+import yaml
+from conftest import REPO, default_config
 
 from crseval.analysis.validity import EXPECTATIONS, assess, cliffs_delta, kendall_tau
 from crseval.language.concepts import ConceptMatcher
 from crseval.metrics import grounded
 from crseval.simulate.agents import AgentSettings, TemplateAgent
-from crseval.simulate.calibration import make_calibration_agent
+from crseval.simulate.calibration import calibration_roles, make_calibration_agent
 from crseval.simulate.sessions import SessionContext, run_session, session_seed
 from crseval.simulate.user import SimulatorSettings, Templates
 
@@ -150,3 +151,20 @@ def test_the_echo_check_fails_a_metric_that_rewards_copying():
     assert rows["echo"]["verdict"] == "fail"
     # 14 ordered pairs (parrot = stubborn tied); the parrot above oracle, lag1, lag2: 3 discordant
     assert rows["echo"]["tau"] == pytest.approx((11 - 3) / 14)
+
+
+def test_calibration_roles_name_the_systems_the_expected_orders_rank():
+    systems = yaml.safe_load((REPO / "config" / "calibration.yaml").read_text())["systems"]
+    systems += default_config()["systems"]  # LLM and template systems: under test, no role
+    roles = calibration_roles(systems)
+    assert roles == {
+        "oracle": "oracle",
+        "lag1": "lag1",
+        "lag2": "lag2",
+        "stubborn": "stubborn",
+        "random": "random",
+        "parrot": "parrot",
+    }
+    ranked = {name for e in EXPECTATIONS for group in e.order for name in group.split("=")}
+    assert set(roles.values()) <= ranked
+    assert calibration_roles([{"name": "late", "agent": "lagging", "lag": 3}]) == {"late": "lag3"}

@@ -14,8 +14,22 @@ from conftest import REPO, default_config
 from fake_servers import FakeOpenAI
 from test_sessions import arguments, read_jsonl
 
+from crseval import provenance
 from crseval.core.config_checks import ConfigError, check_config
-from crseval.core.experiment import effective, judge_concurrency, simulate_concurrency, without_runtime
+from crseval.core.experiment import (
+    effective,
+    embedding_users,
+    judge_backends,
+    judge_concurrency,
+    judge_threads,
+    scoring_backends,
+    scoring_threads,
+    simulate_concurrency,
+    system_backends,
+    system_threads,
+    uses_llm,
+    without_runtime,
+)
 from crseval.simulate.shard import build_shard_runner
 
 HERE = Path(__file__).parent
@@ -144,7 +158,7 @@ def test_concurrency_changes_no_identity_and_in_process_models_stay_at_one():
     config["llm"]["concurrency"] = 8
     assert simulate_concurrency(openai_system("x"), config) == 8  # the global default
     assert simulate_concurrency({"name": "t", "agent": "template"}, config) == 1  # no LLM call to overlap
-    assert effective(8, [{"type": "llamacpp"}]) == 1 and effective(8, [{"type": "ollama"}]) == 8
+    assert effective(8, {"a": {"type": "llamacpp"}}) == 1 and effective(8, {"a": {"type": "ollama"}}) == 8
     config["judge"] = {**config["judge"], "enabled": True, "backend": {"type": "openai", "model": "j", "base_url": "x"}}
     assert judge_concurrency(config) == 8
     config["judge"]["concurrency"] = 3
@@ -160,3 +174,60 @@ def test_concurrency_above_one_for_an_in_process_model_is_a_config_error():
     config["systems"][llamacpp]["concurrency"] = 1
     config["llm"]["concurrency"] = 16  # the global default is simply not applied to in-process models
     check_config(config)
+
+
+OLLAMA = {"type": "ollama", "model": "m:1b", "host": "http://127.0.0.1:1"}
+OPTIONS = {"temperature": 0.2, "top_p": 0.95, "max_tokens": 32}
+
+
+def test_one_answer_to_which_llms_a_simulate_or_judge_job_calls():
+    """Threads, concurrency and the provenance record read the same backends (crseval.core.experiment)."""
+    config = default_config()
+    config["llm"]["threads"] = 4
+    systems = {system["name"]: system for system in config["systems"]}
+    qwen, template = systems["qwen-grounded"], systems["template"]
+    assert system_backends(template, config) == {} and not uses_llm(system_backends(template, config))
+    assert system_threads(template, config) == 1 and simulate_concurrency(template, config) == 1
+    assert system_backends(qwen, config) == {"systems.qwen-grounded": qwen["backend"]}
+    assert system_threads(qwen, config) == 4  # llama.cpp in the job's process
+    # a served paraphraser makes every system call an LLM, in-process or not
+    config["simulator"]["paraphrase"] = {"enabled": True, "backend": OLLAMA, "options": OPTIONS}
+    assert system_backends(template, config) == {"simulator.paraphrase": OLLAMA}
+    assert system_threads(template, config) == 1 and simulate_concurrency(template, config) == 1
+    assert system_threads(qwen, config) == 4
+    assert judge_backends(config) == {"judge": config["judge"]["backend"]} and judge_threads(config) == 4
+    assert [user for user, _ in provenance.backends_used(config)] == [
+        "systems.qwen-grounded",
+        "simulator.paraphrase",
+        "systems.qwen-ungrounded",
+        "systems.gemma-grounded",
+        "judge",
+    ]
+    config["judge"] = {"enabled": False}
+    assert judge_backends(config) == {} and judge_threads(config) == 1 and judge_concurrency(config) == 1
+    # imported sessions: no simulate job, so no system's LLM is called
+    config["sessions"]["source"] = "import"
+    assert [user for user, _ in provenance.backends_used(config)] == []
+
+
+def test_a_score_job_takes_threads_only_for_a_model_of_a_family_it_computes():
+    """The score job's threads once counted the LLM and embedding settings of families not in
+    scoring.metrics (and a served LLM as in-process), where provenance counted only the families run."""
+    config = default_config()
+    config["llm"]["threads"] = 4
+    scoring = config["scoring"]
+    scoring["metrics"] = ["tas", "cas", "adherence"]
+    assert scoring["response_stats"]["embeddings"] is True  # set, but response_stats does not run
+    assert embedding_users(config) == [] and scoring_threads(config) == 1
+    scoring["metrics"].append("response_stats")
+    assert embedding_users(config) == ["scoring.response_stats.embeddings"] and scoring_threads(config) == 4
+    # an LLM topic extractor: a server takes no thread of the job, llama.cpp in its process all of them
+    scoring["response_stats"]["embeddings"] = False
+    scoring["cas"].update(topics="llm", llm={"backend": OLLAMA, "options": OPTIONS})
+    assert scoring_backends(config) == {"scoring.cas": OLLAMA} and scoring_threads(config) == 1
+    scoring["cas"]["llm"]["backend"] = {"type": "llamacpp", "model": "qwen2.5-coder-0.5b-instruct"}
+    assert scoring_threads(config) == 4
+    assert ("scoring.cas", scoring["cas"]["llm"]["backend"]) in provenance.backends_used(config)
+    scoring["metrics"].remove("cas")
+    assert scoring_backends(config) == {} and scoring_threads(config) == 1
+    assert all(user != "scoring.cas" for user, _ in provenance.backends_used(config))

@@ -32,6 +32,7 @@ REQUIRED_PACKAGES = {
     "wordfreq",
 }
 SECRET = "s3cret-Pa55"
+PROMPTS = ("crs_grounded.txt", "crs_ungrounded.txt", "judge.txt")  # sorted, as the rule lists them
 
 
 @pytest.fixture
@@ -121,7 +122,7 @@ def test_gguf_path_models_are_hashed_and_become_rule_inputs(tmp_path):
     gguf.write_bytes(b"GGUF" + b"\x00" * 1000)
     config = default_config()
     config["judge"]["backend"] = {"type": "llamacpp", "model": str(gguf), "n_ctx": 512}
-    assert provenance.rule_inputs(config)["models"] == [str(gguf)]
+    assert provenance.rule_inputs(config, REPO)["models"] == [str(gguf)]
     entry = next(m for m in provenance.describe_models(config) if m["used_by"] == ["judge"])
     assert entry["file"]["sha256"] == hashlib.sha256(gguf.read_bytes()).hexdigest()
     assert entry["file"]["sha256_source"] == "computed"
@@ -203,8 +204,28 @@ def test_only_what_the_config_uses_is_recorded():
     config["sessions"].update(source="import", import_paths=str(REPO / "tests" / "data" / "*.nothing"))
     assert provenance.backends_used(config) == [] and provenance.prompts_used(config) == {}
     assert provenance.embedding_users(config) == []
-    inputs = provenance.rule_inputs(config)
+    inputs = provenance.rule_inputs(config, REPO)
     assert inputs["prompts"] == [] and inputs["templates"] == [] and inputs["logs"] == []
+
+
+def test_shipped_files_are_recorded_where_the_workflow_reads_them(tmp_path, no_git_above, monkeypatch):
+    """Run from another folder (the workflow used as a module), the config's resources/ paths name
+    the workflow's files: the rule depends on those, and the record hashes them."""
+    monkeypatch.chdir(tmp_path)
+    config = default_config()
+    inputs = provenance.rule_inputs(config, REPO)
+    assert inputs["catalog"] == str(REPO / config["catalog"]["path"])
+    assert inputs["prompts"] == [str(REPO / "resources/prompts" / name) for name in PROMPTS]
+    record = provenance.build(config, source_dir=REPO, hash_cache=tmp_path / "hashes.json")
+    judge = next(entry for entry in record["prompts"] if entry["used_by"] == ["judge"])
+    assert judge["path"] == "resources/prompts/judge.txt" and judge["read_from"] == str(REPO / judge["path"])
+    assert judge["sha256"] == hashlib.sha256((REPO / judge["path"]).read_bytes()).hexdigest()
+    # a user's own copy at the same path is the one read
+    (tmp_path / "resources/prompts").mkdir(parents=True)
+    (tmp_path / "resources/prompts/judge.txt").write_text("Judge {conversation}\n")
+    assert provenance.rule_inputs(config, REPO)["prompts"][-1] == "resources/prompts/judge.txt"
+    mine = provenance.file_record("resources/prompts/judge.txt", workflow_dir=REPO)
+    assert "read_from" not in mine and mine["sha256"] == hashlib.sha256(b"Judge {conversation}\n").hexdigest()
 
 
 @pytest.mark.workflow

@@ -24,6 +24,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from crseval.core.experiment import embedding_users, experiment_backends, input_path, simulating
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.redact import redact_url
 
@@ -104,12 +105,19 @@ class HashCache:
             self.changed = False
 
 
-def file_record(path: str | Path, cache: HashCache | None = None) -> dict:
-    """Path (as configured), size and sha256 of an input file; null hash with the reason if unreadable."""
+def file_record(path: str | Path, cache: HashCache | None = None, workflow_dir: str | Path | None = None) -> dict:
+    """Path (as configured), size and sha256 of an input file; null hash with the reason if unreadable.
+
+    With `workflow_dir`, the file is read where the workflow reads it (crseval.core.experiment.input_path),
+    and `read_from` says where when that is the workflow's own copy rather than the configured path.
+    """
     record: dict = {"path": str(path), "bytes": None, "sha256": None}
+    read = input_path(str(path), workflow_dir) if workflow_dir is not None else str(path)
+    if read != str(path):
+        record["read_from"] = read
     try:
-        record["bytes"] = os.path.getsize(path)
-        record["sha256"] = cache.sha256(path) if cache else sha256_file(path)
+        record["bytes"] = os.path.getsize(read)
+        record["sha256"] = cache.sha256(read) if cache else sha256_file(read)
     except OSError as error:
         record["reason"] = f"{type(error).__name__}: {error.strerror or error}"
     return record
@@ -124,36 +132,16 @@ def redact(value):
     return redact_url(value) if isinstance(value, str) else value
 
 
-def _simulating(config: dict) -> bool:
-    return config.get("sessions", {}).get("source", "simulate") == "simulate"
-
-
 def backends_used(config: dict) -> list[tuple[str, dict]]:
-    """(user, backend config) for every LLM the config makes the workflow call."""
-    used = []
-    if _simulating(config):
-        for system in config.get("systems", []):
-            if system.get("agent") == "llm":
-                used.append((f"systems.{system['name']}", system["backend"]))
-        paraphrase = config.get("simulator", {}).get("paraphrase", {})
-        if paraphrase.get("enabled"):
-            used.append(("simulator.paraphrase", paraphrase["backend"]))
-    scoring = config.get("scoring", {})
-    metrics = set(scoring.get("metrics", []))
-    if "cas" in metrics and scoring.get("cas", {}).get("topics") == "llm":
-        used.append(("scoring.cas", scoring["cas"]["llm"]["backend"]))
-    if "adherence" in metrics and scoring.get("adherence", {}).get("extractor") == "llm":
-        used.append(("scoring.adherence", scoring["adherence"]["llm"]["backend"]))
-    judge = config.get("judge", {})
-    if judge.get("enabled"):
-        used.append(("judge", judge["backend"]))
-    return used
+    """(user, backend config) for every LLM the config makes the workflow call (the jobs' own
+    answer, crseval.core.experiment, which also gives their threads and concurrency)."""
+    return list(experiment_backends(config).items())
 
 
 def prompts_used(config: dict) -> dict[str, list[str]]:
     """Prompt file -> its users (systems.<name>, judge), for the prompts the config makes the workflow read."""
     prompts: dict[str, list[str]] = {}
-    if _simulating(config):
+    if simulating(config):
         for system in config.get("systems", []):
             if system.get("agent") == "llm":
                 prompts.setdefault(system["prompt"], []).append(f"systems.{system['name']}")
@@ -174,40 +162,30 @@ def model_files(config: dict) -> list[str]:
     return list(dict.fromkeys(paths))
 
 
-def embedding_users(config: dict) -> list[str]:
-    """Config settings that make scoring load the all-MiniLM-L6-v2 sentence embedding model."""
-    scoring = config.get("scoring", {})
-    metrics = set(scoring.get("metrics", []))
-    stats = scoring.get("response_stats", {})
-    users = []
-    if "cas" in metrics and scoring.get("cas", {}).get("similarity") == "embedding":
-        users.append("scoring.cas.similarity")
-    if "response_stats" in metrics and stats.get("embeddings"):
-        users.append("scoring.response_stats.embeddings")
-    if "response_stats" in metrics and stats.get("persona_similarity") == "embedding":
-        users.append("scoring.response_stats.persona_similarity")
-    return users
-
-
 def other_inputs(config: dict) -> dict[str, list[str]]:
     """Config key -> data files besides the catalog and prompts that shape the sessions."""
     inputs = {"catalog.non_genre_values": [config["catalog"]["non_genre_values"]]}
-    if _simulating(config):
+    if simulating(config):
         inputs["simulator.templates"] = [config["simulator"]["templates"]]
     else:
         inputs["sessions.import_paths"] = sorted(glob.glob(config["sessions"]["import_paths"]))
     return inputs
 
 
-def rule_inputs(config: dict) -> dict[str, str | list[str]]:
-    """The files the provenance rule depends on, so that it re-runs when one of them changes."""
+def rule_inputs(config: dict, workflow_dir: str | Path) -> dict[str, str | list[str]]:
+    """The files the provenance rule depends on, so that it re-runs when one of them changes: each
+    where the workflow at `workflow_dir` reads it (crseval.core.experiment.input_path)."""
     inputs = other_inputs(config)
+
+    def read(paths: list[str]) -> list[str]:
+        return [input_path(path, workflow_dir) for path in paths]
+
     return {
-        "catalog": config["catalog"]["path"],
-        "non_genre_values": inputs["catalog.non_genre_values"],
-        "templates": inputs.get("simulator.templates", []),
+        "catalog": input_path(config["catalog"]["path"], workflow_dir),
+        "non_genre_values": read(inputs["catalog.non_genre_values"]),
+        "templates": read(inputs.get("simulator.templates", [])),
         "logs": inputs.get("sessions.import_paths", []),
-        "prompts": sorted(prompts_used(config)),
+        "prompts": read(sorted(prompts_used(config))),
         "models": model_files(config),
     }
 
@@ -404,7 +382,8 @@ def describe_models(config: dict, cache: HashCache | None = None) -> list[dict]:
 def build(
     config: dict, *, source_dir: str | Path, hash_cache: str | Path | None = None, now: datetime | None = None
 ) -> dict:
-    """The provenance record of an experiment run with the resolved `config`."""
+    """The provenance record of an experiment run with the resolved `config` by the workflow at
+    `source_dir`, whose shipped files the config may name (crseval.core.experiment.input_path)."""
     cache = HashCache(hash_cache)
     users = embedding_users(config)
     record = {
@@ -417,10 +396,15 @@ def build(
         "packages": package_versions(),
         "models": describe_models(config, cache),
         "embedding_model": describe_embedding_model(users, cache) if users else None,
-        "catalog": file_record(config["catalog"]["path"]),
-        "prompts": [file_record(path) | {"used_by": used_by} for path, used_by in sorted(prompts_used(config).items())],
+        "catalog": file_record(config["catalog"]["path"], workflow_dir=source_dir),
+        "prompts": [
+            file_record(path, workflow_dir=source_dir) | {"used_by": used_by}
+            for path, used_by in sorted(prompts_used(config).items())
+        ],
         "other_inputs": [
-            file_record(path) | {"config_key": key} for key, paths in other_inputs(config).items() for path in paths
+            file_record(path, workflow_dir=source_dir) | {"config_key": key}
+            for key, paths in other_inputs(config).items()
+            for path in paths
         ],
         "machine": machine(),
     }

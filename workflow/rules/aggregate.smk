@@ -1,4 +1,4 @@
-"""Aggregation and statistics: experiment tables, then the comparison of systems."""
+"""Aggregation: every shard's scores (and judgements) into the experiment's tables."""
 
 
 rule aggregate:
@@ -22,40 +22,3 @@ rule aggregate:
         shards=[shard for _, shard in SHARDS],
     script:
         "../scripts/aggregate.py"
-
-
-rule stats:
-    input:
-        sessions=rules.aggregate.output.sessions,
-    output:
-        **(
-            {
-                "reliability": f"{RESULTS}/stats/judge_reliability.csv",
-                "reliability_summary": report(
-                    f"{RESULTS}/stats/judge_reliability.md",
-                    caption="../report/judge_reliability.rst",
-                    category="Judge",
-                ),
-            }
-            if JUDGE["enabled"]
-            else {}
-        ),
-        anova=f"{RESULTS}/stats/anova.csv",
-        tukey=f"{RESULTS}/stats/tukey.csv",
-        pairwise=f"{RESULTS}/stats/pairwise.csv",
-        paired=f"{RESULTS}/stats/paired.csv",
-        correlations=f"{RESULTS}/stats/correlations.csv",
-        power_table=f"{RESULTS}/stats/power.csv",
-        summary=report(
-            f"{RESULTS}/stats/summary.md", caption="../report/stats_summary.rst", category="Statistical tests"
-        ),
-        power=report(f"{RESULTS}/stats/power.md", caption="../report/power.rst", category="Statistical tests"),
-    log:
-        f"{RESULTS}/logs/stats.log",
-    conda:
-        ENV
-    params:
-        stats=config_slice("stats"),
-        judged=JUDGE["enabled"],
-    script:
-        "../scripts/stats.py"

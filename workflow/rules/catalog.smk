@@ -3,8 +3,8 @@
 
 rule index_catalog:
     input:
-        catalog=config["catalog"]["path"],
-        non_genre_values=config["catalog"]["non_genre_values"],
+        catalog=input_path(config["catalog"]["path"]),
+        non_genre_values=input_path(config["catalog"]["non_genre_values"]),
     output:
         films=f"{RESULTS}/catalog/films.parquet",
         concepts=f"{RESULTS}/catalog/concepts.parquet",

@@ -5,18 +5,23 @@ of a rule defined before it as `rules.<name>.output`.
 """
 
 import glob as _glob
-import json
 import os
 
-from crseval.corpora.thesis_logs import sessions_per_system
-from crseval.core import session_records
+from crseval.core import experiment, session_records
+from crseval.core.canonical import canonical_json as canonical
 from crseval.core.experiment import judge_concurrency, simulate_concurrency, without_runtime
+from crseval.corpora.thesis_logs import sessions_per_system
+from crseval.judge.columns import CRITERIA, score_column
 from crseval.provenance import rule_inputs as provenance_inputs
+from crseval.simulate.calibration import calibration_roles
 from crseval.simulate.sessions import n_shards, shard_indices
 
 # ------------------------------------------------------------------ paths
 
 EXPERIMENT = config["experiment"]
+# Outputs, caches and the files a user names are relative to the working directory; the workflow's
+# own files (rule scripts, envs, report captions) to the rule files, the shipped resources to the
+# workflow's folder WORKFLOW_DIR (set by the Snakefile) through input_path.
 RESULTS = f"results/{EXPERIMENT}"
 ENV = "../../envs/crseval.yaml"  # relative to the rule files
 SESSION_SCHEMA = str(session_records.SESSION_SCHEMA)  # package data of the library
@@ -29,12 +34,14 @@ wildcard_constraints:
     shard=r"\d+",
 
 
+def input_path(path):
+    """The file the config names at `path`: in the working directory, else shipped with the workflow
+    (crseval.core.experiment.input_path; config/README.md, "Paths")."""
+    return experiment.input_path(path, WORKFLOW_DIR)
+
+
 # ------------------------------------------------------------------ config slices in params
-
-
-def canonical(value):
-    """`value` as canonical JSON (sorted keys, no spaces): the form of every config slice in params."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+# canonical(value): the canonical JSON of crseval.core.canonical, the form of every config slice in params.
 
 
 def config_slice(*keys):
@@ -113,27 +120,19 @@ def system_params(wildcards):
 def system_prompt(wildcards):
     """The prompt file of an LLM system (none for the others)."""
     system = SYSTEMS[wildcards.system]
-    return system["prompt"] if system["agent"] == "llm" else []
-
-
-def system_uses_llm(name):
-    return SYSTEMS[name]["agent"] == "llm" or config["simulator"]["paraphrase"]["enabled"]
+    return input_path(system["prompt"]) if system["agent"] == "llm" else []
 
 
 def system_llm_slots(wildcards):
     """Requests a simulate job of the system keeps in flight (0 without LLM calls)."""
-    name = wildcards.system
-    return llm_slots(simulate_concurrency(SYSTEMS[name], config)) if system_uses_llm(name) else 0
+    system = SYSTEMS[wildcards.system]
+    uses_llm = experiment.uses_llm(experiment.system_backends(system, config))
+    return llm_slots(simulate_concurrency(system, config)) if uses_llm else 0
 
 
 def system_threads(wildcards):
     """llama.cpp runs in the job's process and gets its threads; other backends wait on a server."""
-    name = wildcards.system
-    backends = [SYSTEMS[name].get("backend", {})]
-    if config["simulator"]["paraphrase"]["enabled"]:
-        backends.append(config["simulator"]["paraphrase"]["backend"])
-    in_process = any(b.get("type") == "llamacpp" for b in backends) and system_uses_llm(name)
-    return config["llm"]["threads"] if in_process else 1
+    return experiment.system_threads(SYSTEMS[wildcards.system], config)
 
 
 # ------------------------------------------------------------------ scoring
@@ -148,22 +147,9 @@ def scoring_settings():
     return canonical({key: value for key, value in SCORING.items() if key != "embedding_cache"})
 
 
-def scoring_threads():
-    uses_llm = SCORING["cas"]["topics"] == "llm" or SCORING["adherence"]["extractor"] == "llm"
-    uses_torch = SCORING["response_stats"]["embeddings"] or "embedding" in (
-        SCORING["cas"]["similarity"],
-        SCORING["response_stats"]["persona_similarity"],
-    )
-    return config["llm"]["threads"] if uses_llm or uses_torch else 1
-
-
 # ------------------------------------------------------------------ judge
 
 JUDGE = config["judge"]
-
-
-def judge_threads():
-    return config["llm"]["threads"] if JUDGE.get("backend", {}).get("type") == "llamacpp" else 1
 
 
 def judge_slots():
@@ -179,7 +165,7 @@ if JUDGE["enabled"]:
     FIGURES.append("judge_radar")
 # Per session, TAS against the legacy CAS and the judge's criteria: only the scores this experiment computes.
 SCATTER = (["context_adaptation_score"] if "cas" in SCORING["metrics"] else []) + (
-    ["judge_proactiveness", "judge_coherence", "judge_personalization"] if JUDGE["enabled"] else []
+    [score_column(criterion) for criterion in CRITERIA] if JUDGE["enabled"] else []
 )
 if "tas" in SCORING["metrics"] and SCATTER:
     FIGURES.append("tas_scatter")
@@ -187,18 +173,7 @@ if "tas" in SCORING["metrics"] and SCATTER:
 
 # ------------------------------------------------------------------ metric validity
 
-
-def calibration_roles():
-    """System name -> calibration role: oracle, lag<k>, stubborn, random, parrot."""
-    roles = {}
-    for system in config.get("systems", []):
-        if system["agent"] == "lagging":
-            roles[system["name"]] = f"lag{system['lag']}"
-        elif system["agent"] in ("oracle", "stubborn", "random", "parrot"):
-            roles[system["name"]] = system["agent"]
-    return roles
-
-
-CALIBRATION = calibration_roles() if not IMPORTING else {}
+# System name -> calibration role (oracle, lag<k>, stubborn, random, parrot) of the calibration systems.
+CALIBRATION = calibration_roles(config["systems"]) if not IMPORTING else {}
 # The validity table and figure need at least three calibration systems (config/calibration.yaml).
 VALIDITY = len(CALIBRATION) >= 3

@@ -7,14 +7,14 @@ if JUDGE["enabled"]:
             sessions=SESSION_SHARD,
             films=rules.index_catalog.output.films,
             concepts=rules.index_catalog.output.concepts,
-            prompt=JUDGE["prompt"],
+            prompt=input_path(JUDGE["prompt"]),
         output:
             f"{RESULTS}/judge/{{system}}/shard-{{shard}}.parquet",
         log:
             f"{RESULTS}/logs/judge/{{system}}/shard-{{shard}}.log",
         conda:
             ENV
-        threads: judge_threads()
+        threads: experiment.judge_threads(config)
         resources:
             llm_slots=judge_slots(),
             cpu_threads=cpu_threads,

@@ -4,7 +4,7 @@ machine, in results/<experiment>/provenance.json (crseval.provenance)."""
 
 rule provenance:
     input:
-        **provenance_inputs(config),
+        **provenance_inputs(config, WORKFLOW_DIR),
     output:
         report(f"{RESULTS}/provenance.json", caption="../report/provenance.rst", category="Provenance"),
     log:

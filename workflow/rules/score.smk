@@ -14,7 +14,7 @@ rule score:
         f"{RESULTS}/logs/score/{{system}}/shard-{{shard}}.log",
     conda:
         ENV
-    threads: scoring_threads()
+    threads: experiment.scoring_threads(config)
     resources:
         cpu_threads=cpu_threads,
     params:

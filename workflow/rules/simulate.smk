@@ -33,7 +33,7 @@ else:
             films=rules.index_catalog.output.films,
             concepts=rules.index_catalog.output.concepts,
             catalog_summary=rules.index_catalog.output.summary,
-            templates=config["simulator"]["templates"],
+            templates=input_path(config["simulator"]["templates"]),
             schema=SESSION_SCHEMA,
             prompt=system_prompt,
         output:

@@ -33,6 +33,8 @@ runner = build_shard_runner(
     llm_runtime=snakemake.config["llm"],
     threads=snakemake.threads,
     concurrency=max(1, snakemake.resources.llm_slots),  # the slots the job holds: its requests in flight
+    templates_file=snakemake.input.templates,
+    prompt_file=snakemake.input.prompt or None,  # an LLM system's prompt; none for the others
 )
 counts = runner.run(range(start, stop), progress=output.parent / ".progress" / f"{output.stem}.jsonl", output=output)
 log.info(

@@ -1,18 +1,31 @@
-"""How many requests a simulate or judge job keeps in flight against its LLM server.
+"""What an experiment's config asks of each job: the LLMs it calls, its threads, its concurrency, its files.
 
-Concurrency is a runtime setting like the cache folder or the timeout: it changes how fast a
-job runs, never what it produces (same seeds, same cache keys, same records in the same order).
-So it is kept out of the settings that identify results (`without_runtime`) and out of the
-rules' params, and a change of it re-runs nothing.
+One place answers "does this job use an LLM, in its own process or on a server?", so that the
+workflow's threads and slots (workflow/rules/common.smk), the concurrency of the simulate and judge
+jobs and the provenance record (crseval.provenance) always agree. Backends are returned as
+{config key: backend settings}, the key naming who uses the backend (`systems.<name>`,
+`simulator.paraphrase`, `scoring.cas`, `scoring.adherence`, `judge`).
 
-A job runs one request at a time when any of its backends is llama.cpp inside the job's own
-process (one model instance decodes one stream; its threads are the job's cores) and when it
-makes no LLM call at all (threads would only contend for the interpreter).
+Threads: a llama.cpp backend runs in the job's own process and gets the job's threads
+(`llm.threads`); so does the sentence-embedding model (torch). A server backend (ollama, openai) runs
+elsewhere, and its job waits on it with one thread.
+
+Concurrency is a runtime setting like the cache folder or the timeout: it changes how fast a job
+runs, never what it produces (same seeds, same cache keys, same records in the same order). So it is
+kept out of the settings that identify results (`without_runtime`) and out of the rules' params, and
+a change of it re-runs nothing. A job runs one request at a time when any of its backends is
+llama.cpp inside the job's own process (one model instance decodes one stream) and when it makes no
+LLM call at all (threads would only contend for the interpreter).
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 RUNTIME_KEYS = ("concurrency",)
+# Relative config paths under this folder may name the files shipped with the workflow (`input_path`).
+SHIPPED = "resources"
 
 
 def without_runtime(section: dict) -> dict:
@@ -20,24 +33,134 @@ def without_runtime(section: dict) -> dict:
     return {key: value for key, value in section.items() if key not in RUNTIME_KEYS}
 
 
-def effective(requested: int, backends: list[dict]) -> int:
+# ------------------------------------------------------------------ which LLMs each job calls
+
+
+def simulating(config: dict) -> bool:
+    """Sessions are simulated (not imported from logs)."""
+    return config.get("sessions", {}).get("source", "simulate") == "simulate"
+
+
+def system_backends(system: dict, config: dict) -> dict[str, dict]:
+    """The LLMs a simulate job of `system` (an entry of config['systems']) calls: its own, if it is an
+    LLM system, and the paraphraser's, which rewrites the simulated user's turns of every system."""
+    backends = {}
+    if system.get("agent") == "llm":
+        backends[f"systems.{system['name']}"] = system["backend"]
+    paraphrase = config.get("simulator", {}).get("paraphrase", {})
+    if paraphrase.get("enabled"):
+        backends["simulator.paraphrase"] = paraphrase["backend"]
+    return backends
+
+
+def scoring_backends(config: dict) -> dict[str, dict]:
+    """The LLMs a score job calls: only those of the metric families `scoring.metrics` selects."""
+    scoring = config.get("scoring", {})
+    metrics = set(scoring.get("metrics", []))
+    backends = {}
+    if "cas" in metrics and scoring.get("cas", {}).get("topics") == "llm":
+        backends["scoring.cas"] = scoring["cas"]["llm"]["backend"]
+    if "adherence" in metrics and scoring.get("adherence", {}).get("extractor") == "llm":
+        backends["scoring.adherence"] = scoring["adherence"]["llm"]["backend"]
+    return backends
+
+
+def judge_backends(config: dict) -> dict[str, dict]:
+    """The LLM a judge job calls (none when the judge is off)."""
+    judge = config.get("judge", {})
+    return {"judge": judge["backend"]} if judge.get("enabled") else {}
+
+
+def experiment_backends(config: dict) -> dict[str, dict]:
+    """Every LLM the experiment calls, by the config key that uses it."""
+    backends = {}
+    if simulating(config):
+        for system in config.get("systems", []):
+            backends.update(system_backends(system, config))
+    return backends | scoring_backends(config) | judge_backends(config)
+
+
+def embedding_users(config: dict) -> list[str]:
+    """The settings that make scoring load the all-MiniLM-L6-v2 sentence embedding model (in-process,
+    torch): only those of the metric families `scoring.metrics` selects."""
+    scoring = config.get("scoring", {})
+    metrics = set(scoring.get("metrics", []))
+    stats = scoring.get("response_stats", {})
+    users = []
+    if "cas" in metrics and scoring.get("cas", {}).get("similarity") == "embedding":
+        users.append("scoring.cas.similarity")
+    if "response_stats" in metrics and stats.get("embeddings"):
+        users.append("scoring.response_stats.embeddings")
+    if "response_stats" in metrics and stats.get("persona_similarity") == "embedding":
+        users.append("scoring.response_stats.persona_similarity")
+    return users
+
+
+def uses_llm(backends: dict[str, dict]) -> bool:
+    return bool(backends)
+
+
+def in_process(backends: dict[str, dict]) -> bool:
+    """Some backend is llama.cpp, which runs inside the job's own process."""
+    return any(backend.get("type") == "llamacpp" for backend in backends.values())
+
+
+# ------------------------------------------------------------------ threads
+
+
+def threads_for(backends: dict[str, dict], config: dict) -> int:
+    """A job's threads: `llm.threads` for a model in its own process, 1 to wait on a server or on nothing."""
+    return config["llm"]["threads"] if in_process(backends) else 1
+
+
+def system_threads(system: dict, config: dict) -> int:
+    return threads_for(system_backends(system, config), config)
+
+
+def scoring_threads(config: dict) -> int:
+    """A score job's threads: llama.cpp or the embedding model in its process take `llm.threads`."""
+    return config["llm"]["threads"] if embedding_users(config) else threads_for(scoring_backends(config), config)
+
+
+def judge_threads(config: dict) -> int:
+    return threads_for(judge_backends(config), config)
+
+
+# ------------------------------------------------------------------ concurrency
+
+
+def effective(requested: int, backends: dict[str, dict]) -> int:
     """The concurrency a job really uses, given the backends it calls."""
-    if not backends or any(backend.get("type") == "llamacpp" for backend in backends):
+    if not uses_llm(backends) or in_process(backends):
         return 1
     return max(1, int(requested))
 
 
 def simulate_concurrency(system: dict, config: dict) -> int:
     """Sessions in flight in one simulate job of `system` (an entry of config['systems'])."""
-    backends = [system["backend"]] if system.get("agent") == "llm" else []
-    paraphrase = config["simulator"]["paraphrase"]
-    if paraphrase.get("enabled"):
-        backends.append(paraphrase["backend"])
-    return effective(system.get("concurrency", config["llm"].get("concurrency", 1)), backends)
+    requested = system.get("concurrency", config["llm"].get("concurrency", 1))
+    return effective(requested, system_backends(system, config))
 
 
 def judge_concurrency(config: dict) -> int:
     """Sessions judged at once in one judge job."""
     judge = config["judge"]
-    requested = judge.get("concurrency", config["llm"].get("concurrency", 1))
-    return effective(requested, [judge["backend"]] if judge.get("enabled") else [])
+    return effective(judge.get("concurrency", config["llm"].get("concurrency", 1)), judge_backends(config))
+
+
+# ------------------------------------------------------------------ files the config names
+
+
+def input_path(path: str, workflow_dir: str | Path) -> str:
+    """Where the workflow reads a file the config names (config/README.md, "Paths").
+
+    A path is read from the working directory, where snakemake runs and results/ is written. A
+    relative path under resources/ that names no file there names the file shipped with the
+    workflow at `workflow_dir` (its prompts, templates, word lists, demo catalog), so that the
+    shipped configs run unchanged from a checkout and from a folder that uses the workflow as a
+    module. A path found in neither place is returned as written, for the missing-file error to name.
+    """
+    if os.path.isabs(path) or os.path.exists(path) or Path(os.path.normpath(path)).parts[:1] != (SHIPPED,):
+        return path
+    shipped = Path(workflow_dir) / path
+    return str(shipped) if shipped.exists() else path

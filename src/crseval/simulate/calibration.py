@@ -135,3 +135,16 @@ def make_calibration_agent(system: dict, index, matcher, settings: AgentSettings
         return LaggingAgent(index, matcher, settings, seed, int(system["lag"]))
     classes = {"oracle": OracleAgent, "stubborn": StubbornAgent, "random": RandomAgent, "parrot": ParrotAgent}
     return classes[kind](index, matcher, settings, seed)
+
+
+def calibration_roles(systems: list[dict]) -> dict[str, str]:
+    """System name -> calibration role for the calibration systems among `systems` (config['systems']):
+    oracle, lag<k>, stubborn, random or parrot, the names the expected orders of
+    crseval.analysis.validity rank. Systems under test have no role."""
+    roles = {}
+    for system in systems:
+        if system["agent"] == "lagging":
+            roles[system["name"]] = f"lag{system['lag']}"
+        elif system["agent"] in CALIBRATION_AGENTS:
+            roles[system["name"]] = system["agent"]
+    return roles

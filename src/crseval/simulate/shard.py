@@ -85,7 +85,12 @@ def build_shard_runner(
     llm_runtime: dict,
     threads: int,
     concurrency: int = 1,
+    templates_file: str | None = None,
+    prompt_file: str | None = None,
 ) -> ShardRunner:
+    """The runner of one shard. The templates and the prompt are read from `templates_file` and
+    `prompt_file` when given (the files the rule resolved, config/README.md "Paths"), else from the
+    paths the settings name; the settings, paths as written, identify the sessions."""
     index = CatalogIndex.read(films, concepts)
     keyword_wishes = KEYWORD_FIELD in simulator["field_order"]
     matcher = ConceptMatcher(
@@ -98,7 +103,7 @@ def build_shard_runner(
             index.films,
             CONCEPT_FIELDS + (KEYWORD_FIELD,) if agent.get("track_plot_keywords") else CONCEPT_FIELDS,
         )
-    templates = Templates.load(simulator["templates"])
+    templates = Templates.load(templates_file or simulator["templates"])
     catalog_sha = read_catalog_sha(catalog_summary)
     paraphraser = None
     if simulator["paraphrase"]["enabled"]:
@@ -110,7 +115,7 @@ def build_shard_runner(
     client = prompt = None
     if system["agent"] == "llm":
         client = make_client(system["backend"], llm_runtime, threads)
-        prompt = PromptTemplate(system["prompt"])
+        prompt = PromptTemplate(prompt_file or system["prompt"])
     config_sha = canonical_sha(
         {
             "system": without_runtime(system),
