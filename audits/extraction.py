@@ -1,6 +1,6 @@
 """Audit of the extractors on a template-only run: do the numbers describe what happened?
 
-    python benchmarks/extraction_audit.py [--sessions 10] [--turns 12] [--shift-every 3] [--catalog PATH]
+    python audits/extraction.py [--sessions 10] [--turns 12] [--shift-every 3] [--catalog PATH]
         [--field-order genre,actor,...,plot_keyword] [--track-plot-keywords] [--score-plot-keywords]
 
 Simulates the template system (which proposes exactly the films of its candidate list and
