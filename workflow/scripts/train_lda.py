@@ -26,6 +26,7 @@ write_parquet(pa.Table.from_pandas(model.topic_table(topn=10), preserve_index=Fa
 write_json(
     {
         "settings": asdict(settings),
+        "precision": model.precision,  # float64: the same topics on every CPU
         "documents": len(plots),
         "vocabulary_size": len(model.dictionary),
         "coherence": {"measure": settings.coherence, "value": coherence},

@@ -6,6 +6,17 @@ gensim's inference draws its starting point from the model's random state, so th
 a text would depend on which texts were inferred before it; `TopicModel` starts every text from
 the state just after reseeding, so that a text's topics depend on the text alone. That starting
 point is the same for every text, so it is drawn once (see `_topic_distribution`).
+
+The same topics on every CPU (docs/reproducibility.md): the model is trained and inferred in
+float64, not in gensim's default float32, in which the CPU's BLAS kernel (its order of summation)
+moves the trained model's word probabilities by 5e-4 to 1e-1 (relative) and so the topic of a few
+texts; in float64 the kernels' models differ by about 1e-12 and topic probabilities by about 1e-14.
+Probabilities are rounded to `DECIMALS` before they are compared (with each other and with
+`minimum_probability`), because a fifth of the texts tie all but exactly: topics that each hold one
+of the text's words (almost) wholly get probabilities equal to 1e-12, and which of them the last
+bits favour depends on the CPU; rounded, they tie and the lower topic id wins (among a topic's
+words, the lower word id). BLAS runs on one thread while training and inferring, so that no BLAS
+library splits a sum by thread count.
 """
 
 from __future__ import annotations
@@ -20,11 +31,31 @@ import pandas as pd
 from gensim.corpora import Dictionary
 from gensim.models import CoherenceModel, LdaModel
 from gensim.models.ldamodel import dirichlet_expectation, mean_absolute_difference
+from threadpoolctl import ThreadpoolController
 
 from crseval.language.text import content_words
 
 MODEL_FILE = "lda.model"
 SETTINGS_FILE = "settings.json"
+DTYPE = np.float64
+# decimals a probability keeps before it is compared: topics that tie but for float64 noise (gaps of
+# 1e-12 and less, while CPUs differ by up to 1e-13) tie after rounding on every CPU
+DECIMALS = 9
+_blas: ThreadpoolController | None = None
+
+
+def one_blas_thread():
+    """A context in which numpy's and scipy's BLAS use one thread (the libraries are inspected once)."""
+    global _blas
+    if _blas is None:
+        _blas = ThreadpoolController()
+    return _blas.limit(limits=1, user_api="blas")
+
+
+def ranked(probabilities: np.ndarray, topn: int) -> list[int]:
+    """Indices of the `topn` largest probabilities, compared rounded to `DECIMALS`, the lower index
+    first on a tie (a stable sort: numpy's default sort orders ties differently on different CPUs)."""
+    return np.argsort(-np.round(probabilities, DECIMALS), kind="stable")[:topn].tolist()
 
 
 @dataclass(frozen=True)
@@ -59,8 +90,9 @@ class TopicModel:
         self.model = model
         self.dictionary = dictionary
         self.settings = settings
+        self._word_probabilities = model.get_topics()  # topic x word
         self.topic_words = [
-            [word for word, _ in model.show_topic(topic, topn=settings.top_words)] for topic in range(model.num_topics)
+            [word for word, _ in self.top_words(topic, settings.top_words)] for topic in range(model.num_topics)
         ]
         self._start: tuple[np.ndarray, np.ndarray] | None = None
         # bag of words -> its topic (texts differing only in stop words share one)
@@ -79,15 +111,28 @@ class TopicModel:
                 f"no_above={settings.no_above}) on {len(documents)} documents; lower lda.no_below"
             )
         corpus = [dictionary.doc2bow(tokens) for tokens in tokenised]
-        model = LdaModel(
-            corpus=corpus,
-            id2word=dictionary,
-            num_topics=settings.num_topics,
-            passes=settings.passes,
-            iterations=settings.iterations,
-            random_state=settings.random_state,
-        )
+        with one_blas_thread():
+            model = LdaModel(
+                corpus=corpus,
+                id2word=dictionary,
+                num_topics=settings.num_topics,
+                passes=settings.passes,
+                iterations=settings.iterations,
+                random_state=settings.random_state,
+                dtype=DTYPE,
+            )
         return cls(model, dictionary, settings)
+
+    @property
+    def precision(self) -> str:
+        """The float type the model was trained in ("float64")."""
+        return np.dtype(self.model.dtype).name
+
+    def top_words(self, topic: int, topn: int) -> list[tuple[str, float]]:
+        """The topic's `topn` most probable words and their probabilities (as gensim's `show_topic`,
+        with ties resolved the same way on every CPU)."""
+        probabilities = self._word_probabilities[topic]
+        return [(self.model.id2word[word], float(probabilities[word])) for word in ranked(probabilities, topn)]
 
     def coherence(self, documents: list[str]) -> float | None:
         """Topic coherence (c_v, u_mass, c_uci or c_npmi) on the training documents; None
@@ -111,24 +156,27 @@ class TopicModel:
     def topics(self, text: str) -> list[str]:
         """Top words of the text's most probable topic (at most `top_words`); an empty list when
         no word of the text is in the vocabulary or no topic reaches `minimum_probability`."""
-        bow = self._bag_of_words(self.settings.tokens(text))
+        return self.topics_batch([text])[0]
+
+    def topics_batch(self, texts: list[str]) -> list[list[str]]:
+        """`topics` for many texts; repeated texts are inferred once."""
+        unique = dict.fromkeys(texts)
+        with one_blas_thread():
+            for text in unique:
+                best = self._best_topic_of(self._bag_of_words(self.settings.tokens(text)))
+                unique[text] = [] if best is None else self.topic_words[best]
+        return [list(unique[text]) for text in texts]
+
+    def _best_topic_of(self, bow: tuple[tuple[int, int], ...]) -> int | None:
         if not bow:
-            return []
+            return None
         if bow not in self._best_topic:
-            distribution = self._topic_distribution(bow)
+            distribution = np.round(self._topic_distribution(bow), DECIMALS)
             # gensim's get_document_topics keeps topics at or above the minimum (never below 1e-8);
             # the most probable wins, the lower topic id on a tie
             kept = distribution >= max(self.settings.minimum_probability, 1e-8)
             self._best_topic[bow] = int(np.argmax(np.where(kept, distribution, -np.inf))) if kept.any() else None
-        best = self._best_topic[bow]
-        return [] if best is None else list(self.topic_words[best])
-
-    def topics_batch(self, texts: list[str]) -> list[list[str]]:
-        """`topics` for many texts; repeated texts are inferred once."""
-        unique = {text: None for text in texts}
-        for text in unique:
-            unique[text] = self.topics(text)
-        return [list(unique[text]) for text in texts]
+        return self._best_topic[bow]
 
     def _bag_of_words(self, tokens: list[str]) -> tuple[tuple[int, int], ...]:
         """`Dictionary.doc2bow(tokens)` as a tuple ((word id, count) by id, known words only), without its
@@ -167,7 +215,7 @@ class TopicModel:
         rows = [
             (topic, rank, word, float(weight))
             for topic in range(self.model.num_topics)
-            for rank, (word, weight) in enumerate(self.model.show_topic(topic, topn=topn), start=1)
+            for rank, (word, weight) in enumerate(self.top_words(topic, topn), start=1)
         ]
         return pd.DataFrame(rows, columns=["topic", "rank", "word", "weight"])
 
@@ -184,4 +232,9 @@ class TopicModel:
         directory = Path(directory)
         settings = LdaSettings(**json.loads((directory / SETTINGS_FILE).read_text()))
         model = LdaModel.load(str(directory / MODEL_FILE))
+        if np.dtype(model.dtype) != DTYPE:
+            raise ValueError(
+                f"{directory / MODEL_FILE} was trained in {np.dtype(model.dtype).name}, whose topics differ between "
+                f"CPUs; models are trained in {np.dtype(DTYPE).name} now: train it again (rule train_lda)"
+            )
         return cls(model, model.id2word, settings)
