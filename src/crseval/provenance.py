@@ -24,7 +24,14 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from crseval.core.experiment import embedding_users, experiment_backends, input_path, simulating
+from crseval.core.experiment import (
+    TOPICS_PROMPT,
+    embedding_users,
+    experiment_backends,
+    input_path,
+    scoring_backends,
+    simulating,
+)
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.redact import redact_url
 
@@ -139,7 +146,8 @@ def backends_used(config: dict) -> list[tuple[str, dict]]:
 
 
 def prompts_used(config: dict) -> dict[str, list[str]]:
-    """Prompt file -> its users (systems.<name>, judge), for the prompts the config makes the workflow read."""
+    """Prompt file -> its users (systems.<name>, judge, the LLM topic extractors scoring.cas and
+    scoring.adherence), for the prompts the config makes the workflow read."""
     prompts: dict[str, list[str]] = {}
     if simulating(config):
         for system in config.get("systems", []):
@@ -147,6 +155,8 @@ def prompts_used(config: dict) -> dict[str, list[str]]:
                 prompts.setdefault(system["prompt"], []).append(f"systems.{system['name']}")
     if config.get("judge", {}).get("enabled"):
         prompts.setdefault(config["judge"]["prompt"], []).append("judge")
+    for user in scoring_backends(config):
+        prompts.setdefault(TOPICS_PROMPT, []).append(user)
     return prompts
 
 

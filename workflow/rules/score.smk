@@ -4,6 +4,7 @@
 rule score:
     input:
         **({"lda": rules.train_lda.output.model} if SCORING_USES_LDA else {}),
+        **({"topics_prompt": input_path(experiment.TOPICS_PROMPT)} if experiment.scoring_backends(config) else {}),
         sessions=SESSION_SHARD,
         films=rules.index_catalog.output.films,
         concepts=rules.index_catalog.output.concepts,

@@ -21,6 +21,7 @@ scorer = build_scorer(
     settings=settings,
     embedding_cache=snakemake.config["scoring"]["embedding_cache"],
     llm_factory=lambda backend: make_client(backend, llm_runtime, snakemake.threads),
+    topics_prompt=snakemake.input.get("topics_prompt"),
     threads=snakemake.threads,
 )
 records = read_sessions(snakemake.input.sessions)

@@ -65,6 +65,11 @@ def scoring_backends(config: dict) -> dict[str, dict]:
     return backends
 
 
+# The prompt of the LLM topic extractors (legacy CAS `topics: llm`, adherence `extractor: llm`), shipped
+# with the workflow like the CRS and judge prompts.
+TOPICS_PROMPT = "resources/prompts/topics.txt"
+
+
 def judge_backends(config: dict) -> dict[str, dict]:
     """The LLM a judge job calls (none when the judge is off)."""
     judge = config.get("judge", {})

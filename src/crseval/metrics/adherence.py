@@ -69,13 +69,11 @@ class AdherenceFamily:
     turn_columns = ()
 
     def __init__(self, context):
-        from crseval.metrics.topic_words import LlmTopics
-
         section = context.settings["adherence"]
         self.space = context.space
         self.topics = None
         if section["extractor"] == "llm":
-            self.topics = LlmTopics(context.llm_factory(section["llm"]["backend"]), section["llm"]["options"])
+            self.topics = context.llm_topics(section)
 
     def score_shard(self, records: list[dict]) -> list[tuple[dict, list[dict]]]:
         llm_topics = {}

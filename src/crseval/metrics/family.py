@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from crseval.catalog.index import CatalogIndex
+from crseval.llm.prompts import PromptTemplate
 
 SessionScores = tuple[dict, list[dict]]  # session columns, and one dict of columns per turn
 
@@ -33,6 +34,7 @@ class ScoringContext:
     space: object  # grounded.ConceptSpace: catalog concepts in text, shared by TAS and adherence
     lda_dir: str | Path | None
     llm_factory: Callable | None
+    topics_prompt: str | Path | None  # the LLM topic extractors' prompt file (crseval.core.experiment.TOPICS_PROMPT)
     make_tfidf: Callable[[], object]
     make_embedder: Callable[[], object]
     _models: dict = field(default_factory=dict)
@@ -42,6 +44,16 @@ class ScoringContext:
         if "tfidf" not in self._models:
             self._models["tfidf"] = self.make_tfidf()
         return self._models["tfidf"]
+
+    def llm_topics(self, section: dict):
+        """The LLM topic extractor of a family's config section (`llm`: backend and options)."""
+        from crseval.metrics.topic_words import LlmTopics
+
+        if self.topics_prompt is None:
+            raise ValueError("LLM topic extraction needs the topics prompt file (resources/prompts/topics.txt)")
+        return LlmTopics(
+            self.llm_factory(section["llm"]["backend"]), section["llm"]["options"], PromptTemplate(self.topics_prompt)
+        )
 
     def embedder(self):
         """The sentence embedder (all-MiniLM-L6-v2), one instance for every family that uses it."""

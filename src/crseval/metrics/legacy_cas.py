@@ -216,7 +216,7 @@ class CasFamily:
     def __init__(self, context):
         from crseval.catalog.topics import TopicModel
         from crseval.metrics.similarity import EmbeddingSimilarity
-        from crseval.metrics.topic_words import HeuristicTopics, LdaTopics, LlmTopics
+        from crseval.metrics.topic_words import HeuristicTopics, LdaTopics
 
         section = context.settings["cas"]
         self.settings = CasSettings.from_config(section)
@@ -228,7 +228,7 @@ class CasFamily:
         elif section["topics"] == "heuristic":
             self.topics = HeuristicTopics(context.index.films["plot"].tolist())
         else:
-            self.topics = LlmTopics(context.llm_factory(section["llm"]["backend"]), section["llm"]["options"])
+            self.topics = context.llm_topics(section)
 
     def score_shard(self, records: list[dict]) -> list[tuple[dict, list[dict]]]:
         from crseval.metrics.similarity import MemoisedSimilarity

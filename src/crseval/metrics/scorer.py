@@ -65,7 +65,15 @@ class Scorer:
 
 
 def build_scorer(
-    *, films, concepts, lda_dir, settings: dict, embedding_cache: str | None, llm_factory=None, threads: int = 1
+    *,
+    films,
+    concepts,
+    lda_dir,
+    settings: dict,
+    embedding_cache: str | None,
+    llm_factory=None,
+    topics_prompt=None,
+    threads: int = 1,
 ) -> Scorer:
     """A scorer of the families named in `settings['metrics']` (the `scoring` config section)."""
     index = CatalogIndex.read(films, concepts)
@@ -77,6 +85,7 @@ def build_scorer(
         space=ConceptSpace(index, matcher, tas_settings),
         lda_dir=lda_dir,
         llm_factory=llm_factory,
+        topics_prompt=topics_prompt,
         make_tfidf=lambda: TfidfSimilarity(index.films["name"].tolist(), index.films["plot"].tolist()),
         make_embedder=lambda: SentenceEmbedder(
             EmbeddingCache(embedding_cache) if embedding_cache else None, threads=threads

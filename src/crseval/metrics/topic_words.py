@@ -16,6 +16,7 @@ from collections import Counter
 from crseval.catalog.topics import TopicModel
 from crseval.language.text import content_words
 from crseval.llm import LLMClient, LLMError, LLMRequest
+from crseval.llm.prompts import PromptTemplate
 
 MAX_TOPICS = 5
 
@@ -51,19 +52,16 @@ class HeuristicTopics:
 
 
 TOPICS_SCHEMA = {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 40}, "maxItems": MAX_TOPICS}
-TOPICS_PROMPT = (
-    "List the main topics of this message from a conversation about movies, as a JSON array of at most "
-    "five short lower-case strings (genres, people, themes). Message: {text}"
-)
 
 
 class LlmTopics:
     """Topics from an LLM. A reply that is not a JSON list of strings fails the job with the
     text named; nothing is guessed."""
 
-    def __init__(self, client: LLMClient, options: dict):
+    def __init__(self, client: LLMClient, options: dict, prompt: PromptTemplate):
         self.client = client
         self.options = options
+        self.prompt = prompt  # resources/prompts/topics.txt, with a {text} slot
         self._cache: dict[str, list[str]] = {}
 
     def __call__(self, texts: list[str]) -> list[list[str]]:
@@ -74,13 +72,13 @@ class LlmTopics:
                 self._cache[text] = []
                 continue
             request = LLMRequest.chat(
-                [{"role": "user", "content": TOPICS_PROMPT.format(text=text)}],
+                [{"role": "user", "content": self.prompt.render(text=text)}],
                 temperature=0.0,
                 top_p=self.options.get("top_p", 1.0),
                 max_tokens=self.options["max_tokens"],
                 seed=0,
                 json_schema=TOPICS_SCHEMA,
-                tag="topics@1",
+                tag=f"topics@{self.prompt.version}",
             )
             reply = self.client.complete(request).text
             try:
