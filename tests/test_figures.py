@@ -237,4 +237,4 @@ def test_calibration_run_draws_the_validity_figure(tmp_path):
     assert {"tas", "context_adaptation_score"} <= set(table.loc[table["verdict"].isin(["pass", "fail"]), "metric"])
     log = (workdir / results / "logs" / "validity_figure.log").read_text()
     assert f"{(table['verdict'].isin(['pass', 'fail'])).sum()} metrics drawn" in log
-    assert "TAS scatter against context_adaptation_score" in (workdir / results / "logs" / "figures.log").read_text()
+    assert "TAS scatter against context_adaptation_score" in (workdir / results / "logs" / "plots.log").read_text()
