@@ -26,7 +26,8 @@ sys.path.insert(0, str(WORKFLOW_DIR / "src"))
 
 from snakemake.utils import min_version
 
-from crseval.core.config_checks import check_config, fill_defaults
+from crseval.core.config_checks import check_config, check_inputs, fill_defaults
+from crseval.llm.models import EMBEDDED_MODELS
 
 min_version("9.0")
 
@@ -43,6 +44,8 @@ if not workflow.config_settings.configfiles:
 # including the rules that relate several values (crseval.core.config_checks).
 fill_defaults(config)
 check_config(config)
+# Every file the config names must exist, named by its key, before any job is planned.
+check_inputs(config, WORKFLOW_DIR, EMBEDDED_MODELS)
 
 
 report: "workflow/report/workflow.rst"

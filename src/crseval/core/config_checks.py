@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import copy
 import functools
+import glob
 import math
+import os
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -38,9 +40,9 @@ RANGES = (("scoring", "cas", "delay_range"),)  # every [low, high] pair of the s
 class ConfigError(ValueError):
     """Every problem of a config, one per line after a count, each starting with its key path."""
 
-    def __init__(self, problems: list[str]):
+    def __init__(self, problems: list[str], kind: str = "problem"):
         self.problems = list(problems)
-        count = f"{len(self.problems)} problem{'s' if len(self.problems) != 1 else ''}"
+        count = f"{len(self.problems)} {kind}{'s' if len(self.problems) != 1 else ''}"
         super().__init__("\n".join([f'{count} in the config (rules: config/README.md, "Validation"):', *self.problems]))
 
 
@@ -80,6 +82,28 @@ def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH) -> None:
     problems = [*_schema_problems(filled, str(schema_path)), *_rule_problems(filled)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
+
+
+def check_inputs(config: dict, workflow_dir: str | Path, embedded_models=frozenset()) -> None:
+    """Raise one ConfigError naming every file the config names that does not exist, by its key.
+
+    Run before any job is planned, so that a typo in a path stops the run at once whatever is already
+    under results/ (Snakemake would otherwise re-run nothing upstream of a missing input, or fail
+    later without naming the key). Paths are resolved as the rules resolve them (experiment.input_path).
+    """
+    from crseval.core import experiment
+
+    problems = []
+    named = {**experiment.config_inputs(config), **experiment.model_paths(config, frozenset(embedded_models))}
+    for key, path in named.items():
+        if not os.path.isfile(experiment.input_path(path, workflow_dir)):
+            problems.append(f"{key}: {path} does not exist" + (" (or is not a file)" if os.path.exists(path) else ""))
+    if not experiment.simulating(config):
+        pattern = config["sessions"].get("import_paths")
+        if pattern and not glob.glob(pattern):
+            problems.append(f"sessions.import_paths: {pattern} matches no file")
+    if problems:
+        raise ConfigError(problems, "missing input file")
 
 
 @functools.lru_cache(maxsize=4)

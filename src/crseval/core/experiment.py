@@ -169,3 +169,43 @@ def input_path(path: str, workflow_dir: str | Path) -> str:
         return path
     shipped = Path(workflow_dir) / path
     return str(shipped) if shipped.exists() else path
+
+
+# ------------------------------------------------------------------ the files a config names
+
+
+def config_inputs(config: dict) -> dict[str, str]:
+    """Config key -> file path, for every file the config makes the workflow read (not the import
+    glob, nor GGUF models, which `model_paths` lists). Keys as written in the YAML file."""
+    inputs = {
+        "catalog.path": config["catalog"]["path"],
+        "catalog.non_genre_values": config["catalog"]["non_genre_values"],
+    }
+    if simulating(config):
+        inputs["simulator.templates"] = config["simulator"]["templates"]
+        for i, system in enumerate(config.get("systems", [])):
+            if system.get("agent") == "llm":
+                inputs[f"systems[{i}].prompt"] = system["prompt"]
+    if config.get("judge", {}).get("enabled"):
+        inputs["judge.prompt"] = config["judge"]["prompt"]
+    return inputs
+
+
+def model_paths(config: dict, embedded: set[str] | frozenset[str]) -> dict[str, str]:
+    """Config key -> GGUF file, for the llama.cpp backends that name a file rather than an embedded model."""
+    sections = {}
+    if simulating(config):
+        for i, system in enumerate(config.get("systems", [])):
+            if system.get("agent") == "llm":
+                sections[f"systems[{i}].backend.model"] = system["backend"]
+        if config["simulator"]["paraphrase"].get("enabled"):
+            sections["simulator.paraphrase.backend.model"] = config["simulator"]["paraphrase"]["backend"]
+    for key, backend in scoring_backends(config).items():
+        sections[f"{key}.llm.backend.model"] = backend
+    if config.get("judge", {}).get("enabled"):
+        sections["judge.backend.model"] = config["judge"]["backend"]
+    return {
+        key: backend["model"]
+        for key, backend in sections.items()
+        if backend.get("type") == "llamacpp" and backend["model"] not in embedded
+    }

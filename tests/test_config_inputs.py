@@ -1,0 +1,76 @@
+"""Every file a config names is checked before any job runs, and a missing one is named by its key."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from conftest import REPO, default_config, run_snakemake, write_config
+
+from crseval.core.config_checks import ConfigError, check_inputs, fill_defaults
+from crseval.llm.models import EMBEDDED_MODELS
+
+
+def filled(config: dict) -> dict:
+    config = copy.deepcopy(config)
+    fill_defaults(config)
+    return config
+
+
+def problems(config: dict) -> list[str]:
+    try:
+        check_inputs(config, REPO, EMBEDDED_MODELS)
+    except ConfigError as error:
+        return error.problems
+    return []
+
+
+def test_the_shipped_default_config_names_only_files_that_exist():
+    assert problems(filled(default_config())) == []
+
+
+def test_every_missing_file_is_named_by_its_key(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # relative resources/ paths then come from the workflow's own folder
+    config = filled(default_config())
+    config["catalog"]["path"] = "resources/catalog/demo_movie.json"  # one letter off
+    config["systems"][0]["prompt"] = "prompts/mine.txt"
+    config["systems"][1]["backend"] = {"type": "llamacpp", "model": "models/absent.gguf"}
+    config["judge"].update(enabled=True, prompt="resources/prompts/judge.txt")
+    assert problems(config) == [
+        "catalog.path: resources/catalog/demo_movie.json does not exist",
+        "systems[0].prompt: prompts/mine.txt does not exist",
+        "systems[1].backend.model: models/absent.gguf does not exist",
+    ]
+
+
+def test_files_of_features_that_are_off_are_not_required():
+    config = filled(default_config())
+    config["judge"].update(enabled=False, prompt="no/such/judge.txt")
+    config["systems"] = [{"name": "template", "agent": "template", "prompt": "no/such/prompt.txt"}]
+    assert problems(config) == []
+
+
+def test_an_import_glob_that_matches_nothing_is_named():
+    config = filled(default_config())
+    config["sessions"].update(source="import", import_paths="no/such/logs/*.json")
+    assert problems(config) == ["sessions.import_paths: no/such/logs/*.json matches no file"]
+
+
+@pytest.mark.workflow
+def test_a_typo_after_a_finished_run_stops_before_any_job(workflow_copy):
+    config = {
+        "experiment": "typo",
+        "catalog": {"path": "resources/catalog/demo_movies.json"},
+        "sessions": {"count": 2, "turns": 3, "shard_size": 2},
+        "systems": [{"name": "template", "agent": "template"}],
+        "scoring": {"response_stats": {"embeddings": False}},
+    }
+    run_snakemake(workflow_copy, "--configfile", str(write_config(workflow_copy, config)))
+    results = workflow_copy / "results" / "typo"
+    before = {p: p.stat().st_mtime_ns for p in results.rglob("*") if p.is_file()}
+    config["catalog"]["path"] = "resources/catalog/demo_movie.json"
+    config["scoring"]["tas"] = {"recovery_threshold": 0.6}  # a change that would re-run scoring
+    result = run_snakemake(workflow_copy, "--configfile", str(write_config(workflow_copy, config)), check=False)
+    assert result.returncode != 0
+    assert "catalog.path: resources/catalog/demo_movie.json does not exist" in result.stdout + result.stderr
+    assert {p: p.stat().st_mtime_ns for p in results.rglob("*") if p.is_file()} == before  # no job ran
