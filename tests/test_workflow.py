@@ -337,3 +337,15 @@ def test_llm_slots_are_the_jobs_concurrency_capped_by_the_resource(workflow_copy
             for rule, system, resources in re.findall(pattern, text)
         }
         assert {k: v for k, v in slots.items() if k in expected} == expected
+
+
+def test_rerun_reasons_name_the_changed_section_not_the_whole_config(finished_run):
+    """A changed threshold re-runs provenance with a reason a reader can follow: per-section digests."""
+    workdir, config = finished_run
+    new = changed(config, lambda c: c["scoring"]["tas"].update(recovery_threshold=0.6))
+    result = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, new, "changed.yaml")))
+    text = result.stdout + result.stderr
+    provenance = text[text.index("rule provenance:") :].split("\n\n")[0]
+    assert "Params have changed" in provenance
+    assert '"experiment"' not in text and '"simulator"' not in text  # no config dumped as JSON
+    assert len(text) < 20000

@@ -9,6 +9,7 @@ import os
 
 from crseval.core import experiment, session_records
 from crseval.core.canonical import canonical_json as canonical
+from crseval.core.canonical import canonical_sha
 from crseval.core.experiment import judge_concurrency, simulate_concurrency, without_runtime
 from crseval.corpora.thesis_logs import sessions_per_system
 from crseval.judge.columns import CRITERIA, score_column
@@ -54,6 +55,11 @@ def config_slice(*keys):
     for key in keys:
         section = section[key]
     return canonical(section)
+
+
+def config_digests():
+    """`section=<12 hex digits of its canonical sha256>` for every top-level config section, one line."""
+    return " ".join(f"{key}={canonical_sha(config[key])[:12]}" for key in sorted(config))
 
 
 # ------------------------------------------------------------------ threads and resources

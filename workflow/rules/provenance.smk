@@ -12,8 +12,9 @@ rule provenance:
     conda:
         ENV
     params:
-        # the whole config: any change re-runs this cheap rule, so the record always matches the run
-        config=config_slice(),
+        # a short digest per config section: any change re-runs this cheap rule, so the record always
+        # matches the run, and the re-run reason shows which section changed (not the whole config)
+        config_sections=config_digests(),
         hash_cache=".cache/provenance/sha256.json",
     script:
         "../scripts/provenance.py"

@@ -1,6 +1,5 @@
 """Rule provenance: resolved config, code, packages, model and input hashes, machine -> provenance.json."""
 
-import json
 from pathlib import Path
 
 import source_tree  # noqa: F401  (crseval from this source tree)
@@ -10,7 +9,7 @@ from crseval.provenance import build
 
 log = log_to(snakemake.log[0])
 record = build(
-    json.loads(snakemake.params.config),
+    snakemake.config,  # as the run uses it (defaults filled); params carry its per-section digests
     source_dir=Path(snakemake.scriptdir).resolve().parents[1],  # the tree whose src/ is on PYTHONPATH
     hash_cache=snakemake.params.hash_cache,
 )
