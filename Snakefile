@@ -80,3 +80,13 @@ rule all:
         rules.validity.output if VALIDITY else [],
         rules.validity_figure.output if VALIDITY else [],
         rules.provenance.output,
+
+
+onerror:
+    # Outputs rewritten before the failure are newer than the record, which is written last.
+    if Path(RESULTS, "provenance.json").exists():
+        print(
+            f"{RESULTS}/provenance.json describes the outputs of the last finished run: tables rewritten before "
+            f"this failure may differ from it until a run finishes (`crseval verify {RESULTS}` lists what differs)",
+            file=sys.stderr,
+        )

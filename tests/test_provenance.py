@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import shutil
@@ -10,7 +9,7 @@ import subprocess
 from importlib.metadata import version
 
 import pytest
-from conftest import REPO, copy_workflow, default_config, planned_jobs, run_snakemake, write_config
+from conftest import REPO, default_config
 
 from crseval import provenance
 from crseval.llm.models import EMBEDDED_MODELS
@@ -60,7 +59,9 @@ def test_record_structure_for_the_default_config(tmp_path, no_git_above, monkeyp
         "prompts",
         "other_inputs",
         "machine",
+        "outputs",
     }
+    assert record["outputs"] == []  # no outputs named: nothing described
     json.dumps(record, allow_nan=False)  # plain JSON
     assert record["config"] == config and record["experiment"] == "demo"
     assert record["crseval"]["version"] == version("crseval")
@@ -228,49 +229,71 @@ def test_shipped_files_are_recorded_where_the_workflow_reads_them(tmp_path, no_g
     assert "read_from" not in mine and mine["sha256"] == hashlib.sha256(b"Judge {conversation}\n").hexdigest()
 
 
-@pytest.mark.workflow
-def test_provenance_rule_records_the_resolved_config(tmp_path):
-    workdir = copy_workflow(tmp_path)
-    config = default_config()
-    config["systems"].append(
-        {
-            "name": "remote",
-            "agent": "llm",
-            "prompt": "resources/prompts/crs_grounded.txt",
-            "backend": {"type": "ollama", "model": "m:1b", "host": f"http://bob:{SECRET}@gpu:11434"},
-            "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32},
-        }
-    )
-    configfile = str(write_config(workdir, config))
-    target = "results/provtest/provenance.json"
-    args = ("--configfile", configfile, "--config", "experiment=provtest")
-    run_snakemake(workdir, target, *args)
-    text = (workdir / target).read_text()
-    record = json.loads(text)
+def described_folder(tmp_path, monkeypatch):
+    """results/exp/ with a table, a figure and a directory output, and a record describing them."""
+    monkeypatch.chdir(tmp_path)
+    results = tmp_path / "results" / "exp"
+    (results / "tables").mkdir(parents=True)
+    (results / "figures").mkdir()
+    (results / "topics" / "lda").mkdir(parents=True)
+    (results / "tables" / "model_metrics.csv").write_text("model,tas\na,0.5\n")
+    (results / "figures" / "bars.png").write_bytes(b"\x89PNG bars")
+    (results / "topics" / "lda" / "model").write_bytes(b"lda")
+    (results / "topics" / "lda" / ".snakemake_timestamp").write_text("")
+    (tmp_path / "catalog.json").write_text("[]")
+    config = {"experiment": "exp", "catalog": {"path": "catalog.json", "non_genre_values": "catalog.json"}}
+    config |= {"sessions": {"source": "import", "import_paths": "none/*.json"}, "judge": {"enabled": False}}
+    config |= {"scoring": {"metrics": [], "tas": {"alpha": 0.4}}}
+    outputs = ["results/exp/tables/model_metrics.csv", "results/exp/figures/bars.png", "results/exp/topics/lda"]
+    record = provenance.build(config, source_dir=tmp_path, outputs=outputs, results_dir=results)
+    (results / "provenance.json").write_text(json.dumps(record))
+    return results, config, record
 
-    expected = copy.deepcopy(config)
-    expected["experiment"] = "provtest"
-    expected["systems"][-1]["backend"]["host"] = "http://bob:***@gpu:11434"
-    assert record["config"] == expected and SECRET not in text
-    assert record["source"]["commit"] is None and record["source"]["reason"]  # the scratch copy has no .git
-    # the job ran the scratch copy's library (workflow/scripts/source_tree.py), not the installed one
-    assert record["crseval"]["module"] == str((workdir / "src" / "crseval").resolve())
-    prompts = {p["path"]: p["used_by"] for p in record["prompts"]}
-    assert prompts["resources/prompts/crs_grounded.txt"] == [
-        "systems.qwen-grounded",
-        "systems.gemma-grounded",
-        "systems.remote",
+
+def test_outputs_are_recorded_relative_to_the_results_folder(tmp_path, no_git_above, monkeypatch):
+    results, _, record = described_folder(tmp_path, monkeypatch)
+    assert record["outputs"] == [
+        {"path": "figures/bars.png", "bytes": 9, "sha256": hashlib.sha256(b"\x89PNG bars").hexdigest()},
+        {"path": "tables/model_metrics.csv", "bytes": 16, "sha256": hashlib.sha256(b"model,tas\na,0.5\n").hexdigest()},
+        {"path": "topics/lda/model", "bytes": 3, "sha256": hashlib.sha256(b"lda").hexdigest()},
     ]
-    assert set(prompts) == {f"resources/prompts/{name}.txt" for name in ("crs_grounded", "crs_ungrounded", "judge")}
-    catalog = workdir / config["catalog"]["path"]
-    assert record["catalog"]["sha256"] == hashlib.sha256(catalog.read_bytes()).hexdigest()
-    assert (workdir / "results/provtest/logs/provenance.log").read_text().strip()
+    assert provenance.verify(results) == []
 
-    assert planned_jobs(run_snakemake(workdir, "-n", target, *args)) == {}
-    prompt = workdir / "resources" / "prompts" / "crs_ungrounded.txt"
-    prompt.write_text(prompt.read_text() + "\nBe brief.\n")
-    assert planned_jobs(run_snakemake(workdir, "-n", target, *args)) == {"provenance": 1}
-    run_snakemake(workdir, target, *args)
-    config["llm"]["threads"] = 1  # a setting no result depends on still belongs in the record
-    changed = ("--configfile", str(write_config(workdir, config, "changed.yaml")), "--config", "experiment=provtest")
-    assert planned_jobs(run_snakemake(workdir, "-n", target, *changed)) == {"provenance": 1}
+
+def test_verify_names_every_difference(tmp_path, no_git_above, monkeypatch):
+    results, config, _ = described_folder(tmp_path, monkeypatch)
+    archived = shutil.copytree(results, tmp_path / "archive" / "2026" / "exp")
+    (results / "tables" / "model_metrics.csv").write_text("model,tas\na,0.6\n")  # rewritten after the record
+    (results / "figures" / "bars.png").unlink()
+    (results / "figures" / "extra.png").write_bytes(b"new")
+    (tmp_path / "catalog.json").write_text('[{"name": "Heat"}]')
+    config["scoring"]["tas"]["alpha"] = 0.5
+    config["judge"]["prompt"] = "judge.txt"
+    assert provenance.verify(results, config=config) == [
+        "figures/bars.png: missing (recorded in provenance.json)",
+        "tables/model_metrics.csv: changed since provenance.json was written",
+        "figures/extra.png: not described by provenance.json (written after it, or by another run)",
+        "input catalog.json (catalog): content differs from the recorded sha256",
+        "input catalog.json (catalog.non_genre_values): content differs from the recorded sha256",
+        'config judge.prompt: not recorded, config "judge.txt"',
+        "config scoring.tas.alpha: recorded 0.4, config 0.5",
+    ]
+    # a copied results folder verifies where it lies; its relative input paths are read from --workdir
+    (tmp_path / "catalog.json").write_text("[]")
+    assert provenance.verify(archived, workdir=tmp_path) == []
+    assert provenance.verify(archived) == [
+        "input catalog.json (catalog): missing",
+        "input catalog.json (catalog.non_genre_values): missing",
+    ]
+
+
+def test_verify_refuses_a_folder_without_a_current_record(tmp_path, no_git_above, monkeypatch):
+    results, _, record = described_folder(tmp_path, monkeypatch)
+    del record["outputs"]
+    record["schema_version"] = 1
+    (results / "provenance.json").write_text(json.dumps(record))
+    with pytest.raises(provenance.ProvenanceError, match="older crseval.*--forcerun provenance"):
+        provenance.verify(results)
+    (results / "provenance.json").unlink()
+    with pytest.raises(provenance.ProvenanceError, match="does not exist"):
+        provenance.verify(results)

@@ -6,6 +6,9 @@ sessions elsewhere) without running the workflow.
 
 `crseval eval-titles` measures title recognition against hand-labelled replies (format and
 annotation guide: tests/data/title_labels/), e.g. a labelled set of your own system's replies.
+
+`crseval verify results/<experiment>` checks a results folder against its provenance.json: the
+hashes of its tables, statistics, figures and input files, and (with --configfile) the settings.
 """
 
 from __future__ import annotations
@@ -49,9 +52,21 @@ def main(argv: list[str] | None = None) -> int:
     titles.add_argument(
         "--errors", action="store_true", help="also list every reply where recognition and labels differ"
     )
+    checker = commands.add_parser(
+        "verify", help="check a results folder against its provenance.json (output and input hashes, settings)"
+    )
+    checker.add_argument("results", type=Path, help="results/<experiment>")
+    checker.add_argument(
+        "--workdir", type=Path, help="folder the workflow ran in, for relative input paths (default: above results/)"
+    )
+    checker.add_argument(
+        "--configfile", type=Path, help="also list every setting of this config that differs from the recorded one"
+    )
     args = parser.parse_args(argv)
     if args.command == "eval-titles":
         return _eval_titles(args)
+    if args.command == "verify":
+        return _verify(args)
 
     files = sorted({f for pattern in args.paths for f in (glob.glob(pattern) or [pattern])})
     index = CatalogIndex.read(args.catalog_index / "films.parquet", args.catalog_index / "concepts.parquet")
@@ -91,6 +106,34 @@ def _eval_titles(args: argparse.Namespace) -> int:
     if not args.errors:
         result.pop("errors")
     print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _verify(args) -> int:
+    import yaml
+
+    from crseval.core.config_checks import fill_defaults
+    from crseval.provenance import ProvenanceError, verify
+
+    config = None
+    if args.configfile is not None:
+        config = yaml.safe_load(args.configfile.read_text(encoding="utf-8"))
+        fill_defaults(config)
+    try:
+        problems = verify(args.results, workdir=args.workdir, config=config)
+    except ProvenanceError as error:
+        print(f"crseval verify: {error}", file=sys.stderr)
+        return 2
+    for problem in problems:
+        print(f"{args.results}: {problem}")
+    if problems:
+        print(
+            f"crseval verify: {len(problems)} difference(s) from {args.results / 'provenance.json'}; "
+            "re-run the workflow (snakemake) to bring tables and record together",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"{args.results}: every output and input matches provenance.json")
     return 0
 
 

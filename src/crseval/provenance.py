@@ -35,7 +35,8 @@ from crseval.core.experiment import (
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.redact import redact_url
 
-SCHEMA_VERSION = 1
+# 2: `outputs`, the tables, statistics and figures the record describes, with their sha256
+SCHEMA_VERSION = 2
 
 # Packages whose version can change a number or a figure; every direct dependency of crseval
 # (read from its metadata) is added, so the list follows pyproject.toml.
@@ -67,6 +68,8 @@ KEY_PACKAGES = (
 )
 
 _MAX_CHANGED_PATHS = 100
+# Snakemake's marker in directory outputs: its mtime, not its (empty) content, is what Snakemake reads.
+IGNORED = {".snakemake_timestamp"}
 
 
 class HashCache:
@@ -389,11 +392,33 @@ def describe_models(config: dict, cache: HashCache | None = None) -> list[dict]:
     return list(entries.values())
 
 
+def output_records(paths: list[str | Path], results_dir: str | Path) -> list[dict]:
+    """Size and sha256 of every output file the record describes, a directory output file by file,
+    with its path relative to `results_dir` (so a copied or archived results folder can still be
+    verified); hashed afresh, so the record holds what is on disk when it is written."""
+    root = Path(results_dir).resolve()
+    records = []
+    for path in map(Path, paths):
+        files = [f for f in path.rglob("*") if f.is_file() and f.name not in IGNORED] if path.is_dir() else [path]
+        for file in files:
+            record = file_record(file)
+            record["path"] = file.resolve().relative_to(root).as_posix()
+            records.append(record)
+    return sorted(records, key=lambda record: record["path"])
+
+
 def build(
-    config: dict, *, source_dir: str | Path, hash_cache: str | Path | None = None, now: datetime | None = None
+    config: dict,
+    *,
+    source_dir: str | Path,
+    hash_cache: str | Path | None = None,
+    outputs: list[str | Path] = (),
+    results_dir: str | Path = ".",
+    now: datetime | None = None,
 ) -> dict:
     """The provenance record of an experiment run with the resolved `config` by the workflow at
-    `source_dir`, whose shipped files the config may name (crseval.core.experiment.input_path)."""
+    `source_dir`, whose shipped files the config may name (crseval.core.experiment.input_path),
+    describing the `outputs` (tables, statistics, figures) made with that config."""
     cache = HashCache(hash_cache)
     users = embedding_users(config)
     record = {
@@ -417,6 +442,97 @@ def build(
             for path in paths
         ],
         "machine": machine(),
+        "outputs": output_records(outputs, results_dir),
     }
     cache.save()
     return record
+
+
+# ------------------------------------------------------------------ verify
+
+# The folders of results/<experiment>/ whose every file the record describes.
+DESCRIBED_FOLDERS = ("catalog", "topics", "tables", "stats", "figures")
+
+
+class ProvenanceError(Exception):
+    """A results folder without a usable provenance record."""
+
+
+def _config_changes(recorded, current, key: str = "") -> list[str]:
+    """`key: recorded X, config Y` for every setting whose value differs (dicts compared key by key)."""
+    if isinstance(recorded, dict) and isinstance(current, dict):
+        changes = []
+        for name in sorted(set(recorded) | set(current), key=str):
+            path = f"{key}.{name}" if key else str(name)
+            if name not in recorded:
+                changes.append(f"{path}: not recorded, config {json.dumps(current[name])}")
+            elif name not in current:
+                changes.append(f"{path}: recorded {json.dumps(recorded[name])}, not in config")
+            else:
+                changes += _config_changes(recorded[name], current[name], path)
+        return changes
+    if recorded != current:
+        return [f"{key}: recorded {json.dumps(recorded)}, config {json.dumps(current)}"]
+    return []
+
+
+def verify(results_dir: str | Path, *, workdir: str | Path | None = None, config: dict | None = None) -> list[str]:
+    """What in `results_dir` does not match its provenance.json, one line each (empty: all match).
+
+    Checks every output the record describes (missing, or content changed since the record was
+    written), files in its folders the record does not describe (written after it, by a run that
+    stopped before the record was rewritten, or by hand), and the input files (catalog, prompts,
+    templates, logs, GGUF models) against their recorded sha256, read relative to `workdir` (the
+    folder the workflow ran in; by default the one holding results/). With `config` (resolved,
+    defaults filled), also every setting whose value differs from the recorded one.
+    """
+    results = Path(results_dir)
+    base = Path(workdir) if workdir is not None else results.resolve().parents[1]
+    path = results / "provenance.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise ProvenanceError(f"{path} does not exist: run the workflow (its provenance rule) first") from error
+    except (OSError, ValueError) as error:
+        raise ProvenanceError(f"{path} cannot be read: {error}") from error
+    if not isinstance(record, dict) or record.get("schema_version", 0) < 2 or "outputs" not in record:
+        raise ProvenanceError(
+            f"{path} was written by an older crseval and records no output hashes: "
+            "re-run it with `snakemake --forcerun provenance`"
+        )
+    problems = []
+    described = set()
+    for output in record["outputs"]:
+        described.add(output["path"])
+        file = results / output["path"]
+        if not file.is_file():
+            problems.append(f"{output['path']}: missing (recorded in provenance.json)")
+        elif output.get("sha256") != sha256_file(file):
+            problems.append(f"{output['path']}: changed since provenance.json was written")
+    for folder in DESCRIBED_FOLDERS:
+        for file in sorted((results / folder).rglob("*")):
+            name = file.relative_to(results).as_posix()
+            if file.is_file() and file.name not in IGNORED and name not in described:
+                problems.append(f"{name}: not described by provenance.json (written after it, or by another run)")
+
+    inputs = [("catalog", record.get("catalog"))]
+    inputs += [(", ".join(p.get("used_by", [])) or "prompt", p) for p in record.get("prompts", [])]
+    inputs += [(p.get("config_key", "input"), p) for p in record.get("other_inputs", [])]
+    inputs += [
+        (", ".join(m.get("used_by", [])), m["file"])
+        for m in record.get("models", [])
+        if (m.get("file") or {}).get("sha256_source") == "computed"
+    ]
+    for key, entry in inputs:
+        if not entry:
+            continue
+        file = base / entry.get("read_from", entry["path"])
+        if entry.get("sha256") is None:
+            continue  # unreadable when recorded: the record says why
+        if not file.is_file():
+            problems.append(f"input {entry['path']} ({key}): missing")
+        elif sha256_file(file) != entry["sha256"]:
+            problems.append(f"input {entry['path']} ({key}): content differs from the recorded sha256")
+    if config is not None:
+        problems += [f"config {change}" for change in _config_changes(record.get("config"), redact(config))]
+    return problems

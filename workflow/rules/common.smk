@@ -182,3 +182,25 @@ if "tas" in SCORING["metrics"] and SCATTER:
 CALIBRATION = calibration_roles(config["systems"]) if not IMPORTING else {}
 # The validity table and figure need at least three calibration systems (config/calibration.yaml).
 VALIDITY = len(CALIBRATION) >= 3
+
+
+# ------------------------------------------------------------------ provenance
+
+
+def described_outputs():
+    """The experiment's tables, statistics and figures (and catalog index, topics, import report):
+    the provenance record depends on them, so it is written again whenever one of them is and never
+    describes outputs other than those beside it. Per-shard files are summarised by the tables.
+    Called by the provenance rule, once every stage is defined."""
+    described = [
+        rules.index_catalog.output,
+        rules.train_lda.output,
+        rules.aggregate.output,
+        rules.stats.output,
+        rules.plots.output,
+    ]
+    if IMPORTING:
+        described.append(rules.import_logs.output.report)
+    if VALIDITY:
+        described += [rules.validity.output, rules.validity_figure.output]
+    return described

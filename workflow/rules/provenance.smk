@@ -1,10 +1,12 @@
-"""Provenance: the resolved config, code version, packages, model, catalog and prompt hashes and the
-machine, in results/<experiment>/provenance.json (crseval.provenance)."""
+"""Provenance: the resolved config, code version, packages, model, catalog and prompt hashes, the
+machine, and the sha256 of every table, statistic and figure it describes, in
+results/<experiment>/provenance.json (crseval.provenance; `crseval verify` checks a folder against it)."""
 
 
 rule provenance:
     input:
         **provenance_inputs(config, WORKFLOW_DIR),
+        described=described_outputs(),
     output:
         report(f"{RESULTS}/provenance.json", caption="../report/provenance.rst", category="Provenance"),
     log:
