@@ -130,11 +130,14 @@ class TitleReference:
 
 @dataclass
 class RecognisedTitles:
-    """The catalog films of one text, each once, in order of first reference."""
+    """The catalog films of one text, each once, in order of first reference; and the films it
+    names that the catalog does not hold (`unknown`, as written), which are neither catalog
+    concepts nor hallucinations."""
 
     recommended: list[str] = field(default_factory=list)
     mentioned: list[str] = field(default_factory=list)
     references: list[TitleReference] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
 
     @property
     def all(self) -> list[str]:
