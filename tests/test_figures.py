@@ -1,5 +1,6 @@
-"""Figures: every figure function writes PNG and SVG, turn axes tick whole turns, the TAS scatter
-draws only the scores it has, and the validity figure from a calibration run."""
+"""Figures: every figure function writes PNG and SVG, turn axes tick whole turns, recovery delays tick
+the halves they plot, no text covers another or the data, the weight grid holds and marks the configured
+TAS, the TAS scatter draws only the scores it has, and the validity figure from a calibration run."""
 
 from __future__ import annotations
 
@@ -8,9 +9,13 @@ import pandas as pd
 import pytest
 import yaml
 from conftest import REPO, copy_workflow, run_snakemake, write_config
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.patches import Rectangle
 
 from crseval.analysis import figures
+from crseval.analysis.aggregate import model_metrics
 from crseval.analysis.validity import validity_table
+from crseval.metrics.grounded import TasSettings, session_means, tas_value
 
 SYSTEMS = ["alpha", "beta", "gamma"]
 CALIBRATION_ROLES = ["oracle", "lag1", "lag2", "stubborn", "random", "parrot"]
@@ -128,14 +133,65 @@ def test_every_figure_writes_png_and_svg(tmp_path, sessions, turns, validity):
         assert_written(tmp_path / name)
 
 
-def test_turn_axes_tick_whole_turns(tmp_path, sessions, turns, captured):
-    colours = figures.palette(SYSTEMS)
-    figures.tas_over_turns(turns, colours, tmp_path / "tas_over_turns", seed=0)
-    figures.recovery_box(sessions, colours, tmp_path / "recovery_delay_box")
-    over_turns, recovery = (figure.axes[0] for figure in captured)
+def test_turn_axes_tick_whole_turns(tmp_path, turns, captured):
+    figures.tas_over_turns(turns, figures.palette(SYSTEMS), tmp_path / "tas_over_turns", seed=0)
+    over_turns = captured[-1].axes[0]
     assert_integer_ticks(over_turns.xaxis)
     assert {1, 2, 3} <= {int(t) for t in visible_ticks(over_turns.xaxis)}
-    assert_integer_ticks(recovery.yaxis)  # recovery delay, in turns
+
+
+def shown_ticklabels(axis) -> list:
+    """The tick labels matplotlib draws: those of ticks inside the view (the others are not drawn)."""
+    low, high = sorted(axis.get_view_interval())
+    return [t for loc, t in zip(axis.get_ticklocs(), axis.get_ticklabels()) if low - 1e-9 <= loc <= high + 1e-9]
+
+
+def drawn_texts(figure) -> list[tuple[object, str, object]]:
+    """(owner, text, window bbox) of every visible non-empty text after drawing: the figure's own texts
+    (suptitle, notes) belong to the figure, titles, axis labels and tick labels to their axes."""
+    canvas = FigureCanvasAgg(figure)  # a closed figure keeps no drawing canvas of its own
+    canvas.draw()
+    renderer = canvas.get_renderer()
+    found = [(figure, t) for t in figure.texts + [figure._suptitle, figure._supxlabel, figure._supylabel] if t]
+    for ax in figure.axes:
+        if not ax.axison:
+            continue
+        labels = [ax.title, ax._left_title, ax._right_title, ax.xaxis.label, ax.yaxis.label]
+        found += [(ax, t) for t in labels + shown_ticklabels(ax.xaxis) + shown_ticklabels(ax.yaxis)]
+    return [(o, t.get_text(), t.get_window_extent(renderer)) for o, t in found if t.get_visible() and t.get_text()]
+
+
+def assert_no_text_overlaps(figure):
+    """No text of one owner (the figure, an axes) covers a text of another."""
+    texts = drawn_texts(figure)
+    clashes = [
+        (a, b)
+        for i, (owner_a, a, box_a) in enumerate(texts)
+        for owner_b, b, box_b in texts[i + 1 :]
+        if owner_a is not owner_b and box_a.overlaps(box_b)
+    ]
+    assert clashes == []
+
+
+def test_recovery_delays_tick_the_means_they_plot_and_the_note_covers_no_dot(tmp_path, sessions, captured):
+    """A session's delay is a mean over its shifts (0.5, 1.5 ...): every plotted value sits on a major or
+    minor tick, not only whole turns; the note on the dots is outside the axes, away from every dot."""
+    figures.recovery_box(sessions, figures.palette(SYSTEMS), tmp_path / "recovery_delay_box")
+    figure = captured[-1]
+    ax = figure.axes[0]
+    plotted = {
+        v for c in ("recovery_delay_cosine", "recovery_delay_jaccard", "avg_recovery_delay") for v in sessions[c]
+    }
+    assert any(not float(v).is_integer() for v in plotted)  # the fixture has half turns
+    ticks = visible_ticks(ax.yaxis) + list(ax.yaxis.get_minorticklocs())
+    assert all(np.isclose(ticks, v).any() for v in plotted), (sorted(plotted), ticks)
+    texts = drawn_texts(figure)
+    note = [box for _, text, box in texts if "each dot: one session's mean delay" in text]
+    assert len(note) == 1 and not note[0].overlaps(ax.get_window_extent())
+    dots = np.vstack([ax.transData.transform(c.get_offsets()) for c in ax.collections if len(c.get_offsets())])
+    assert len(dots) == 3 * len(sessions) and not any(note[0].contains(x, y) for x, y in dots)
+    assert not ax.get_legend().get_window_extent().overlaps(ax.get_window_extent())  # the legend covers no dot
+    assert_no_text_overlaps(figure)
 
 
 def test_scatter_draws_the_scores_it_has(tmp_path, sessions, captured):
@@ -209,6 +265,111 @@ def test_validity_figure_draws_measured_metrics_and_notes_the_rest(tmp_path, val
     assert note.startswith("Not measured:") and "judge_personalization" in note and "dst_f1" in note
 
 
+@pytest.mark.parametrize("copies", [1, 3])
+def test_validity_suptitle_and_panel_titles_do_not_overlap(validity, tmp_path, captured, copies):
+    """Two lines of suptitle above rows of two-line panel titles, in a figure of two rows and in a tall one
+    (a calibration run measures some twenty metrics): nothing covers anything."""
+    measured = validity[validity["verdict"].isin(["pass", "fail"])]
+    table = pd.concat([validity] + [measured] * (copies - 1), ignore_index=True)
+    figures.validity_figure(table, tmp_path / "validity")
+    figure = captured[-1]
+    panels = [ax for ax in figure.axes if ax.axison]
+    assert len(panels) == copies * len(measured) > 4  # two rows of panels or more
+    texts = drawn_texts(figure)
+    suptitle = next(box for owner, text, box in texts if owner is figure and text.startswith("Metric validity"))
+    titles = [box for owner, text, box in texts if owner in panels and text.count("\n") == 1 and "tau" in text]
+    assert len(titles) == len(panels) and not any(suptitle.overlaps(box) for box in titles)
+    assert_no_text_overlaps(figure)
+
+
+def turns_by_hand() -> pd.DataFrame:
+    """Two systems: a-1 has turns (CC, CR, I) = (1, 0, 0) and (0, 1, 0.5), a-2 one turn (0.5, 0.5, 0);
+    b-1 one turn (0, 0, 1). With unequal turn counts the mean of session means differs from the mean of turns."""
+    rows = [
+        ("a", "a-1", 1, 1.0, 0.0, 0.0),
+        ("a", "a-1", 2, 0.0, 1.0, 0.5),
+        ("a", "a-2", 1, 0.5, 0.5, 0.0),
+        ("b", "b-1", 1, 0.0, 0.0, 1.0),
+    ]
+    return pd.DataFrame(rows, columns=["system", "session_id", "turn", "cc", "cr", "copying"])
+
+
+CONFIGURED = {"alpha": 0.4, "beta": 0.4, "gamma": 0.2}
+
+
+def tables_tas(turns: pd.DataFrame, weights: dict) -> dict[str, float]:
+    """System -> `tas` of tables/model_metrics.csv, through the scorer's own session means and the aggregation."""
+    settings = TasSettings(**weights)
+    sessions = []
+    for (system, session_id), group in turns.groupby(["system", "session_id"]):
+        rows = [
+            {
+                "cc": t.cc,
+                "cr": t.cr,
+                "copying": t.copying,
+                "tas": tas_value(t.cc, t.cr, t.copying, settings),
+                "hallucinated_concepts": 0,
+                "recommended": 0,
+                "repeated_recommendations": 0,
+            }
+            for t in group.itertuples()
+        ]
+        sessions.append({"system": system, "session_id": session_id, **session_means(rows)})
+    metrics = model_metrics(pd.DataFrame(sessions))
+    return dict(zip(metrics["model"], metrics["tas"]))
+
+
+def test_weight_grid_holds_the_configured_weights():
+    grid = figures.weight_grid({"alpha": 0.3, "beta": 0.5, "gamma": 0.15})
+    assert sorted(grid["cc_share"].unique()) == [0.0, 0.25, 0.3 / 0.8, 0.5, 0.75, 1.0]
+    assert sorted(grid["gamma"].unique()) == [0.0, 0.1, 0.15, 0.2, 0.3, 0.4]
+    assert np.allclose(grid["alpha"] + grid["beta"], 0.8)  # the configured sum everywhere
+    own = grid[grid["configured"]]
+    assert own[["alpha", "beta", "gamma"]].to_dict("records") == [{"alpha": 0.3, "beta": 0.5, "gamma": 0.15}]
+    # a configured value on the grid is not there twice
+    default = figures.weight_grid(CONFIGURED)
+    assert len(default) == 25 and default["configured"].sum() == 1
+    assert default.loc[default["configured"], "cc_share"].item() == 0.5
+
+
+def test_weight_sensitivity_configured_cell_is_the_tas_of_the_tables(tmp_path, captured):
+    turns = turns_by_hand()
+    table = figures.weight_sensitivity(turns, CONFIGURED, tmp_path / "weight_sensitivity")
+    assert_written(tmp_path / "weight_sensitivity")
+    own = table[table["configured"]].set_index("system")["tas"]
+    # by hand: a-1 (0.4 + 0.3) / 2 = 0.35, a-2 0.4, a = 0.375; b-1 -0.2
+    assert own.to_dict() == pytest.approx({"a": 0.375, "b": -0.2}, abs=1e-12)
+    assert own.to_dict() == pytest.approx(tables_tas(turns, CONFIGURED), abs=1e-12)
+    # another cell by hand: alpha 0.6, beta 0.2, gamma 0.4: a-1 (0.6 + 0.0) / 2 = 0.3, a-2 0.4, a = 0.35; b -0.4
+    other = table[np.isclose(table["alpha"], 0.6) & np.isclose(table["gamma"], 0.4)].set_index("system")["tas"]
+    assert other.to_dict() == pytest.approx({"a": 0.35, "b": -0.4}, abs=1e-12)
+    assert other.to_dict() == pytest.approx(tables_tas(turns, {"alpha": 0.6, "beta": 0.2, "gamma": 0.4}), abs=1e-12)
+
+    figure = captured[-1]
+    panels = [ax for ax in figure.axes if ax.axison]
+    assert [ax.get_title() for ax in panels] == ["a", "b"]
+    for ax in panels:
+        # columns alpha / beta over shares 0, 0.25, 0.5, 0.75, 1 of 0.8; rows gamma 0 .. 0.4: configured at (2, 2)
+        assert [t.get_text() for t in ax.get_xticklabels()] == [
+            "0 / 0.8",
+            "0.2 / 0.6",
+            "0.4 / 0.4",
+            "0.6 / 0.2",
+            "0.8 / 0",
+        ]
+        assert [t.get_text() for t in ax.get_yticklabels()] == ["0", "0.1", "0.2", "0.3", "0.4"]
+        assert ax.get_xlabel() == "alpha / beta"
+        boxes = [p for p in ax.patches if isinstance(p, Rectangle) and not p.get_fill()]
+        assert [(b.get_x(), b.get_y(), b.get_width(), b.get_height()) for b in boxes] == [(2, 2, 1, 1)]
+        inside = [t.get_text() for t in ax.texts if t.get_position() == (2.5, 2.5)]
+        assert inside == [f"{own[ax.get_title()]:.3f}"]
+    assert panels[0].get_ylabel() == "gamma"
+    said = figure._suptitle.get_text() + " " + figure._supxlabel.get_text()
+    assert "alpha = 0.4, beta = 0.4, gamma = 0.2" in " ".join(said.split())
+    assert "alpha + beta kept at the configured 0.8" in " ".join(said.split())
+    assert_no_text_overlaps(figure)
+
+
 @pytest.mark.workflow
 def test_figure_rules_follow_the_config(tmp_path):
     """Dry runs: tas_scatter with CAS or the judge, not without both; validity_figure only with
@@ -238,3 +399,11 @@ def test_calibration_run_draws_the_validity_figure(tmp_path):
     log = (workdir / results / "logs" / "validity_figure.log").read_text()
     assert f"{(table['verdict'].isin(['pass', 'fail'])).sum()} metrics drawn" in log
     assert "TAS scatter against context_adaptation_score" in (workdir / results / "logs" / "plots.log").read_text()
+    # the configured row of the weight grid is the TAS of the tables
+    config = yaml.safe_load((REPO / "config" / "test" / "calibration_demo.yaml").read_text())
+    sensitivity = pd.read_csv(workdir / results / "tables" / "weight_sensitivity.csv")
+    own = sensitivity[sensitivity["configured"]].set_index("system")
+    weights = {key: config["scoring"]["tas"][key] for key in ("alpha", "beta", "gamma")}
+    assert (own[["alpha", "beta", "gamma"]] == pd.Series(weights)).all().all()
+    metrics = pd.read_csv(workdir / results / "tables" / "model_metrics.csv").set_index("model")
+    assert own["tas"].to_dict() == pytest.approx(metrics.loc[own.index, "tas"].to_dict(), abs=1e-9)

@@ -22,5 +22,9 @@ rule plots:
         seed=config["stats"]["seed"],
         judged=JUDGE["enabled"],
         scatter=SCATTER if "tas_scatter" in FIGURES else [],
+        # the configured TAS weights, which the weight-sensitivity grid holds and marks
+        tas_weights=(
+            {key: SCORING["tas"][key] for key in ("alpha", "beta", "gamma")} if "weight_sensitivity" in FIGURES else {}
+        ),
     script:
         "../scripts/plots.py"

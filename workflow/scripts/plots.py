@@ -29,7 +29,7 @@ figures.recovery_box(sessions, colours, stem("recovery_delay_box"))
 figures.distributions(sessions, ["tas", "context_adaptation_score", "rec_satisfaction"], colours, stem("distributions"))
 if "tas_over_turns" in wanted:
     figures.tas_over_turns(turns, colours, stem("tas_over_turns"), snakemake.params.seed)
-    table = figures.weight_sensitivity(turns, stem("weight_sensitivity"))
+    table = figures.weight_sensitivity(turns, snakemake.params.tas_weights, stem("weight_sensitivity"))
     with atomic_path(snakemake.output.sensitivity) as temporary:
         table.to_csv(temporary, index=False)
 if "tas_scatter" in wanted:

@@ -13,9 +13,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 import seaborn as sns  # noqa: E402
-from matplotlib.ticker import MaxNLocator  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+from matplotlib.ticker import AutoMinorLocator, MaxNLocator  # noqa: E402
 
 from crseval.analysis import registry
+from crseval.metrics.grounded import TasSettings, tas_value
 
 JUDGE_SCORES = registry.JUDGE_SCORES
 
@@ -113,6 +115,8 @@ def correlation_heatmap(sessions: pd.DataFrame, metrics: list[str], stem: Path) 
 
 
 def recovery_box(sessions: pd.DataFrame, colours: dict, stem: Path) -> None:
+    """Boxes over sessions with every session's dot; a session's delay is the mean over its recovered
+    shifts (0.5, 1.5 ...), so the delay axis ticks fractions where the range is small, not whole turns."""
     columns = [c for c in ("recovery_delay_cosine", "recovery_delay_jaccard", "avg_recovery_delay") if c in sessions]
     long = sessions.melt(id_vars=["system"], value_vars=columns, var_name="measure", value_name="delay").dropna()
     figure, ax = plt.subplots(figsize=(8, 4))
@@ -131,17 +135,20 @@ def recovery_box(sessions: pd.DataFrame, colours: dict, stem: Path) -> None:
             size=4,
             legend=False,
         )
-        ax.text(
-            0.01, 0.98, "each dot: one session's mean delay", transform=ax.transAxes, va="top", fontsize=8, color="grey"
-        )
+        sns.move_legend(ax, "upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="system")  # off the dots
     ax.set_xticks(
         range(len(columns)),
         ["grounded, cosine (turns after shift)", "grounded, Jaccard", "legacy CAS (system turns)"][: len(columns)],
     )
     ax.set_xlabel("")
     ax.set_ylabel("recovery delay (turns)")
-    integer_ticks(ax, "y")
-    ax.set_title("Recovery delay per session (recovered shifts only)")
+    ax.yaxis.set_major_locator(MaxNLocator(steps=[1, 2.5, 5, 10]))  # 0.25 or 0.5 apart over a turn or two
+    ax.yaxis.set_minor_locator(AutoMinorLocator(2))
+    ax.set_title(
+        "Recovery delay per session (recovered shifts only)\n"
+        "each dot: one session's mean delay over its recovered shifts; box: quartiles over sessions",
+        fontsize=10,
+    )
     save(figure, stem)
 
 
@@ -185,32 +192,137 @@ def distributions(sessions: pd.DataFrame, metrics: list[str], colours: dict, ste
     save(figure, stem)
 
 
-def weight_sensitivity(turns: pd.DataFrame, stem: Path) -> pd.DataFrame:
-    """Mean TAS per system for alpha in 0.1..0.9 (beta = 1 - alpha) and gamma in 0..0.4,
-    recomputed from the per-turn CC, CR and copying values."""
-    alphas = np.round(np.arange(0.1, 0.91, 0.2), 2)
-    gammas = np.round(np.arange(0.0, 0.41, 0.1), 2)
+# The sensitivity figure's grid: CC's share of alpha + beta, and gamma (each with the configured value added).
+SENSITIVITY_SHARES = (0.0, 0.25, 0.5, 0.75, 1.0)
+SENSITIVITY_GAMMAS = (0.0, 0.1, 0.2, 0.3, 0.4)
+
+
+def grid_with(grid: tuple[float, ...], value: float) -> list[float]:
+    """`grid` with `value` in it (in place of a grid point within rounding of it), ascending."""
+    return sorted({point for point in grid if not math.isclose(point, value, abs_tol=1e-9)} | {value})
+
+
+def weight_grid(weights: dict) -> pd.DataFrame:
+    """The weights the sensitivity figure tries, one row each: alpha + beta stays at its configured sum while
+    CC's share alpha / (alpha + beta) runs over SENSITIVITY_SHARES and gamma over SENSITIVITY_GAMMAS, both
+    grids holding the configured value. The configured column carries the configured alpha and beta
+    themselves (not share * sum), so the configured cell's TAS is the one the tables report."""
+    alpha, beta, gamma = (float(weights[key]) for key in ("alpha", "beta", "gamma"))
+    total = alpha + beta
+    if not total > 0:
+        raise ValueError(f"scoring.tas: alpha + beta is {total}; the weight grid keeps that sum and needs it positive")
+    configured_share = alpha / total
     rows = []
-    for alpha in alphas:
-        for gamma in gammas:
-            tas = alpha * turns["cc"] + (1 - alpha) * turns["cr"] - gamma * turns["copying"]
-            session_tas = tas.groupby([turns["system"], turns["session_id"]]).mean()
-            for system, value in session_tas.groupby(level=0).mean().items():
-                rows.append({"alpha": alpha, "gamma": gamma, "system": system, "tas": value})
-    table = pd.DataFrame(rows)
+    for gamma_value in grid_with(SENSITIVITY_GAMMAS, gamma):
+        for share in grid_with(SENSITIVITY_SHARES, configured_share):
+            own = share == configured_share
+            rows.append(
+                {
+                    "alpha": alpha if own else round(share * total, 12),
+                    "beta": beta if own else round((1 - share) * total, 12),
+                    "gamma": gamma_value,
+                    "cc_share": share,
+                    "configured": own and gamma_value == gamma,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def mean_tas(turns: pd.DataFrame, alpha: float, beta: float, gamma: float) -> pd.Series:
+    """System -> TAS under these weights, averaged as the tables average it: TAS(t) per turn, its mean over
+    each session's turns (the session column `tas`), then the mean over the system's sessions."""
+    per_turn = tas_value(turns["cc"], turns["cr"], turns["copying"], TasSettings(alpha=alpha, beta=beta, gamma=gamma))
+    per_session = per_turn.groupby([turns["system"], turns["session_id"]]).mean()
+    return per_session.groupby(level=0).mean()
+
+
+def fill_phrases(phrases: list[str], width: int) -> str:
+    """The phrases joined by spaces, a new line where the next phrase would pass `width` characters:
+    lines break between phrases only, never inside "gamma = 0.2"."""
+    lines = [phrases[0]]
+    for phrase in phrases[1:]:
+        if len(lines[-1]) + 1 + len(phrase) > width:
+            lines.append(phrase)
+        else:
+            lines[-1] += " " + phrase
+    return "\n".join(lines)
+
+
+def weight_sensitivity(turns: pd.DataFrame, weights: dict, stem: Path) -> pd.DataFrame:
+    """Mean TAS per system over weight_grid(weights), recomputed from the per-turn CC, CR and copying values,
+    one heatmap per system with the configured cell boxed. Returns the table (column `configured` marks the
+    configured weights)."""
+    cells = weight_grid(weights)
+    rows = []
+    for cell in cells.to_dict("records"):
+        for system, value in mean_tas(turns, cell["alpha"], cell["beta"], cell["gamma"]).items():
+            rows.append({"system": system, **cell, "tas": value})
+    table = pd.DataFrame(rows)[["system", "alpha", "beta", "gamma", "cc_share", "tas", "configured"]]
     systems = sorted(table["system"].unique())
-    figure, axes = plt.subplots(1, len(systems), figsize=(3.6 * len(systems), 3.4), squeeze=False)
+    own = cells[cells["configured"]].iloc[0]
+    total = own["alpha"] + own["beta"]
+    across = cells.drop_duplicates("cc_share").set_index("cc_share").sort_index()
+    shares, gammas = list(across.index), sorted(cells["gamma"].unique())
+    column_labels = [f"{a:.3g} / {b:.3g}" for a, b in zip(across["alpha"], across["beta"])]
+    figure, axes = plt.subplots(
+        math.ceil(len(systems) / 4),
+        min(len(systems), 4),  # four panels a row at most, so that the cells stay legible
+        figsize=(max(0.7 * len(shares) * min(len(systems), 4) + 1.2, 6.0), 3.4 * math.ceil(len(systems) / 4) + 0.4),
+        squeeze=False,
+        layout="constrained",
+    )
     vmin, vmax = table["tas"].min(), table["tas"].max()
     for ax, system in zip(axes.flat, systems):
-        grid = table[table["system"] == system].pivot(index="gamma", columns="alpha", values="tas")
+        grid = table[table["system"] == system].pivot(index="gamma", columns="cc_share", values="tas")
         sns.heatmap(
-            grid, vmin=vmin, vmax=vmax, cmap="viridis", annot=True, fmt=".2f", annot_kws={"size": 7}, cbar=False, ax=ax
+            grid.loc[gammas, shares],
+            vmin=vmin,
+            vmax=vmax,
+            cmap="viridis",
+            annot=True,
+            fmt=".3f",
+            annot_kws={"size": 7},
+            cbar=False,
+            xticklabels=column_labels,
+            yticklabels=[f"{g:.3g}" for g in gammas],
+            ax=ax,
+        )
+        ax.add_patch(
+            Rectangle(
+                (shares.index(own["cc_share"]), gammas.index(own["gamma"])),
+                1,
+                1,
+                fill=False,
+                edgecolor="red",
+                linewidth=2.5,
+                clip_on=False,
+            )
         )
         ax.set_title(system, fontsize=10)
-        ax.set_xlabel("alpha (beta = 1 - alpha)")
-        ax.set_ylabel("gamma")
-    figure.suptitle("Mean TAS under other weights")
-    figure.tight_layout()
+        ax.set_xlabel("alpha / beta", fontsize=9)
+        ax.set_ylabel("gamma" if ax in axes[:, 0] else "", fontsize=9)
+        ax.tick_params(axis="x", labelrotation=45, labelsize=8)
+        ax.tick_params(axis="y", labelrotation=0, labelsize=8)
+    for ax in list(axes.flat)[len(systems) :]:
+        ax.axis("off")
+    width = figure.get_figwidth()  # lines fit the figure: about 13 characters per inch at 10 pt, 16 at 8 pt
+    weights_said = f"(alpha = {own['alpha']:g}, beta = {own['beta']:g}, gamma = {own['gamma']:g}),"
+    figure.suptitle(
+        fill_phrases(
+            ["Mean TAS per system under other weights;", "red box: the configured weights", weights_said]
+            + ["whose TAS the tables report"],
+            int(13 * width),
+        ),
+        fontsize=10,
+    )
+    figure.supxlabel(
+        fill_phrases(
+            ["TAS = alpha CC + beta CR - gamma I.", "Across: weight moved between CC (alpha) and CR (beta),"]
+            + [f"alpha + beta kept at the configured {total:g}.", "Down: the copying penalty gamma."],
+            int(16 * width),
+        ),
+        fontsize=8,
+    )
     save(figure, stem)
     return table
 
@@ -288,7 +400,9 @@ def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:
     colours = palette(systems)
     columns = min(4, max(len(measured), 1))
     rows = max(math.ceil(len(measured) / columns), 1)
-    figure, axes = plt.subplots(rows, columns, figsize=(3.3 * columns, 3.3 * rows + 0.6), squeeze=False)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(3.3 * columns, 3.3 * rows + 0.6), squeeze=False, layout="constrained"
+    )
     for ax, row in zip(axes.flat, measured.itertuples()):
         got = order_ranks(row.measured_order)
         expected = order_ranks(restrict_order(row.expected_order, set(got)))
@@ -319,11 +433,11 @@ def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:
         axes.flat[0].text(0.5, 0.5, "no metric could be measured", ha="center", va="center")
     if len(skipped):
         reasons = [str(r.verdict).removeprefix("not measured").strip(" ()") for r in skipped.itertuples()]
-        note = "Not measured: " + ", ".join(f"{m} ({why})" if why else m for m, why in zip(skipped["metric"], reasons))
+        named = dict.fromkeys(f"{m} ({why})" if why else m for m, why in zip(skipped["metric"], reasons))
+        note = "Not measured: " + ", ".join(named)  # once per metric and reason, whatever the check
         figure.text(0.01, 0.0, textwrap.fill(note, 45 * columns), fontsize=8, color="grey", ha="left", va="top")
     figure.suptitle(
         "Metric validity: measured vs expected rank of the calibration systems\n(1 = best; dashed: perfect agreement)"
     )
-    figure.tight_layout()
     save(figure, stem)
     return list(measured["metric"])
