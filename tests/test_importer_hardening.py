@@ -142,7 +142,7 @@ def fake_snakemake(tmp_path, index_dir, logs, shard_size=2):
             catalog_summary=str(index_dir / "summary.json"),
             schema=str(SCHEMA),
         ),
-        params=SimpleNamespace(shard_size=shard_size, shards=shards),
+        params=SimpleNamespace(shard_size=shard_size, shards=shards, import_format="thesis_logs"),
         output=SimpleNamespace(
             shards=[str(results / "sessions" / s / f"shard-{k}.jsonl") for s, k in shards],
             report=str(results / "sessions" / "import_report.json"),

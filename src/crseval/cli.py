@@ -1,8 +1,9 @@
 """Command line.
 
-`crseval import-logs` converts legacy conversation logs into session files. The workflow imports
-logs itself with `sessions.source: import`; this command is for looking at an import (or feeding
-sessions elsewhere) without running the workflow.
+`crseval import-logs` converts a conversation corpus (legacy logs, CRSArena-Dial, JSON lines: `--format`)
+into session files, and its votes (`--votes`) into a votes table. The workflow imports corpora itself
+with `sessions.source: import`; this command is for looking at an import (or feeding sessions
+elsewhere) without running the workflow.
 
 `crseval eval-titles` measures title recognition against hand-labelled replies (format and
 annotation guide: tests/data/title_labels/), e.g. a labelled set of your own system's replies.
@@ -22,7 +23,8 @@ from pathlib import Path
 from crseval.catalog.index import CatalogIndex
 from crseval.core.io import write_json
 from crseval.core.session_records import catalog_sha, write_sessions
-from crseval.corpora.thesis_logs import LogImportError, import_logs
+from crseval.corpora.formats import FORMATS, CorpusError, import_logs, import_votes
+from crseval.corpora.votes import write_votes
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.title_labels import LabelError, evaluate, load_labels
 
@@ -30,8 +32,18 @@ from crseval.language.title_labels import LabelError, evaluate, load_labels
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="crseval")
     commands = parser.add_subparsers(dest="command", required=True)
-    importer = commands.add_parser("import-logs", help="convert legacy conversation logs into session JSON lines")
-    importer.add_argument("paths", nargs="+", help="log files or glob patterns")
+    importer = commands.add_parser("import-logs", help="convert a conversation corpus into session JSON lines")
+    importer.add_argument("paths", nargs="+", help="corpus files or glob patterns")
+    importer.add_argument(
+        "--format",
+        dest="import_format",
+        choices=sorted(FORMATS),
+        default="thesis_logs",
+        help="corpus format (docs/importing.md; default: thesis_logs, the legacy logs)",
+    )
+    importer.add_argument(
+        "--votes", type=Path, help="pairwise votes on the dialogues (crsarena: the votes CSV; jsonl: vote lines)"
+    )
     importer.add_argument(
         "--catalog-index",
         required=True,
@@ -39,7 +51,10 @@ def main(argv: list[str] | None = None) -> int:
         help="folder with films.parquet and concepts.parquet (results/<experiment>/catalog)",
     )
     importer.add_argument(
-        "--out", required=True, type=Path, help="output folder: <system>.jsonl per system and import_report.json"
+        "--out",
+        required=True,
+        type=Path,
+        help="output folder: <system>.jsonl per system, import_report.json, and votes.parquet with --votes",
     )
     titles = commands.add_parser("eval-titles", help="precision and recall of title recognition on labelled replies")
     titles.add_argument(
@@ -73,9 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     summary = (
         catalog_sha(args.catalog_index / "summary.json") if (args.catalog_index / "summary.json").exists() else "0" * 64
     )
+    matcher = ConceptMatcher(index.concepts, index.films)
+    votes = None
     try:
-        sessions, report = import_logs(files, ConceptMatcher(index.concepts, index.films), summary, "0" * 64)
-    except LogImportError as error:
+        sessions, report = import_logs(files, matcher, summary, "0" * 64, args.import_format)
+        if args.votes is not None:
+            votes, report["votes"] = import_votes(args.votes, sessions, args.import_format)
+    except CorpusError as error:
         print(f"crseval import-logs: {error}", file=sys.stderr)
         return 2
     targets = {system: args.out / f"{system}.jsonl" for system in sessions}
@@ -90,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     for system, records in sessions.items():
         write_sessions(records, targets[system])
+    if votes is not None:
+        write_votes(votes, args.out / "votes.parquet")
     write_json(report, args.out / "import_report.json")
     print(json.dumps(report["sessions"]))
     return 0

@@ -11,7 +11,7 @@ from crseval.core import experiment, session_records
 from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha
 from crseval.core.experiment import judge_concurrency, simulate_concurrency, without_runtime
-from crseval.corpora.thesis_logs import sessions_per_system
+from crseval.corpora.formats import sessions_per_system
 from crseval.judge.columns import CRITERIA, score_column
 from crseval.provenance import rule_inputs as provenance_inputs
 from crseval.simulate.calibration import calibration_roles
@@ -88,13 +88,16 @@ def llm_slots(concurrency):
 # ------------------------------------------------------------------ systems and shards
 
 # Sessions are simulated, one job per (system, shard) of paired, seeded sessions, or imported
-# from conversation logs in one job (`sessions.source: import`).
+# from a conversation corpus in one job (`sessions.source: import`, docs/importing.md).
 IMPORTING = config["sessions"]["source"] == "import"
 SHARD_SIZE = config["sessions"]["shard_size"]
+VOTES_FILE = None  # the votes of an imported corpus (sessions.import_votes), when it has them
 if IMPORTING:
+    IMPORT_FORMAT = config["sessions"]["import_format"]
     LOG_FILES = sorted(_glob.glob(config["sessions"]["import_paths"]))
     # an empty match was stopped by check_inputs (Snakefile), naming sessions.import_paths
-    SESSION_COUNTS = sessions_per_system(LOG_FILES)
+    VOTES_FILE = config["sessions"].get("import_votes")
+    SESSION_COUNTS = sessions_per_system(LOG_FILES, IMPORT_FORMAT)
     SYSTEMS = {name: {"name": name, "agent": "imported"} for name in SESSION_COUNTS}
 else:
     SYSTEMS = {system["name"]: system for system in config["systems"]}
@@ -201,6 +204,8 @@ def described_outputs():
     ]
     if IMPORTING:
         described.append(rules.import_logs.output.report)
+        if VOTES_FILE:
+            described.append(rules.import_logs.output.votes)
     if VALIDITY:
         described += [rules.validity.output, rules.validity_figure.output]
     return described

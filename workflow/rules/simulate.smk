@@ -1,16 +1,19 @@
 """Sessions: simulated, one job per (system, shard) of paired, seeded sessions; or imported
-from conversation logs in one job (`sessions.source: import`). Both write SESSION_SHARD files."""
+from a conversation corpus in one job (`sessions.source: import`, in `sessions.import_format`).
+Both write SESSION_SHARD files; an import with `sessions.import_votes` also the votes table."""
 
 if IMPORTING:
 
     rule import_logs:
         input:
+            **({"votes": VOTES_FILE} if VOTES_FILE else {}),
             logs=LOG_FILES,
             films=rules.index_catalog.output.films,
             concepts=rules.index_catalog.output.concepts,
             catalog_summary=rules.index_catalog.output.summary,
             schema=SESSION_SCHEMA,
         output:
+            **({"votes": f"{RESULTS}/tables/votes.parquet"} if VOTES_FILE else {}),
             shards=per_shard(SESSION_SHARD),
             report=report(
                 f"{RESULTS}/sessions/import_report.json", caption="../report/import_report.rst", category="Sessions"
@@ -20,6 +23,7 @@ if IMPORTING:
         conda:
             ENV
         params:
+            import_format=IMPORT_FORMAT,
             shard_size=SHARD_SIZE,
             # (system, shard) of each of output.shards
             shards=[[system, shard] for system, shard in SHARDS],

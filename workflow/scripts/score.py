@@ -9,7 +9,7 @@ import source_tree  # noqa: F401  (crseval from this source tree)
 from crseval.core.io import log_to, write_parquet
 from crseval.core.session_records import read_sessions
 from crseval.llm.client import make_client
-from crseval.metrics.scorer import build_scorer
+from crseval.metrics.scorer import build_scorer, with_labels
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.scoring)
@@ -27,6 +27,7 @@ scorer = build_scorer(
 records = read_sessions(snakemake.input.sessions)
 started = time.perf_counter()
 sessions, turns = scorer.score(records)
+sessions = with_labels(sessions, records)  # human labels of imported sessions, NaN otherwise
 log.info("scored %d sessions (%d turns) in %.2f s", len(sessions), len(turns), time.perf_counter() - started)
 write_parquet(pa.Table.from_pandas(sessions, preserve_index=False), snakemake.output.sessions)
 write_parquet(pa.Table.from_pandas(turns, preserve_index=False), snakemake.output.turns)

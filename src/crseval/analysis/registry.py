@@ -8,7 +8,7 @@ truth and thesis name from here. A column nobody declared is an error, not a flo
 
 from __future__ import annotations
 
-from crseval.core.columns import SESSION_ID_COLUMNS, TURN_ID_COLUMNS, Column
+from crseval.core.columns import LABEL_COLUMNS, SESSION_ID_COLUMNS, TURN_ID_COLUMNS, Column
 from crseval.judge import columns as judge_columns
 from crseval.metrics import scorer
 
@@ -25,7 +25,7 @@ def _by_name(*groups: tuple[Column, ...]) -> dict[str, Column]:
 
 # Who writes which columns, in table order: (writer, session columns, turn columns).
 WRITERS = (
-    ("identifiers", SESSION_ID_COLUMNS, TURN_ID_COLUMNS),
+    ("identifiers", (*SESSION_ID_COLUMNS, *LABEL_COLUMNS), TURN_ID_COLUMNS),  # labels: carried by the score rule
     ("scorer", scorer.SESSION_COLUMNS, ()),
     *((name, family.session_columns, family.turn_columns) for name, family in scorer.FAMILIES.items()),
     ("judge", judge_columns.SESSION_COLUMNS, ()),

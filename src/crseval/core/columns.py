@@ -3,7 +3,8 @@
 Every metric family, the scorer and the judge declare their columns with `Column`; the analysis
 stage gathers them (crseval.analysis.registry) and reads label, range, direction, whether the
 column needs the simulator's ground truth and its name in the thesis table from there, so that
-none of these facts is written down twice. The identifier columns every table shares are here.
+none of these facts is written down twice. The identifier columns every table shares are here, and
+the human labels an imported session carries.
 """
 
 from __future__ import annotations
@@ -52,3 +53,7 @@ SESSION_ID_COLUMNS = (
     identifier("shard", "shard", "int32"),
 )
 TURN_ID_COLUMNS = (*SESSION_ID_COLUMNS, identifier("turn", "turn", "int32"))
+# Human labels an imported session carries (its `labels`), beside its identifiers in the sessions
+# table: NaN for a simulated session and for a dialogue its corpus left unlabelled. Not metrics: what
+# the metrics may be checked against.
+LABEL_COLUMNS = (Column("satisfied", "user satisfied (human label)", "1 satisfied, 0 frustrated", metric=False),)

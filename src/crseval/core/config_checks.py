@@ -102,6 +102,12 @@ def check_inputs(config: dict, workflow_dir: str | Path, embedded_models=frozens
         pattern = config["sessions"].get("import_paths")
         if pattern and not glob.glob(pattern):
             problems.append(f"sessions.import_paths: {pattern} matches no file")
+        votes = config["sessions"].get("import_votes")
+        if votes and not os.path.isfile(votes):
+            problems.append(
+                f"sessions.import_votes: {votes} does not exist"
+                + (" (or is not a file)" if os.path.exists(votes) else "")
+            )
     if problems:
         raise ConfigError(problems, "missing input file")
 
@@ -140,6 +146,7 @@ def _rule_problems(config: Any) -> Iterator[str]:
     yield from _tas_weights(config)
     yield from _ranges(config)
     yield from _unique_system_names(config)
+    yield from _import_votes(config)
     yield from _in_process_concurrency(config)
 
 
@@ -238,6 +245,17 @@ def _unique_system_names(config: Any) -> Iterator[str]:
             )
         else:
             first[name] = i
+
+
+def _import_votes(config: Any) -> Iterator[str]:
+    """Votes belong to an imported corpus whose format has them; elsewhere they would be silently unused."""
+    sessions = _at(config, ("sessions",))
+    if not isinstance(sessions, dict) or sessions.get("import_votes") is None:
+        return
+    if sessions.get("source") != "import":
+        yield "sessions.import_votes: votes are read only with `source: import` (they are votes on imported dialogues)"
+    elif sessions.get("import_format") == "thesis_logs":
+        yield "sessions.import_votes: the thesis_logs format has no votes (votes come with `crsarena` or `jsonl`)"
 
 
 def _in_process_concurrency(config: Any) -> Iterator[str]:

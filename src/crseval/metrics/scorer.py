@@ -64,6 +64,21 @@ class Scorer:
         return pd.DataFrame(session_rows), pd.DataFrame(turn_rows)
 
 
+# The `satisfaction` label of a session record as the `satisfied` column (crseval.core.columns.LABEL_COLUMNS).
+SATISFIED = {"satisfied": 1.0, "frustrated": 0.0}
+
+
+def with_labels(sessions: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
+    """The sessions table of `records` (one row each, in order) with the human labels the records carry,
+    after the identifiers: `satisfied` is 1.0, 0.0, or NaN for a simulated or unlabelled session. Apart
+    from Scorer.score, whose tables hold only what is computed from the dialogues."""
+    satisfied = [SATISFIED.get((record.get("labels") or {}).get("satisfaction"), math.nan) for record in records]
+    labelled = sessions.copy()
+    after_ids = list(labelled.columns).index("seed") + 1
+    labelled.insert(after_ids, "satisfied", pd.Series(satisfied, labelled.index, "float64"))
+    return labelled
+
+
 def build_scorer(
     *,
     films,

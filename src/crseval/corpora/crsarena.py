@@ -1,0 +1,240 @@
+"""Import CRSArena-Dial: real dialogues between crowd users and conversational recommender systems,
+with each user's verdict on the dialogue, and the arena's pairwise votes.
+
+Dialogues: a JSON list of `{"conversation ID", agent: {id}, user: {id}, conversation: [{participant:
+USER|AGENT, utterance, "utterance ID"}], metadata: {sentiment: satisfied|frustrated}}`; the
+conversation ID is `<agent id>_<user id>`. Votes: a CSV with the columns `session_id` (the time of
+the vote), `user_id`, `crs1`, `crs2`, `vote` (crs1, crs2 or `tie`) and `feedback`.
+
+Each defect is handled by an explicit rule and counted in the import report:
+- a file that is not a JSON list of dialogues of that shape fails, naming the file, the dialogue
+  (position and conversation ID) and what is wrong;
+- the system is the agent id as a safe folder name (crseval.core.names.safe_slug); the original
+  stays in the session's provenance; two agent ids that map to one folder are an error;
+- a dialogue repeating an earlier one (same conversation ID, same content) is skipped; a conversation
+  ID that comes back with other content keeps both, the later one's session id numbered (`#2`);
+- the messages follow the rules every dialogue shares (crseval.corpora.dialogue); a dialogue left
+  without any user/system pair is skipped;
+- the sentiment becomes the label `satisfaction`; a dialogue without one is unlabelled (null).
+Votes (crseval.corpora.votes): a row with the wrong number of fields, an empty required field, a time
+that is not a timestamp, one system on both sides or a vote for neither side is malformed (dropped);
+then the rules of every vote. A side's dialogue is the dialogue of the voting user with that system
+(the conversation `<crs>_<user_id>`).
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+from collections import Counter
+from pathlib import Path
+
+from crseval.corpora import dialogue
+from crseval.corpora.dialogue import SATISFACTION, SYSTEM, USER, CorpusError, SystemFolders
+from crseval.corpora.votes import MALFORMED, Vote, keep_votes, parse_time, votes_report
+from crseval.language.concepts import ConceptMatcher
+
+FORMAT = "crsarena"
+HAS_VOTES = True
+PARTICIPANTS = {"USER": USER, "AGENT": SYSTEM}
+VOTE_COLUMNS = ("session_id", "user_id", "crs1", "crs2", "vote")  # and the optional `feedback`
+TIE = "tie"
+RENAMED = "system name mapped to a safe folder name"
+DUPLICATE = "duplicate dialogue skipped"
+NUMBERED = "conversation ID repeated with other content: numbered"
+NO_PAIR = "dialogue without any USER/SYSTEM pair skipped"
+UNLABELLED = "dialogue without a sentiment: unlabelled"
+
+
+def read_dialogues(path: Path) -> list[dict]:
+    """The dialogues of one file, each checked against the format; CorpusError naming the file, the
+    dialogue and what is wrong otherwise."""
+    data = dialogue.read_json(path)
+    if not isinstance(data, list):
+        found = f"an object with the keys {sorted(data)[:8]}" if isinstance(data, dict) else dialogue.json_type(data)
+        raise CorpusError(f"{path}: expected a JSON list of CRSArena-Dial dialogues, found {found}")
+    for position, item in enumerate(data):
+        if (problem := _problem(item)) is not None:
+            conversation_id = item.get("conversation ID") if isinstance(item, dict) else None
+            named = f" ({conversation_id!r})" if isinstance(conversation_id, str) else ""
+            raise CorpusError(f"{path}: dialogue {position}{named}: {problem}")
+    return data
+
+
+def _problem(item: object) -> str | None:
+    """What keeps `item` from being a CRSArena-Dial dialogue, or None."""
+    if not isinstance(item, dict):
+        return f"expected an object, found {dialogue.json_type(item)}"
+    if not _text(item.get("conversation ID")):
+        return "'conversation ID' must be a non-empty string"
+    for party in ("agent", "user"):
+        if not isinstance(item.get(party), dict) or not _text(item[party].get("id")):
+            return f"'{party}.id' must be a non-empty string"
+    if not isinstance(item.get("conversation"), list):
+        return f"'conversation' must be a list of messages, found {dialogue.json_type(item.get('conversation'))}"
+    for position, message in enumerate(item["conversation"]):
+        if not isinstance(message, dict):
+            return f"message {position}: expected an object, found {dialogue.json_type(message)}"
+        participant = message.get("participant")
+        if not isinstance(participant, str) or participant.strip().upper() not in PARTICIPANTS:
+            return f"message {position}: 'participant' must be USER or AGENT, found {participant!r}"
+        utterance = message.get("utterance")
+        if not isinstance(utterance, str):
+            return f"message {position}: 'utterance' must be a string, found {dialogue.json_type(utterance)}"
+    metadata = item.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        return f"'metadata' must be an object, found {dialogue.json_type(metadata)}"
+    sentiment = (metadata or {}).get("sentiment")
+    if sentiment is not None and (not isinstance(sentiment, str) or sentiment.strip().lower() not in SATISFACTION):
+        return f"'metadata.sentiment' must be satisfied or frustrated (or absent), found {sentiment!r}"
+    return None
+
+
+def _text(value: object) -> bool:
+    return isinstance(value, str) and bool(value.strip())
+
+
+def import_logs(
+    paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str
+) -> tuple[dict[str, list[dict]], dict]:
+    """system -> session records (in file and list order), and the import report."""
+    report: Counter = Counter()
+    folders = SystemFolders("agent ids", "the corpus names two systems that would share one results folder")
+    sessions: dict[str, list[dict]] = {}
+    renamed: dict[str, str] = {}
+    seen: set[str] = set()  # digests of the dialogues imported or skipped so far
+    used_ids: set[str] = set()
+    read = 0
+    for path in sorted(Path(p) for p in paths):
+        for position, item in enumerate(read_dialogues(path)):
+            read += 1
+            agent_id, conversation_id = item["agent"]["id"], item["conversation ID"]
+            system = folders.folder(agent_id, f"{path}: dialogue {position} ({conversation_id!r})")
+            digest = hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+            if digest in seen:
+                report[DUPLICATE] += 1
+                continue
+            seen.add(digest)
+            dialogue_report: Counter = Counter()
+            messages = [
+                {"speaker": PARTICIPANTS[m["participant"].strip().upper()], "text": m["utterance"]}
+                for m in item["conversation"]
+            ]
+            turns = dialogue.build_turns(dialogue.pair_turns(messages, dialogue_report), matcher, dialogue_report)
+            report.update(dialogue_report)
+            if not turns:
+                report[NO_PAIR] += 1
+                continue
+            if system != agent_id:
+                report[RENAMED] += 1
+                renamed[agent_id] = system
+            sentiment = (item.get("metadata") or {}).get("sentiment")
+            if sentiment is None:
+                report[UNLABELLED] += 1
+            wanted = f"{system}/{conversation_id}"
+            session_id = dialogue.unique_id(wanted, used_ids)
+            if session_id != wanted:
+                report[NUMBERED] += 1
+            records = sessions.setdefault(system, [])
+            records.append(
+                dialogue.session_record(
+                    session_id=session_id,
+                    session_index=len(records),
+                    system=system,
+                    turns=turns,
+                    catalog_sha=catalog_sha,
+                    config_sha=config_sha,
+                    provenance={
+                        "source_file": dialogue.printable(path.name),
+                        "format": FORMAT,
+                        "conversation_id": conversation_id,
+                        "agent_id": agent_id,
+                        "user_id": item["user"]["id"],
+                        "repairs": dict(sorted(dialogue_report.items())),
+                    },
+                    labels={"satisfaction": sentiment.strip().lower() if sentiment is not None else None},
+                )
+            )
+    summary = {
+        "format": FORMAT,
+        "files": len(paths),
+        "dialogues": read,
+        "sessions": {system: len(records) for system, records in sorted(sessions.items())},
+        "turns": sum(len(r["turns"]) for records in sessions.values() for r in records),
+        "labels": dialogue.label_counts(sessions),
+        "rules_applied": dict(sorted(report.items())),
+        "renamed_systems": dict(sorted(renamed.items())),
+    }
+    return sessions, summary
+
+
+def sessions_per_system(paths: list[str | Path]) -> dict[str, int]:
+    """How many sessions an import of `paths` yields per system (for planning the workflow): the same
+    import without recognising films, which changes no count."""
+    sessions, _ = import_logs(paths, None, "0" * 64, "0" * 64)
+    return {system: len(records) for system, records in sessions.items()}
+
+
+def import_votes(path: str | Path, sessions: dict[str, list[dict]]) -> tuple[list[dict], dict]:
+    """The rows of the votes table for the votes of `path` on the imported `sessions`, and the votes report."""
+    path = Path(path)
+    folders = {r["provenance"]["agent_id"]: system for system, records in sessions.items() for r in records}
+    dialogues: dict[tuple[str, str], str] = {}  # (agent id, user id) -> session id of their first dialogue
+    for records in sessions.values():
+        for r in records:
+            dialogues.setdefault((r["provenance"]["agent_id"], r["provenance"]["user_id"]), r["session_id"])
+    report: Counter = Counter()
+    votes, rows = [], 0
+    reader = csv.DictReader(io.StringIO(dialogue.read_text(path).removeprefix("\ufeff"), newline=""))
+    try:
+        missing = [column for column in VOTE_COLUMNS if column not in (reader.fieldnames or [])]
+        if missing:
+            raise CorpusError(
+                f"{path}: not a CRSArena-Dial votes file: the header lacks the columns {missing} (expected "
+                f"{', '.join(VOTE_COLUMNS)}, feedback; found {reader.fieldnames})"
+            )
+        for row in reader:
+            rows += 1
+            fields = _vote_fields(row)
+            if isinstance(fields, str):
+                report[MALFORMED + fields] += 1
+                continue
+            time, voter, systems, winner, feedback = fields
+            votes.append(
+                Vote(
+                    line=reader.line_num,
+                    time=time,
+                    voter=voter,
+                    systems=systems,
+                    winner=winner,
+                    feedback=feedback,
+                    dialogues=(dialogues.get((systems[0], voter)), dialogues.get((systems[1], voter))),
+                )
+            )
+    except csv.Error as error:
+        # the csv reader's own count: the DictReader's is set only once a row is read whole
+        raise CorpusError(f"{path}, line {reader.reader.line_num}: not readable as CSV: {error}") from None
+    kept = keep_votes(votes, folders, report)
+    return kept, votes_report(path, rows, kept, report)
+
+
+def _vote_fields(row: dict) -> tuple | str:
+    """(time, voter, (crs1, crs2), winner side or None for a tie, feedback) of a CSV row, or what is wrong."""
+    if None in row or any(value is None for value in row.values()):
+        return "wrong number of fields"
+    values = {column: row[column].strip() for column in VOTE_COLUMNS}
+    if not all(values.values()):
+        return "a required field is empty"
+    time = parse_time(values["session_id"])
+    if time is None:
+        return "session_id is not a date and time"
+    systems = (values["crs1"], values["crs2"])
+    if systems[0] == systems[1]:
+        return "one system on both sides"
+    if values["vote"] not in (*systems, TIE):
+        return "vote names neither side nor a tie"
+    winner = None if values["vote"] == TIE else systems.index(values["vote"])
+    feedback = (row.get("feedback") or "").strip() or None
+    return time, values["user_id"], systems, winner, feedback

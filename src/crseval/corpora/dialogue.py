@@ -1,0 +1,233 @@
+"""What every imported dialogue shares, whatever its corpus format.
+
+A format's reader turns its files into messages `{speaker: USER|SYSTEM, text, ...}`; from there the
+same rules apply to every corpus, each counted in the import report under the same name:
+- an empty message (nothing but white space) is dropped;
+- two messages of one speaker in a row are joined into one (a later non-empty extra field, such as
+  the thesis logs' constraints, replaces the earlier one);
+- a dialogue opening with the system loses that message (a turn starts with the user);
+- a final user message without reply is dropped;
+then the messages pair into user/system turns, and each reply's films are recognised against the
+catalog. Also shared: reading JSON that can be written again (no absurd nesting, valid Unicode),
+system names as safe folder names (two names that share a folder are an error), and the session
+record an import yields.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from crseval.core.names import safe_slug
+from crseval.language.concepts import ConceptMatcher
+
+USER, SYSTEM = "USER", "SYSTEM"
+MAX_DEPTH = 64  # a dialogue is a few levels deep; far deeper nesting is junk that would overflow the stack later
+SATISFACTION = ("satisfied", "frustrated")  # the values of the `satisfaction` label
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class CorpusError(ValueError):
+    """A corpus file that does not match its format; the message names the file, where in it, and what is wrong."""
+
+
+def unusable(value: object) -> str | None:
+    """Why parsed JSON cannot go on although it parsed: nesting that would overflow the stack when written
+    again, or lone surrogates (from escapes like \\ud800) that no UTF-8 file can hold."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"nested deeper than {MAX_DEPTH} levels"
+        if isinstance(item, str) and _LONE_SURROGATE.search(item):
+            return f"holds text that is not valid Unicode (a lone surrogate escape): {item[:60]!r}"
+        if isinstance(item, dict):
+            stack += [(part, depth + 1) for pair in item.items() for part in pair]
+        elif isinstance(item, list):
+            stack += [(part, depth + 1) for part in item]
+    return None
+
+
+def parse_json(text: str, where: str) -> object:
+    """`text` parsed as JSON that can be written again; CorpusError starting with `where` otherwise."""
+    try:
+        data = json.loads(text)
+    except RecursionError:
+        raise CorpusError(f"{where}: cannot be read as JSON: nested too deeply") from None
+    except ValueError as error:  # also numbers too long to convert
+        raise CorpusError(f"{where}: cannot be read as JSON: {error}") from None
+    if (defect := unusable(data)) is not None:
+        raise CorpusError(f"{where}: {defect}")
+    return data
+
+
+def read_text(path: Path) -> str:
+    """The file as UTF-8 text; CorpusError naming it when it cannot be read."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise CorpusError(f"{path}: cannot be read as UTF-8 text: {error}") from None
+
+
+def read_json(path: Path) -> object:
+    return parse_json(read_text(path), str(path))
+
+
+def printable(name: str) -> str:
+    """A file name as valid Unicode (undecodable bytes in the name shown as U+FFFD), so records can be written."""
+    return os.fsencode(name).decode("utf-8", errors="replace")
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a parsed value's type, for messages about the wrong one."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def pair_turns(messages: list[dict], report: Counter) -> list[dict]:
+    """USER/SYSTEM pairs `{user: message, system: message}` after the ordering rules; `messages` are
+    `{speaker: USER|SYSTEM, text, **extra}` in dialogue order."""
+    kept: list[dict] = []
+    for message in messages:
+        speaker, text = message["speaker"], message["text"].strip()
+        if speaker not in (USER, SYSTEM):
+            raise ValueError(f"speaker {speaker!r} is neither {USER} nor {SYSTEM}: the reader must map it")
+        if not text:
+            report[f"empty {speaker} message dropped"] += 1
+            continue
+        extra = {key: value for key, value in message.items() if key not in ("speaker", "text")}
+        if kept and kept[-1]["speaker"] == speaker:
+            report[f"consecutive {speaker} messages joined"] += 1
+            kept[-1]["text"] += " " + text
+            kept[-1].update({key: value for key, value in extra.items() if value})
+            continue
+        kept.append({"speaker": speaker, "text": text, **extra})
+    if kept and kept[0]["speaker"] == SYSTEM:
+        report[f"opening {SYSTEM} message dropped"] += 1
+        kept = kept[1:]
+    if kept and kept[-1]["speaker"] == USER:
+        report[f"final {USER} message without reply dropped"] += 1
+        kept = kept[:-1]
+    return [{"user": kept[i], "system": kept[i + 1]} for i in range(0, len(kept) - 1, 2)]
+
+
+def build_turns(
+    pairs: list[dict],
+    matcher: ConceptMatcher | None,
+    report: Counter,
+    *,
+    repair_user_text: Callable[[str, Counter], str] | None = None,
+    system_constraints: Callable[[dict, Counter], list[dict]] | None = None,
+) -> list[dict]:
+    """The session turns of the pairs: each reply's films recognised (recommended, mentioned, and the
+    films it names that the catalog does not hold), with the films the user named so far as context.
+
+    Without a matcher (counting sessions while planning) no film is recognised: the turns are the same.
+    `repair_user_text` rewrites a user text (a pair whose user text it empties is dropped, counted);
+    `system_constraints` gives the constraints the system logged for its reply.
+    """
+    turns = []
+    user_named: list[str] = []  # films the user named so far: the reply may refer back to them
+    for pair in pairs:
+        user_text = pair["user"]["text"]
+        if repair_user_text is not None:
+            user_text = repair_user_text(user_text, report)
+            if not user_text:
+                report["user turn empty after repair: pair dropped"] += 1
+                continue
+        system_text = pair["system"]["text"]
+        titles = None
+        if matcher is not None:
+            recognizer = matcher.title_recognizer
+            user_named += [t for t in recognizer.recognise(user_text).all if t not in user_named]
+            # user_named already holds every film of this user turn, so passing user_text as well would
+            # only read it a second time for the same result
+            titles = recognizer.recognise(system_text, context_titles=user_named)
+        turns.append(
+            {
+                "turn": len(turns) + 1,
+                "user_text": user_text,
+                "user_meta": None,
+                "system_text": system_text,
+                "system_constraints": system_constraints(pair["system"], report) if system_constraints else [],
+                "candidate_titles": [],
+                "recommended_titles": titles.recommended if titles else [],
+                "mentioned_titles": titles.mentioned if titles else [],
+                "unknown_titles": titles.unknown if titles else [],
+                "llm": None,
+            }
+        )
+    return turns
+
+
+class SystemFolders:
+    """System names as safe folder names (crseval.core.names.safe_slug). Two names that would share one
+    folder are an error, because merging two systems' sessions silently would compare the wrong systems."""
+
+    def __init__(self, kind: str, advice: str):
+        self.kind, self.advice = kind, advice  # "model names", "rename one of them in its log files"
+        self._first: dict[str, tuple[str, str]] = {}  # folder -> the name (and where it was first seen)
+
+    def folder(self, name: str, where: str) -> str:
+        system = safe_slug(name)
+        first_name, first_where = self._first.setdefault(system, (name, where))
+        if first_name != name:
+            raise CorpusError(
+                f"{self.kind} {first_name!r} ({first_where}) and {name!r} ({where}) both become the "
+                f"system folder {system!r}; {self.advice}"
+            )
+        return system
+
+
+def session_record(
+    *,
+    session_id: str,
+    session_index: int,
+    system: str,
+    turns: list[dict],
+    catalog_sha: str,
+    config_sha: str,
+    provenance: dict,
+    labels: dict | None = None,
+) -> dict:
+    """An imported session: the record `simulate` writes, without simulator ground truth (no seed, no
+    liked titles, no shifts, `user_meta` null in every turn); `labels` only where the corpus has them."""
+    record = {
+        "session_id": session_id,
+        "session_index": session_index,
+        "system": system,
+        "seed": None,
+        "catalog_sha": catalog_sha,
+        "config_sha": config_sha,
+        "liked_titles": [],
+        "turns": turns,
+        "shift_events": [],
+        "provenance": provenance,
+    }
+    if labels is not None:
+        record["labels"] = labels
+    return record
+
+
+def label_counts(sessions: dict[str, list[dict]]) -> dict[str, int]:
+    """How many imported sessions carry each satisfaction label, and how many none."""
+    counts = Counter(
+        (record.get("labels") or {}).get("satisfaction") or "unlabelled"
+        for records in sessions.values()
+        for record in records
+    )
+    return {key: counts[key] for key in (*SATISFACTION, "unlabelled")}
+
+
+def unique_id(wanted: str, used: set[str]) -> str:
+    """`wanted`, or `wanted#2`, `wanted#3` ... when an earlier session took it; recorded in `used`."""
+    candidate, number = wanted, 1
+    while candidate in used:
+        number += 1
+        candidate = f"{wanted}#{number}"
+    used.add(candidate)
+    return candidate

@@ -1,0 +1,64 @@
+"""The corpus formats `import_logs` reads, by the name `sessions.import_format` gives them.
+
+Every format is one module of this package with the same interface (CorpusReader): `import_logs`
+reads the corpus files into session records per system and an import report (every rule applied,
+counted), `sessions_per_system` counts the sessions an import yields (the workflow plans its jobs
+with it, before any job runs), and a format whose corpora carry pairwise votes reads them with
+`import_votes`. The rules every dialogue shares are in crseval.corpora.dialogue, those of every vote
+in crseval.corpora.votes. A new format is a new module listed in FORMATS.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+from typing import Protocol
+
+from crseval.corpora import crsarena, jsonl, thesis_logs
+from crseval.corpora.dialogue import CorpusError
+from crseval.language.concepts import ConceptMatcher
+
+
+class CorpusReader(Protocol):
+    """What a format's module provides."""
+
+    FORMAT: str  # its name in `sessions.import_format`
+    HAS_VOTES: bool  # whether it reads votes (`import_votes`)
+
+    def import_logs(
+        self, paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str
+    ) -> tuple[dict[str, list[dict]], dict]:
+        """system -> session records, and the import report; CorpusError naming the file and what is wrong."""
+
+    def sessions_per_system(self, paths: list[str | Path]) -> dict[str, int]:
+        """system -> sessions an import of `paths` yields, without the cost of recognising films."""
+
+
+FORMATS: dict[str, ModuleType] = {module.FORMAT: module for module in (thesis_logs, crsarena, jsonl)}
+
+
+def reader(import_format: str) -> CorpusReader:
+    try:
+        return FORMATS[import_format]
+    except KeyError:
+        raise ValueError(f"corpus format {import_format!r} is not one of {sorted(FORMATS)}") from None
+
+
+def import_logs(
+    paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str, import_format: str
+) -> tuple[dict[str, list[dict]], dict]:
+    """The corpus `paths` in `import_format`: system -> session records, and the import report."""
+    return reader(import_format).import_logs(paths, matcher, catalog_sha, config_sha)
+
+
+def sessions_per_system(paths: list[str | Path], import_format: str) -> dict[str, int]:
+    """How many sessions an import of `paths` in `import_format` yields per system (for planning)."""
+    return reader(import_format).sessions_per_system(paths)
+
+
+def import_votes(path: str | Path, sessions: dict[str, list[dict]], import_format: str) -> tuple[list[dict], dict]:
+    """The votes of `path` on the imported `sessions`: the rows of the votes table and the votes report."""
+    chosen = reader(import_format)
+    if not chosen.HAS_VOTES:
+        raise CorpusError(f"{path}: the {import_format} format has no votes")
+    return chosen.import_votes(path, sessions)
