@@ -385,7 +385,7 @@ def test_crsarena_votes_rules_and_table(tmp_path, arena_sessions):
     votes_file.write_text(
         VOTE_HEADER
         + "2024-09-08 23:01:08,u1,kbrd_redial,barcor_redial,kbrd_redial,first was better\n"  # kept
-        + "2024-09-08 23:05:00,u1,barcor_redial,kbrd_redial,tie,\n"  # kept: a tie
+        + "2024-09-08 23:05:00,u1,barcor_redial,kbrd_redial,Tie,\n"  # kept: a tie
         + "2024-09-09 10:00:00,u3,kbrd_redial,barcor_redial,barcor_redial,\n"  # kept: barcor's dialogue missing
         + "2024-09-09 11:00:00,u9,kbrd_redial,barcor_redial,tie,\n"  # no dialogue of either side
         + "2024-09-09 12:00:00,u1,kbrd_redial,unicrs_redial,tie,\n"  # a system not in the corpus

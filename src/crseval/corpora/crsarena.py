@@ -233,8 +233,10 @@ def _vote_fields(row: dict) -> tuple | str:
     systems = (values["crs1"], values["crs2"])
     if systems[0] == systems[1]:
         return "one system on both sides"
-    if values["vote"] not in (*systems, TIE):
+    # `tie` whatever its case, unless a system has that very name
+    tie = values["vote"].lower() == TIE and values["vote"] not in systems
+    if values["vote"] not in systems and not tie:
         return "vote names neither side nor a tie"
-    winner = None if values["vote"] == TIE else systems.index(values["vote"])
+    winner = None if tie else systems.index(values["vote"])
     feedback = (row.get("feedback") or "").strip() or None
     return time, values["user_id"], systems, winner, feedback
