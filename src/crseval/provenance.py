@@ -182,6 +182,8 @@ def other_inputs(config: dict) -> dict[str, list[str]]:
         inputs["simulator.templates"] = [config["simulator"]["templates"]]
     else:
         inputs["sessions.import_paths"] = sorted(glob.glob(config["sessions"]["import_paths"]))
+        if config["sessions"].get("import_votes"):
+            inputs["sessions.import_votes"] = [config["sessions"]["import_votes"]]
     return inputs
 
 
@@ -198,6 +200,7 @@ def rule_inputs(config: dict, workflow_dir: str | Path) -> dict[str, str | list[
         "non_genre_values": read(inputs["catalog.non_genre_values"]),
         "templates": read(inputs.get("simulator.templates", [])),
         "logs": inputs.get("sessions.import_paths", []),
+        "votes": inputs.get("sessions.import_votes", []),
         "prompts": read(sorted(prompts_used(config))),
         "models": model_files(config),
     }
