@@ -62,6 +62,7 @@ include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/stats.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/validity.smk"
+include: "workflow/rules/human_agreement.smk"
 include: "workflow/rules/provenance.smk"
 
 
@@ -79,6 +80,7 @@ rule all:
         rules.plots.output,
         rules.validity.output if VALIDITY else [],
         rules.validity_figure.output if VALIDITY else [],
+        rules.human_agreement.output if HUMAN_LABELS else [],
         rules.provenance.output,
 
 

@@ -123,3 +123,25 @@ def test_kendall_tau_is_scipy_tau_b():
     assert agreement.kendall_tau([1, 2, 3], [3, 2, 1]) == -1.0
     assert math.isnan(agreement.kendall_tau([1, 2], [1, 2]))
     assert math.isnan(agreement.kendall_tau([1, 1, 1], [1, 2, 3]))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.integers(2, 7).flatmap(
+        lambda n: st.tuples(
+            st.lists(
+                st.lists(st.one_of(st.integers(0, 3), st.just(math.nan)), min_size=n, max_size=n),
+                min_size=1,
+                max_size=4,
+            ),
+            st.lists(st.one_of(st.integers(0, 3), st.just(math.nan)), min_size=n, max_size=n),
+        )
+    )
+)
+def test_vectorised_kendall_tau_is_the_pairwise_one(case):
+    columns, ranking = case
+    x = np.array(columns, dtype=float).T
+    taus = agreement.kendall_tau_columns(x, np.array(ranking, dtype=float))
+    for column, tau in zip(columns, taus):
+        expected = agreement.kendall_tau(column, ranking)
+        assert (math.isnan(tau) and math.isnan(expected)) or tau == pytest.approx(expected)

@@ -11,7 +11,7 @@ from crseval.core import experiment, session_records
 from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha
 from crseval.core.experiment import judge_concurrency, simulate_concurrency, without_runtime
-from crseval.corpora.formats import sessions_per_system
+from crseval.corpora.formats import plan_import
 from crseval.judge.columns import CRITERIA, score_column
 from crseval.provenance import rule_inputs as provenance_inputs
 from crseval.simulate.calibration import calibration_roles
@@ -97,13 +97,14 @@ if IMPORTING:
     LOG_FILES = sorted(_glob.glob(config["sessions"]["import_paths"]))
     # an empty match was stopped by check_inputs (Snakefile), naming sessions.import_paths
     VOTES_FILE = config["sessions"].get("import_votes")
-    SESSION_COUNTS = sessions_per_system(LOG_FILES, IMPORT_FORMAT)
+    SESSION_COUNTS, HUMAN_LABELS = plan_import(LOG_FILES, IMPORT_FORMAT)
     SYSTEMS = {name: {"name": name, "agent": "imported"} for name in SESSION_COUNTS}
 else:
     SYSTEMS = {system["name"]: system for system in config["systems"]}
     if len(SYSTEMS) != len(config["systems"]):
         raise ValueError("config 'systems': every system needs a unique name")
     SESSION_COUNTS = {name: config["sessions"]["count"] for name in SYSTEMS}
+    HUMAN_LABELS = False  # simulated users give no verdicts
 
 # Every (system, shard) of the experiment, in the order of the per-shard inputs and outputs.
 SHARDS = [(system, shard) for system in SYSTEMS for shard in range(n_shards(SESSION_COUNTS[system], SHARD_SIZE))]
@@ -208,4 +209,6 @@ def described_outputs():
             described.append(rules.import_logs.output.votes)
     if VALIDITY:
         described += [rules.validity.output, rules.validity_figure.output]
+    if HUMAN_LABELS:
+        described.append(rules.human_agreement.output)
     return described

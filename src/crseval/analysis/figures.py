@@ -441,3 +441,69 @@ def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:
     )
     save(figure, stem)
     return list(measured["metric"])
+
+
+VERDICT_COLOURS = {
+    "agrees": "#1b9e77",
+    "disagrees": "#d95f02",
+    "associated": "#7570b3",
+    "no evidence": "#999999",
+    "not measured": "#dddddd",
+}
+
+
+def human_agreement_figure(dialogues: pd.DataFrame, systems: pd.DataFrame, stem: Path) -> None:
+    """Left: oriented AUC of every metric and reference predictor for the users' verdicts, with its CI,
+    coloured by verdict, the reply-length reference as a dashed line. Right: each system's satisfaction
+    rate (Wilson interval) against its Bradley-Terry strength from the votes, when there are votes."""
+    shown = dialogues[dialogues["auc"].notna()].sort_values("oriented_auc")
+    voted = "bt_strength" in systems and systems["bt_strength"].notna().any()
+    figure, axes = plt.subplots(
+        1,
+        2 if voted else 1,
+        figsize=(13 if voted else 7, max(3.5, 0.28 * len(shown) + 1.5)),
+        squeeze=False,
+        layout="constrained",
+    )
+    ax = axes[0, 0]
+    positions = np.arange(len(shown))
+    colours = [VERDICT_COLOURS[v] for v in shown["verdict"]]
+    low, high = shown["oriented_ci_low"].to_numpy(), shown["oriented_ci_high"].to_numpy()
+    values = shown["oriented_auc"].to_numpy()
+    ax.hlines(positions, low, high, colors=colours, linewidth=2)
+    ax.scatter(values, positions, color=colours, zorder=3, s=22)
+    ax.axvline(0.5, color="black", linewidth=0.8)
+    length = dialogues.loc[dialogues["metric"] == "reference: words per reply", "oriented_auc"]
+    if len(length) and not math.isnan(length.iloc[0]):
+        ax.axvline(length.iloc[0], color="grey", linestyle="--", linewidth=1)
+    names = [("◆ " if kind == "reference" else "") + text for kind, text in zip(shown["kind"], shown["label"])]
+    ax.set_yticks(positions, names, fontsize=8)
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("oriented AUC for the user's verdict (0.5: no separation; dashed: words per reply)")
+    ax.set_title("Per dialogue: does the metric separate satisfied from frustrated?", fontsize=10)
+    handles = [plt.Line2D([], [], color=c, marker="o", linestyle="-", label=v) for v, c in VERDICT_COLOURS.items()]
+    ax.legend(handles=handles, fontsize=7, loc="lower right", title="after Holm", title_fontsize=7)
+    if voted:
+        ax = axes[0, 1]
+        frame = systems.dropna(subset=["bt_strength", "satisfaction_rate"])
+        ax.errorbar(
+            frame["bt_strength"],
+            frame["satisfaction_rate"],
+            xerr=[frame["bt_strength"] - frame["bt_low"], frame["bt_high"] - frame["bt_strength"]],
+            yerr=[frame["satisfaction_rate"] - frame["rate_low"], frame["rate_high"] - frame["satisfaction_rate"]],
+            fmt="o",
+            color="#444444",
+            ecolor="#bbbbbb",
+        )
+        for row in frame.itertuples():
+            ax.annotate(
+                row.system,
+                (row.bt_strength, row.satisfaction_rate),
+                fontsize=7,
+                xytext=(4, 3),
+                textcoords="offset points",
+            )
+        ax.set_xlabel("Bradley-Terry log-strength from pairwise votes (95% CI)")
+        ax.set_ylabel("share of dialogues the user was satisfied with (95% Wilson)")
+        ax.set_title("Per system: the two human rankings", fontsize=10)
+    save(figure, stem)

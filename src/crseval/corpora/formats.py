@@ -56,6 +56,18 @@ def sessions_per_system(paths: list[str | Path], import_format: str) -> dict[str
     return reader(import_format).sessions_per_system(paths)
 
 
+def plan_import(paths: list[str | Path], import_format: str) -> tuple[dict[str, int], bool]:
+    """What the workflow plans with: the sessions per system an import of `paths` yields, and whether
+    any of them carries a user's verdict (then the `human_agreement` rule joins the experiment)."""
+    sessions, _ = reader(import_format).import_logs(paths, None, "0" * 64, "0" * 64)
+    labelled = any(
+        (record.get("labels") or {}).get("satisfaction") is not None
+        for records in sessions.values()
+        for record in records
+    )
+    return {system: len(records) for system, records in sessions.items()}, labelled
+
+
 def import_votes(path: str | Path, sessions: dict[str, list[dict]], import_format: str) -> tuple[list[dict], dict]:
     """The votes of `path` on the imported `sessions`: the rows of the votes table and the votes report."""
     chosen = reader(import_format)

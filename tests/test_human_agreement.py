@@ -1,0 +1,162 @@
+"""The human_agreement tables on corpora with known answers, and recomputed independently."""
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import copy_workflow, default_config, run_snakemake, write_config
+from scipy.stats import kendalltau, mannwhitneyu
+from sklearn.metrics import roc_auc_score
+from statsmodels.stats.proportion import proportion_confint
+
+from crseval.analysis import human_agreement as ha
+
+LABELS = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0] * 2, dtype=float)
+
+
+def synthetic():
+    n = len(LABELS)
+    sessions = pd.DataFrame(
+        {
+            "session_id": [f"s{i}" for i in range(n)],
+            "system": ["a", "b", "c"] * (n // 3),
+            "satisfied": LABELS,
+            "exact": LABELS,
+            "constant": np.full(n, 3.0),
+            "reversed": -LABELS,
+            "lower_better": -LABELS,
+        }
+    )
+    references = pd.DataFrame(
+        {
+            "session_id": sessions["session_id"],
+            ha.LENGTH: np.arange(n, dtype=float),  # unrelated to the verdict
+            "reference: turns per dialogue": np.full(n, 4.0),
+            "reference: films named per reply": LABELS * 2,
+        }
+    )
+    metrics = {
+        "exact": ("exact", True),
+        "constant": ("constant", True),
+        "reversed": ("reversed", True),
+        "lower_better": ("lower better", False),
+    }
+    return sessions, references, metrics
+
+
+def test_known_answers_per_dialogue():
+    sessions, references, metrics = synthetic()
+    table = ha.dialogue_table(sessions, references, metrics, resamples=200, seed=3, alpha=0.05).set_index("metric")
+    assert table.loc["exact", "auc"] == 1.0 and table.loc["exact", "verdict"] == "agrees"
+    assert table.loc["constant", "auc"] == 0.5 and table.loc["constant", "verdict"] == "no evidence"
+    assert table.loc["reversed", "auc"] == 0.0 and table.loc["reversed", "verdict"] == "disagrees"
+    # lower is better and lower with satisfied: agrees, read in its declared direction
+    assert table.loc["lower_better", "auc"] == 0.0 and table.loc["lower_better", "oriented_auc"] == 1.0
+    assert table.loc["lower_better", "verdict"] == "agrees"
+    # references have no direction: associated at most
+    assert table.loc["reference: films named per reply", "verdict"] == "associated"
+    assert table.loc["reference: turns per dialogue", "auc"] == 0.5
+    # the exact metric separates better than the unrelated length: its margin's CI lies above 0
+    assert bool(table.loc["exact", "beats_length"]) and not bool(table.loc["constant", "beats_length"])
+    # Holm over every tested row, recomputed by hand
+    p = table["p"].dropna().sort_values()
+    m = len(p)
+    holm = np.minimum(1, np.maximum.accumulate([(m - k) * value for k, value in enumerate(p)]))
+    assert table.loc[p.index, "p_holm"].to_numpy() == pytest.approx(holm)
+    assert "exact: agrees with users" in " ".join(table["sentence"])
+
+
+def test_known_answers_per_system():
+    sessions, _, _ = synthetic()
+    votes = pd.DataFrame(
+        {
+            "time": ["2024-01-02", "2024-01-01", "2024-01-03"],
+            "system_a": ["a", "a", "b"],
+            "system_b": ["b", "c", "c"],
+            "winner": ["a", None, "b"],
+        }
+    )
+    table = ha.system_table(sessions, votes, resamples=50, seed=1).set_index("system")
+    for system, group in sessions.groupby("system"):
+        k, n = int(group["satisfied"].sum()), len(group)
+        assert table.loc[system, "satisfaction_rate"] == k / n
+        assert (table.loc[system, "rate_low"], table.loc[system, "rate_high"]) == pytest.approx(
+            proportion_confint(k, n, method="wilson")
+        )
+    # Elo by hand in time order: a-c tie (1000, 1000), a beats b (1008, 992), b beats c
+    expected_c = 1 / (1 + 10 ** ((992 - 1000) / 400))  # c's expected score against b
+    assert table.loc["a", "elo"] == pytest.approx(1008)
+    assert table.loc["b", "elo"] == pytest.approx(992 + 16 * expected_c)
+    assert table.loc["c", "elo"] == pytest.approx(1000 - 16 * expected_c)
+    assert table.loc["a", "bt_strength"] > table.loc["c", "bt_strength"] and table["votes"].to_dict() == {
+        "a": 2,
+        "b": 2,
+        "c": 2,
+    }
+
+
+def test_rankings_are_kendall_tau_of_the_system_means():
+    sessions, _, metrics = synthetic()
+    sessions["exact"] = sessions["exact"] + sessions["system"].map({"a": 0.0, "b": 0.1, "c": 0.2})
+    table = ha.ranking_table(sessions, metrics, None, resamples=100, seed=2)
+    row = table[(table["metric"] == "exact") & (table["human_ranking"] == "satisfaction rate")].iloc[0]
+    means = sessions.groupby("system")["exact"].mean()
+    rates = sessions.groupby("system")["satisfied"].mean()
+    assert row["kendall_tau"] == pytest.approx(kendalltau(means, rates).statistic)
+    assert row["ci_low"] <= row["kendall_tau"] <= row["ci_high"] or math.isnan(row["kendall_tau"])
+
+
+@pytest.mark.workflow
+def test_the_rule_on_a_labelled_corpus_recomputed_independently(tmp_path):
+    """A labelled JSON-lines corpus runs through the workflow; human_agreement.csv is recomputed from
+    sessions.parquet with scikit-learn and scipy."""
+    workdir = copy_workflow(tmp_path)
+    rng = np.random.default_rng(5)
+    lines = []
+    films = ["Heat", "Casablanca", "Stagecoach", "Citizen Kane", "Vertigo"]
+    for system, good in (("long", 0.7), ("short", 0.3), ("mid", 0.5)):
+        for i in range(12):
+            satisfied = bool(rng.random() < good)
+            words = " ".join(["really"] * int(rng.integers(1, 12 if satisfied else 6)))
+            turns = [
+                {"role": "user", "text": "A crime film from the forties?"},
+                {"role": "system", "text": f"Try {films[i % 5]}, it is {words} good."},
+                {"role": "user", "text": "Something else?"},
+                {"role": "system", "text": f"Then {films[(i + 1) % 5]}."},
+            ]
+            label = {"satisfaction": "satisfied" if satisfied else "frustrated"}
+            lines.append({"system": system, "dialogue_id": f"d{i}", "turns": turns, "labels": label})
+    (workdir / "corpus.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    config = default_config()
+    config.update(experiment="agree", judge={"enabled": False}, systems=[{"name": "unused", "agent": "template"}])
+    config["sessions"] = {
+        "source": "import",
+        "import_format": "jsonl",
+        "import_paths": "corpus.jsonl",
+        "shard_size": 12,
+    }
+    config["scoring"]["metrics"] = ["tas", "response_stats"]
+    config["scoring"]["response_stats"]["embeddings"] = False
+    config["stats"]["bootstrap_resamples"] = 200
+    write_config(workdir, config, "agree.yaml")
+    run_snakemake(workdir, "results/agree/stats/human_agreement.csv", "--configfile", "agree.yaml")
+    results = workdir / "results" / "agree"
+    sessions = pd.read_parquet(results / "tables" / "sessions.parquet")
+    table = pd.read_csv(results / "stats" / "human_agreement.csv").set_index("metric")
+    labels = sessions["satisfied"]
+    for metric in ("tas", "response_words", "distinct_1"):
+        keep = sessions[metric].notna()
+        values, y = sessions.loc[keep, metric], labels[keep]
+        assert table.loc[metric, "auc"] == pytest.approx(roc_auc_score(y, values))
+        expected_p = mannwhitneyu(values[y == 1], values[y == 0], alternative="two-sided").pvalue
+        assert table.loc[metric, "p"] == pytest.approx(expected_p)
+    assert table.loc["reference: words per reply", "auc"] == pytest.approx(
+        roc_auc_score(labels, sessions["response_words"])
+    )
+    systems = pd.read_csv(results / "stats" / "human_agreement_systems.csv").set_index("system")
+    assert systems["dialogues"].to_dict() == {"long": 12, "mid": 12, "short": 12}
+    assert (results / "figures" / "human_agreement.png").stat().st_size > 10_000
+    summary = (results / "stats" / "human_agreement.md").read_text()
+    assert "## Verdicts" in summary and "36 dialogues with the user's verdict" in summary
