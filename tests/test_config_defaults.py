@@ -177,6 +177,7 @@ def test_the_first_release_config_validates_and_takes_todays_defaults():
         ("sessions", "source"),
         ("agent", "track_plot_keywords"),
         ("llm", "concurrency"),
+        ("judge", "top_logprobs"),
         ("stats", "power", "power"),
         ("stats", "power", "differences"),
     }

@@ -6,6 +6,8 @@ rule aggregate:
         sessions=per_shard(rules.score.output.sessions),
         turns=per_shard(rules.score.output.turns),
         judge=per_shard(rules.judge.output[0]) if JUDGE["enabled"] else [],
+        # each panel judge's shards in turn, each in the order of input.judge
+        panel=[path for name in JUDGE_PANEL for path in panel_outputs(name)],
     output:
         sessions=f"{RESULTS}/tables/sessions.parquet",
         turns=f"{RESULTS}/tables/turns.parquet",

@@ -21,6 +21,13 @@ if snakemake.input.judge:
         columns=["system", "session_index", "shard"], errors="ignore"
     )
     sessions = sessions.merge(judged, on="session_id", how="left", validate="one_to_one")
+# input.panel: every panel judge's shards, one judge after the other, each in the order of the shards
+panel_shards = len(shards)
+for start in range(0, len(snakemake.input.panel), panel_shards):
+    judged = read_shards(snakemake.input.panel[start : start + panel_shards], shards).drop(
+        columns=["system", "session_index", "shard"], errors="ignore"
+    )
+    sessions = sessions.merge(judged, on="session_id", how="left", validate="one_to_one")
 sessions = sessions.sort_values(["system", "session_index", "session_id"], kind="stable").reset_index(drop=True)
 check_complete(sessions, snakemake.params.sessions_per_system)
 turns = read_shards(snakemake.input.turns, shards)

@@ -4,9 +4,13 @@ The identifier columns (crseval.core.columns), the scorer and each metric family
 crseval.metrics.scorer.FAMILIES, and the judge (crseval.judge.columns) declare their columns once;
 aggregate, statistics, validity, figures and the reports read label, range, direction, ground
 truth and thesis name from here. A column nobody declared is an error, not a float by default.
+The panel judges' columns carry names from the config (`judge_<name>_<criterion>`): the judge
+declares them by pattern, so they are found by name but not listed.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
 
 from crseval.core.columns import LABEL_COLUMNS, SESSION_ID_COLUMNS, TURN_ID_COLUMNS, Column
 from crseval.judge import columns as judge_columns
@@ -30,7 +34,31 @@ WRITERS = (
     *((name, family.session_columns, family.turn_columns) for name, family in scorer.FAMILIES.items()),
     ("judge", judge_columns.SESSION_COLUMNS, ()),
 )
-SESSION_COLUMNS = _by_name(*(session for _, session, _ in WRITERS))
+
+
+class Declared(Mapping):
+    """Column name -> Column: the columns declared by name, then those a writer declares by pattern
+    (`by_pattern(name)`, None for no such column). Iterating lists the former only."""
+
+    def __init__(self, by_name: dict[str, Column], by_pattern: Callable[[str], Column | None]):
+        self._by_name, self._by_pattern = by_name, by_pattern
+
+    def __getitem__(self, name: str) -> Column:
+        column = self._by_name.get(name) or self._by_pattern(name)
+        if column is None:
+            raise KeyError(name)
+        return column
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+
+SESSION_COLUMNS = Declared(_by_name(*(session for _, session, _ in WRITERS)), judge_columns.declared)
+# Columns declared by pattern, for the docs: (writer, columns with a placeholder name).
+PATTERN_WRITERS = (("judge panel", judge_columns.panel_columns("<name>")),)
 TURN_COLUMNS = _by_name(*(turn for _, _, turn in WRITERS))
 JUDGE_SCORES = judge_columns.SCORE_COLUMNS
 # model_metrics.csv name -> column, for the columns the thesis table names differently
@@ -85,10 +113,13 @@ def markdown_reference() -> str:
             "| writer | column | label | range or unit | better | ground truth | thesis name |",
             "|---|---|---|---|---|---|---|",
         ]
-        for writer, *columns in WRITERS:
+        writers = [*WRITERS, *((writer, columns, ()) for writer, columns in PATTERN_WRITERS)]
+        for writer, *columns in writers:
             for c in columns[position - 1]:
                 truth, thesis = "needed" if c.ground_truth else "", c.thesis_name or ""
                 lines.append(f"| {writer} | `{c.name}` | {c.label} | {c.unit} | {direction(c)} | {truth} | {thesis} |")
+        if position == 1:
+            lines += ["", "`<name>`: the name of a panel judge (`judge.panel` of the config), one set of columns each."]
         lines.append("")
     return "\n".join(lines)
 

@@ -152,6 +152,7 @@ def _rule_problems(config: Any) -> Iterator[str]:
 
 def _at(config: Any, path: tuple) -> Any:
     """The value at `path`, or None where the config has another shape."""
+    yield from _unique_panel_names(config)
     value = config
     for key in path:
         if isinstance(key, int):
@@ -253,6 +254,23 @@ def _import_votes(config: Any) -> Iterator[str]:
     if not isinstance(sessions, dict) or sessions.get("import_votes") is None:
         return
     if sessions.get("source") != "import":
+def _unique_panel_names(config: Any) -> Iterator[str]:
+    """A panel judge's name is its results folder and the prefix of its columns."""
+    panel = _at(config, ("judge", "panel"))
+    first: dict[str, int] = {}
+    for i, entry in enumerate(panel if isinstance(panel, list) else []):
+        name = entry.get("name") if isinstance(entry, dict) else None
+        if not isinstance(name, str):
+            continue
+        if name in first:
+            yield (
+                f"judge.panel[{i}].name: {name!r} is also the name of judge.panel[{first[name]}]; "
+                "every panel judge needs a unique name (it names the judge's columns and results folder)"
+            )
+        else:
+            first[name] = i
+
+
         yield "sessions.import_votes: votes are read only with `source: import` (they are votes on imported dialogues)"
     elif sessions.get("import_format") == "thesis_logs":
         yield "sessions.import_votes: the thesis_logs format has no votes (votes come with `crsarena` or `jsonl`)"
@@ -270,6 +288,8 @@ def _in_process_concurrency(config: Any) -> Iterator[str]:
         concurrency = entry.get("concurrency")
         if entry["backend"].get("type") == "llamacpp" and _is_number(concurrency) and concurrency > 1:
             yield (
+    panel = _at(config, ("judge", "panel"))
+    entries += [(("judge", "panel", i), entry) for i, entry in enumerate(panel if isinstance(panel, list) else [])]
                 f"{key_path((*path, 'concurrency'))}: {concurrency} requests in flight need a server backend "
                 "(ollama, openai); the llamacpp backend runs in the job's process, one request at a time: use 1"
             )

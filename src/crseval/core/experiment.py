@@ -4,7 +4,7 @@ One place answers "does this job use an LLM, in its own process or on a server?"
 workflow's threads and slots (workflow/rules/common.smk), the concurrency of the simulate and judge
 jobs and the provenance record (crseval.provenance) always agree. Backends are returned as
 {config key: backend settings}, the key naming who uses the backend (`systems.<name>`,
-`simulator.paraphrase`, `scoring.cas`, `scoring.adherence`, `judge`).
+`simulator.paraphrase`, `scoring.cas`, `scoring.adherence`, `judge`, `judge.panel.<name>`).
 
 Threads: a llama.cpp backend runs in the job's own process and gets the job's threads
 (`llm.threads`); so does the sentence-embedding model (torch). A server backend (ollama, openai) runs
@@ -70,10 +70,54 @@ def scoring_backends(config: dict) -> dict[str, dict]:
 TOPICS_PROMPT = "resources/prompts/topics.txt"
 
 
-def judge_backends(config: dict) -> dict[str, dict]:
-    """The LLM a judge job calls (none when the judge is off)."""
+def panel_names(config: dict) -> list[str]:
+    """The panel judges (`judge.panel`) of an experiment whose judge is on, in config order."""
     judge = config.get("judge", {})
-    return {"judge": judge["backend"]} if judge.get("enabled") else {}
+    return [entry["name"] for entry in judge.get("panel", [])] if judge.get("enabled") else []
+
+
+# What a panel judge takes from the first judge; its backend, options, top_logprobs and concurrency are its own.
+PANEL_SHARED = ("prompt", "samples", "retries", "seed")
+
+
+def judge_settings(config: dict, name: str | None = None) -> dict:
+    """The settings of one judge's jobs: the judge section without its panel for the first judge
+    (`name` None), else the panel judge `name`'s own backend and, where it gives none, the first
+    judge's options, top_logprobs, and its prompt, samples, retries and seed."""
+    first = {key: value for key, value in config["judge"].items() if key != "panel"}
+    if name is None:
+        return first
+    entry = next((e for e in config["judge"].get("panel", []) if e["name"] == name), None)
+    if entry is None:
+        raise KeyError(f"judge.panel has no judge named {name!r}")
+    settings = {key: first[key] for key in PANEL_SHARED}
+    settings |= {
+        "name": name,
+        "backend": entry["backend"],
+        "options": entry.get("options", first["options"]),
+        "top_logprobs": entry.get("top_logprobs", first.get("top_logprobs", 0)),
+    }
+    return settings | ({"concurrency": entry["concurrency"]} if "concurrency" in entry else {})
+
+
+def judge_key(name: str | None = None) -> str:
+    """Who calls a judge's backend: `judge`, or `judge.panel.<name>`."""
+    return "judge" if name is None else f"judge.panel.{name}"
+
+
+def judge_job_backends(config: dict, name: str | None = None) -> dict[str, dict]:
+    """The LLM one judge job calls: the first judge's, or the panel judge `name`'s (none when the judge is off)."""
+    if not config.get("judge", {}).get("enabled"):
+        return {}
+    return {judge_key(name): judge_settings(config, name)["backend"]}
+
+
+def judge_backends(config: dict) -> dict[str, dict]:
+    """The LLMs the judge stage calls: the first judge's and each panel judge's (none when the judge is off)."""
+    backends = judge_job_backends(config)
+    for name in panel_names(config):
+        backends |= judge_job_backends(config, name)
+    return backends
 
 
 def experiment_backends(config: dict) -> dict[str, dict]:
@@ -127,8 +171,9 @@ def scoring_threads(config: dict) -> int:
     return config["llm"]["threads"] if embedding_users(config) else threads_for(scoring_backends(config), config)
 
 
-def judge_threads(config: dict) -> int:
-    return threads_for(judge_backends(config), config)
+def judge_threads(config: dict, name: str | None = None) -> int:
+    """Threads of a job of the first judge, or of the panel judge `name`."""
+    return threads_for(judge_job_backends(config, name), config)
 
 
 # ------------------------------------------------------------------ concurrency
@@ -147,10 +192,11 @@ def simulate_concurrency(system: dict, config: dict) -> int:
     return effective(requested, system_backends(system, config))
 
 
-def judge_concurrency(config: dict) -> int:
-    """Sessions judged at once in one judge job."""
-    judge = config["judge"]
-    return effective(judge.get("concurrency", config["llm"].get("concurrency", 1)), judge_backends(config))
+def judge_concurrency(config: dict, name: str | None = None) -> int:
+    """Sessions judged at once in one job of the first judge, or of the panel judge `name`."""
+    settings = judge_settings(config, name)
+    requested = settings.get("concurrency", config["llm"].get("concurrency", 1))
+    return effective(requested, judge_job_backends(config, name))
 
 
 # ------------------------------------------------------------------ files the config names
@@ -204,6 +250,8 @@ def model_paths(config: dict, embedded: set[str] | frozenset[str]) -> dict[str, 
         sections[f"{key}.llm.backend.model"] = backend
     if config.get("judge", {}).get("enabled"):
         sections["judge.backend.model"] = config["judge"]["backend"]
+        for i, entry in enumerate(config["judge"].get("panel", [])):
+            sections[f"judge.panel[{i}].backend.model"] = entry["backend"]
     return {
         key: backend["model"]
         for key, backend in sections.items()

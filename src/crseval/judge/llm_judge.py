@@ -9,6 +9,10 @@ tracker's reading of the user turns (with negation). The row records which
 also parsed strictly. A reply that does not parse gets one repair prompt, then up to `retries`
 fresh attempts with other seeds; after that the session's judgement is recorded as missing with
 the raw reply and the reason. No score is ever filled in.
+
+Where the backend gives token probabilities (`top_logprobs` > 0), each criterion also gets its
+G-Eval score (crseval.judge.geval), or the reason it has none. Several judges (`judge.panel`) are
+several Judge objects, each named and writing its own columns (crseval.judge.columns).
 """
 
 from __future__ import annotations
@@ -22,10 +26,19 @@ from dataclasses import dataclass
 import jsonschema
 
 from crseval.core.fields import display
-from crseval.judge.columns import CRITERIA, rationale_column, samples_column, score_column, spread_column
+from crseval.judge.columns import (
+    CRITERIA,
+    column,
+    geval_column,
+    rationale_column,
+    samples_column,
+    score_column,
+    spread_column,
+)
+from crseval.judge.geval import geval_scores
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.tracker import ConstraintTracker
-from crseval.llm import LLMClient, LLMRequest
+from crseval.llm import LLMClient, LLMRequest, LLMResponse
 from crseval.llm.prompts import PromptTemplate
 
 _CRITERION = {
@@ -116,6 +129,10 @@ def conversation_text(turns: list[dict]) -> str:
 
 @dataclass
 class Judge:
+    """One judge. `name` None is the first judge (columns `judge_<criterion>`), a name a panel judge's
+    (`judge_<name>_<criterion>`). `top_logprobs` > 0 asks that many most likely tokens per position of
+    the reply, for the G-Eval scores, of a backend that gives them."""
+
     client: LLMClient
     prompt: PromptTemplate
     matcher: ConceptMatcher
@@ -123,6 +140,20 @@ class Judge:
     samples: int
     retries: int
     seed: int
+    name: str | None = None
+    top_logprobs: int = 0
+
+    @property
+    def asks_token_logprobs(self) -> bool:
+        return self.top_logprobs > 0 and getattr(self.client.backend, "gives_token_logprobs", False)
+
+    def geval_unavailable(self) -> str | None:
+        """Why no reply of this judge can have G-Eval scores, or None when they can."""
+        if self.top_logprobs <= 0:
+            return "no token probabilities asked for (top_logprobs is 0)"
+        if not self.asks_token_logprobs:
+            return f"the {self.client.backend.name} backend gives no token probabilities"
+        return None
 
     def judge_sessions(self, records: list[dict], concurrency: int = 1) -> list[dict]:
         """One row per record, in record order. With `concurrency` > 1 that many sessions are judged
@@ -140,62 +171,83 @@ class Judge:
             conversation=conversation_text(record["turns"]),
         )
         base_seed = self.seed * 100_003 + (record.get("session_index") or 0) * 101
-        valid, failures, rationales, per_sample = [], [], {}, []
+        valid, failures, rationales, per_sample, gevals, geval_reasons = [], [], {}, [], [], {}
         for sample in range(self.samples):
-            result, reason, raw = self._one_sample(prompt, base_seed + sample * 7919)
+            result, reason, reply = self._one_sample(prompt, base_seed + sample * 7919)
             if result is None:
-                failures.append((reason, raw))
+                failures.append((reason, reply.text if reply else None))
                 per_sample.append(None)
                 continue
             valid.append({c: result[c][0] for c in CRITERIA})
             per_sample.append(valid[-1])
             if not rationales:
                 rationales = {c: result[c][1] for c in CRITERIA}
+            if not self.asks_token_logprobs:  # the row says why (geval_unavailable)
+                continue
+            weighted, missing = geval_scores(reply.text, reply.token_logprobs)
+            gevals.append(weighted)
+            for criterion, why in missing.items():
+                geval_reasons.setdefault(why, []).append(criterion)
         row = {
             "system": record["system"],
             "session_id": record["session_id"],
             "session_index": record.get("session_index"),
-            "judge_samples": self.samples,
-            "judge_valid_samples": len(valid),
-            "judge_preferences_source": preference_source(record["turns"]),
+            column("samples", self.name): self.samples,
+            column("valid_samples", self.name): len(valid),
         }
+        if self.name is None:
+            row["judge_preferences_source"] = preference_source(record["turns"])
         for criterion in CRITERIA:
             scores = [v[criterion] for v in valid]
-            row[score_column(criterion)] = statistics.fmean(scores) if scores else math.nan
-            row[spread_column(criterion)] = statistics.stdev(scores) if len(scores) > 1 else math.nan
-            row[rationale_column(criterion)] = rationales.get(criterion)
+            row[score_column(criterion, self.name)] = statistics.fmean(scores) if scores else math.nan
+            row[spread_column(criterion, self.name)] = statistics.stdev(scores) if len(scores) > 1 else math.nan
+            row[rationale_column(criterion, self.name)] = rationales.get(criterion)
             # every sample's score in order (null where the sample failed): the agreement between samples
-            row[samples_column(criterion)] = json.dumps([s[criterion] if s else None for s in per_sample])
-        row["judge_missing_reason"] = None if valid else failures[-1][0]
-        row["judge_raw_reply"] = None if valid else failures[-1][1]
+            row[samples_column(criterion, self.name)] = json.dumps([s[criterion] if s else None for s in per_sample])
+            weighted = [g[criterion] for g in gevals if criterion in g]
+            row[geval_column(criterion, self.name)] = statistics.fmean(weighted) if weighted else math.nan
+        row[column("missing_reason", self.name)] = None if valid else failures[-1][0]
+        row[column("raw_reply", self.name)] = None if valid else failures[-1][1]
+        row[column("geval_missing_reason", self.name)] = self._geval_reason(valid, geval_reasons)
         return row
 
-    def _one_sample(self, prompt: str, seed: int) -> tuple[dict | None, str | None, str | None]:
-        """A judgement, or (None, reason, raw reply) after the repair prompt and the retries."""
-        reason = raw = None
+    def _geval_reason(self, valid: list, reasons: dict[str, list[str]]) -> str | None:
+        """Why some G-Eval score of the session is missing (None when none is): the backend's, or
+        each reason with the criteria (once per sample) it left without one."""
+        if not valid:
+            return "no valid judgement"
+        if self.geval_unavailable():
+            return self.geval_unavailable()
+        if not reasons:
+            return None
+        return _short("; ".join(f"{', '.join(dict.fromkeys(who))}: {why}" for why, who in reasons.items()))
+
+    def _one_sample(self, prompt: str, seed: int) -> tuple[dict | None, str | None, LLMResponse | None]:
+        """(judgement, None, reply), or (None, reason, last reply) after the repair prompt and the retries."""
+        reason = last = None
         for attempt in range(1 + self.retries):
             messages = [{"role": "user", "content": prompt}]
-            reply = self._ask(messages, seed + attempt)
+            last = self._ask(messages, seed + attempt)
             try:
-                return parse_judgement(reply), None, None
+                return parse_judgement(last.text), None, last
             except JudgeParseError as error:
-                reason, raw = str(error), reply
+                reason = str(error)
             if attempt == 0:  # one repair prompt: show the model its reply and what is wrong
                 repair = messages + [
-                    {"role": "assistant", "content": reply},
+                    {"role": "assistant", "content": last.text},
                     {
                         "role": "user",
                         "content": f"That reply is not valid ({reason}). Answer again with the JSON object only.",
                     },
                 ]
-                reply = self._ask(repair, seed)
+                last = self._ask(repair, seed)
                 try:
-                    return parse_judgement(reply), None, None
+                    return parse_judgement(last.text), None, last
                 except JudgeParseError as error:
-                    reason, raw = f"after repair: {error}", reply
-        return None, reason, raw
+                    reason = f"after repair: {error}"
+        return None, reason, last
 
-    def _ask(self, messages: list[dict], seed: int) -> str:
+    def _ask(self, messages: list[dict], seed: int) -> LLMResponse:
         request = LLMRequest.chat(
             messages,
             temperature=self.options["temperature"],
@@ -204,5 +256,6 @@ class Judge:
             seed=seed,
             json_schema=JUDGE_SCHEMA,
             tag=f"{self.prompt.path.name}@{self.prompt.version}",
+            top_logprobs=self.top_logprobs if self.asks_token_logprobs else 0,
         )
-        return self.client.complete(request).text
+        return self.client.complete(request)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
@@ -53,6 +54,9 @@ class LLMRequest:
     top_p: float = 0.95
     json_schema: dict | None = None
     tag: str = ""
+    # > 0: ask for the probabilities of this many most likely tokens at every position of the reply
+    # (TokenLogprob), where the backend gives them
+    top_logprobs: int = 0
 
     @classmethod
     def chat(cls, messages: list[dict], **options) -> "LLMRequest":
@@ -62,8 +66,13 @@ class LLMRequest:
         return [{"role": role, "content": content} for role, content in self.messages]
 
     def key(self, backend: str, model: str) -> str:
-        """Content hash of backend, model, messages, options, schema and template tag."""
-        return canonical_sha({"backend": backend, "model": model, **asdict(self)})
+        """Content hash of backend, model, messages, options, schema and template tag. A request that
+        asks for no token probabilities keeps the key it had before they could be asked for, so
+        replies cached then are still found."""
+        fields = asdict(self)
+        if not fields["top_logprobs"]:
+            del fields["top_logprobs"]
+        return canonical_sha({"backend": backend, "model": model, **fields})
 
 
 @dataclass
@@ -76,6 +85,9 @@ class LLMResponse:
     completion_tokens: int | None
     cached: bool = False
     extra: dict = field(default_factory=dict)
+    # per generated token, in reply order, when the request asked for them and the backend gave them
+    # (OpenAI's chat format: {"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}); None otherwise
+    token_logprobs: list[dict] | None = None
 
     def meta(self) -> dict:
         """The per-turn `llm` record of the session schema."""
@@ -92,6 +104,8 @@ class LLMResponse:
 class Backend(Protocol):
     name: str
     model: str
+    # whether the backend can return token probabilities (LLMRequest.top_logprobs)
+    gives_token_logprobs: bool
 
     def complete(self, request: LLMRequest) -> LLMResponse:
         """One call, no retries; raises TransientLLMError or LLMError."""
@@ -252,3 +266,30 @@ def token_count(value) -> int | None:
 def short_label(value) -> str | None:
     """A finish reason from a reply, or None: only short strings go into the cache."""
     return clean_unicode(value[:40]) if isinstance(value, str) else None
+
+
+def token_logprobs_from(where: str, choice: dict) -> list[dict] | None:
+    """The token probabilities of a chat completion's choice in OpenAI's format (`logprobs.content`:
+    token, logprob, top_logprobs), checked and reduced to those three fields; None when the reply has
+    none or they are unusable (a token that is not a string, a logprob that is not a finite number
+    <= 0): the reply's text stays good, only the probabilities are left out, with a warning."""
+    content = choice.get("logprobs", {}).get("content") if isinstance(choice.get("logprobs"), dict) else None
+    if content is None:
+        return None
+    try:
+        return [_token_logprob(entry, with_top=True) for entry in content]
+    except (TypeError, ValueError, KeyError, AttributeError) as error:
+        logging.getLogger(__name__).warning("%s: token probabilities left out: %s", where, excerpt(str(error), 120))
+        return None
+
+
+def _token_logprob(entry: dict, with_top: bool) -> dict:
+    token, logprob = entry["token"], entry["logprob"]
+    if not isinstance(token, str) or isinstance(logprob, bool) or not isinstance(logprob, (int, float)):
+        raise TypeError(f"token {excerpt(repr(token), 40)} with logprob {excerpt(repr(logprob), 40)}")
+    if not (math.isfinite(logprob) and logprob <= 0):
+        raise ValueError(f"logprob {logprob} of token {excerpt(repr(token), 40)} is not a log probability")
+    record = {"token": clean_unicode(token), "logprob": float(logprob)}
+    if with_top:
+        record["top_logprobs"] = [_token_logprob(top, with_top=False) for top in entry.get("top_logprobs") or []]
+    return record

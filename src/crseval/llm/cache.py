@@ -1,7 +1,8 @@
 """On-disk response cache keyed by the request's content hash.
 
 One small JSON file per reply under `<dir>/<key[:2]>/<key>.json`, written atomically, so that
-concurrent jobs can share a cache and a killed job never leaves a half-written entry.
+concurrent jobs can share a cache and a killed job never leaves a half-written entry. A reply's
+token probabilities, when it has them, are kept with it (the judge's G-Eval scores need them).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class ResponseCache:
             return None
         if not isinstance(response.text, str) or not response.text.strip():
             return None
+        if response.token_logprobs is not None and not isinstance(response.token_logprobs, list):
+            return None
         return response
 
     def put(self, key: str, response: LLMResponse) -> None:
@@ -47,6 +50,8 @@ class ResponseCache:
             "completion_tokens": response.completion_tokens,
             "extra": response.extra,
         }
+        if response.token_logprobs is not None:  # kept, so that a re-run needs no call to weigh the scores again
+            record["token_logprobs"] = response.token_logprobs
         text = json.dumps(record, ensure_ascii=False)
         try:
             content = text.encode("utf-8")

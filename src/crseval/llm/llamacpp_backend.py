@@ -3,6 +3,12 @@
 `n_threads` is the thread count Snakemake gave the job: more llama.cpp threads than free
 cores makes generation collapse. Models whose chat format drops system messages (Gemma) get
 the system text prepended to the first user turn instead.
+
+Token probabilities (LLMRequest.top_logprobs) are read by a logits processor that only looks: at
+each generated position it keeps the k most likely tokens of the model's own distribution (before
+the JSON grammar, the temperature and top-p act), which is what llama-cpp-python's `logprobs`
+option reports too, without `logits_all`: that would keep the logits of every prompt token (for
+Gemma's 262k-token vocabulary 4 GB at 4096 tokens of context) and compute them.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ import json
 import time
 from functools import lru_cache
 from pathlib import Path
+
+import numpy as np
 
 from crseval.llm.base import LLMError, LLMRequest, LLMResponse, excerpt, reply_text, short_label, token_count
 from crseval.llm.models import EMBEDDED_MODELS, model_path
@@ -50,8 +58,61 @@ def merge_system_into_user(messages: list[dict]) -> list[dict]:
     return rest
 
 
+class TopTokens:
+    """A llama.cpp logits processor that records, and never changes, the distribution of each position.
+
+    Called once per sampled token with the tokens so far and the raw logits of the next position; the
+    token sampled at one position is the last of the tokens seen at the next. So every token's id is
+    known but that of the last position when nothing follows it (a reply cut at max_tokens), which
+    `entries` then leaves out.
+    """
+
+    def __init__(self, k: int):
+        self.k = k
+        self.prompt: list[int] | None = None
+        self.tops: list[tuple[np.ndarray, np.ndarray]] = []  # per position: top token ids, their logprobs
+        self.sampled: list[tuple[int, float]] = []  # per position but the last seen: token id, its logprob
+        self._previous: np.ndarray | None = None
+
+    def __call__(self, input_ids: np.ndarray, logits: np.ndarray) -> np.ndarray:
+        if self.prompt is None:
+            self.prompt = [int(t) for t in input_ids]
+        elif self._previous is not None:
+            token = int(input_ids[-1])
+            self.sampled.append((token, float(self._previous[token])))
+        logprobs = logits.astype(np.float64)
+        logprobs -= np.logaddexp.reduce(logprobs)
+        k = min(self.k, len(logprobs))
+        top = np.argpartition(-logprobs, k - 1)[:k]
+        top = top[np.lexsort((top, -logprobs[top]))]  # most likely first, ties by token id
+        self.tops.append((top, logprobs[top]))
+        self._previous = logprobs
+        return logits
+
+    def entries(self, llm) -> list[dict]:
+        """The reply's tokens in OpenAI's chat format (token, logprob, top_logprobs; `bytes` where a
+        token alone is not whole UTF-8, as OpenAI-compatible servers give it)."""
+        entries, context = [], list(self.prompt or [])
+        for (token, logprob), (top_ids, top_logprobs) in zip(self.sampled, self.tops):
+            entry = _token_text(llm, token, context) | {"logprob": logprob}
+            entry["top_logprobs"] = [
+                {"token": _token_text(llm, int(i), context)["token"], "logprob": float(lp)}
+                for i, lp in zip(top_ids, top_logprobs)
+            ]
+            entries.append(entry)
+            context.append(token)
+        return entries
+
+
+def _token_text(llm, token: int, context: list[int]) -> dict:
+    data = llm.detokenize([token], prev_tokens=context)
+    text = data.decode("utf-8", "replace")
+    return {"token": text} if text.encode("utf-8") == data else {"token": text, "bytes": list(data)}
+
+
 class LlamaCppBackend:
     name = "llamacpp"
+    gives_token_logprobs = True
 
     def __init__(self, model: str, n_ctx: int = 2048, threads: int = 1):
         self.model = model
@@ -82,6 +143,9 @@ class LlamaCppBackend:
         )
         if request.json_schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
+        recorder = TopTokens(request.top_logprobs) if request.top_logprobs > 0 else None
+        if recorder is not None:
+            kwargs["logits_processor"] = [recorder]
         started = time.perf_counter()
         try:
             reply = llm.create_chat_completion(**kwargs)
@@ -100,4 +164,5 @@ class LlamaCppBackend:
             prompt_tokens=token_count(usage.get("prompt_tokens")),
             completion_tokens=token_count(usage.get("completion_tokens")),
             extra={"finish_reason": short_label(reply["choices"][0].get("finish_reason"))},
+            token_logprobs=recorder.entries(llm) if recorder is not None else None,
         )

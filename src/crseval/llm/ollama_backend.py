@@ -27,6 +27,7 @@ from crseval.llm.base import (
 
 class OllamaBackend:
     name = "ollama"
+    gives_token_logprobs = False  # the chat API returns no token probabilities
 
     def __init__(self, model: str, host: str, num_ctx: int | None = None, timeout_s: float = 120.0):
         self.model = model

@@ -21,6 +21,7 @@ from crseval.llm.base import (
     retry_after,
     short_label,
     token_count,
+    token_logprobs_from,
 )
 
 
@@ -43,6 +44,7 @@ def api_key_from(api_key_env: str | None, where: str) -> str:
 
 class OpenAIBackend:
     name = "openai"
+    gives_token_logprobs = True  # where the server does: a server that ignores `logprobs` gives None
 
     def __init__(self, model: str, base_url: str, api_key_env: str | None = None, timeout_s: float = 120.0):
         self.model = model
@@ -70,6 +72,8 @@ class OpenAIBackend:
                 "type": "json_schema",
                 "json_schema": {"name": "reply", "schema": request.json_schema, "strict": True},
             }
+        if request.top_logprobs > 0:
+            kwargs.update(logprobs=True, top_logprobs=request.top_logprobs)
         started = time.perf_counter()
         try:
             # the raw reply, not the parsed one: the openai client fails on odd bodies with bare
@@ -104,4 +108,5 @@ class OpenAIBackend:
             prompt_tokens=token_count(usage.get("prompt_tokens")),
             completion_tokens=token_count(usage.get("completion_tokens")),
             extra={"finish_reason": short_label(data["choices"][0].get("finish_reason"))},
+            token_logprobs=token_logprobs_from(self._where, data["choices"][0]),
         )
