@@ -175,6 +175,7 @@ def test_the_first_release_config_validates_and_takes_todays_defaults():
     # settings added since, each off or neutral by default
     assert set(added) == {
         ("sessions", "source"),
+        ("sessions", "import_format"),
         ("agent", "track_plot_keywords"),
         ("llm", "concurrency"),
         ("judge", "top_logprobs"),

@@ -56,6 +56,19 @@ def test_an_import_glob_that_matches_nothing_is_named():
     assert problems(config) == ["sessions.import_paths: no/such/logs/*.json matches no file"]
 
 
+def test_a_validity_table_from_a_run_not_yet_made_is_named_with_the_way_to_make_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = filled(default_config())
+    config["human_agreement"] = {"validity_table": "results/calibration/stats/validity.csv"}
+    assert problems(config) == [
+        "human_agreement.validity_table: results/calibration/stats/validity.csv does not exist (run the calibration "
+        "experiment first: snakemake --cores 2 --configfile config/calibration.yaml)"
+    ]
+    (tmp_path / "results/calibration/stats").mkdir(parents=True)
+    (tmp_path / "results/calibration/stats/validity.csv").write_text("metric,check,verdict\n")
+    assert problems(config) == []
+
+
 @pytest.mark.workflow
 def test_a_typo_after_a_finished_run_stops_before_any_job(workflow_copy):
     config = {

@@ -8,6 +8,7 @@ if HUMAN_LABELS:
             sessions=rules.aggregate.output.sessions,
             turns=rules.aggregate.output.turns,
             votes=rules.import_logs.output.votes if VOTES_FILE else [],
+            validity=config.get("human_agreement", {}).get("validity_table", []),
         output:
             table=f"{RESULTS}/stats/human_agreement.csv",
             systems=f"{RESULTS}/stats/human_agreement_systems.csv",
@@ -23,6 +24,10 @@ if HUMAN_LABELS:
                 category="Agreement with users",
             ),
             svg=f"{RESULTS}/figures/human_agreement.svg",
+            scorecard=f"{RESULTS}/stats/scorecard.csv",
+            scorecard_summary=report(
+                f"{RESULTS}/stats/scorecard.md", caption="../report/scorecard.rst", category="Agreement with users"
+            ),
         log:
             f"{RESULTS}/logs/human_agreement.log",
         conda:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis import figures, human_agreement
+from crseval.analysis import figures, human_agreement, registry, scorecard
 from crseval.core.io import atomic_path, log_to
 
 log = log_to(snakemake.log[0])
@@ -20,6 +20,13 @@ for name, table in (("table", dialogues), ("systems", systems), ("rankings", ran
         table.to_csv(temporary, index=False)
 with atomic_path(snakemake.output.summary) as temporary:
     Path(temporary).write_text(human_agreement.markdown(dialogues, systems, rankings, settings["alpha"]))
+validity = pd.read_csv(snakemake.input.validity) if snakemake.input.validity else None
+card = scorecard.scorecard(validity, dialogues)
+with atomic_path(snakemake.output.scorecard) as temporary:
+    card.to_csv(temporary, index=False)
+with atomic_path(snakemake.output.scorecard_summary) as temporary:
+    labels = {name: registry.label(name) for name in card["metric"]}
+    Path(temporary).write_text(scorecard.markdown(card, labels))
 figures.human_agreement_figure(dialogues, systems, Path(snakemake.output.png).with_suffix(""))
 skipped = human_agreement.unmeasured(sessions)
 if skipped:

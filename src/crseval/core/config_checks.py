@@ -108,6 +108,12 @@ def check_inputs(config: dict, workflow_dir: str | Path, embedded_models=frozens
                 f"sessions.import_votes: {votes} does not exist"
                 + (" (or is not a file)" if os.path.exists(votes) else "")
             )
+    validity = (config.get("human_agreement") or {}).get("validity_table")
+    if validity and not os.path.isfile(validity):
+        problems.append(
+            f"human_agreement.validity_table: {validity} does not exist (run the calibration experiment first: "
+            "snakemake --cores 2 --configfile config/calibration.yaml)"
+        )
     if problems:
         raise ConfigError(problems, "missing input file")
 
@@ -146,13 +152,13 @@ def _rule_problems(config: Any) -> Iterator[str]:
     yield from _tas_weights(config)
     yield from _ranges(config)
     yield from _unique_system_names(config)
+    yield from _unique_panel_names(config)
     yield from _import_votes(config)
     yield from _in_process_concurrency(config)
 
 
 def _at(config: Any, path: tuple) -> Any:
     """The value at `path`, or None where the config has another shape."""
-    yield from _unique_panel_names(config)
     value = config
     for key in path:
         if isinstance(key, int):
@@ -248,12 +254,6 @@ def _unique_system_names(config: Any) -> Iterator[str]:
             first[name] = i
 
 
-def _import_votes(config: Any) -> Iterator[str]:
-    """Votes belong to an imported corpus whose format has them; elsewhere they would be silently unused."""
-    sessions = _at(config, ("sessions",))
-    if not isinstance(sessions, dict) or sessions.get("import_votes") is None:
-        return
-    if sessions.get("source") != "import":
 def _unique_panel_names(config: Any) -> Iterator[str]:
     """A panel judge's name is its results folder and the prefix of its columns."""
     panel = _at(config, ("judge", "panel"))
@@ -271,6 +271,12 @@ def _unique_panel_names(config: Any) -> Iterator[str]:
             first[name] = i
 
 
+def _import_votes(config: Any) -> Iterator[str]:
+    """Votes belong to an imported corpus whose format has them; elsewhere they would be silently unused."""
+    sessions = _at(config, ("sessions",))
+    if not isinstance(sessions, dict) or sessions.get("import_votes") is None:
+        return
+    if sessions.get("source") != "import":
         yield "sessions.import_votes: votes are read only with `source: import` (they are votes on imported dialogues)"
     elif sessions.get("import_format") == "thesis_logs":
         yield "sessions.import_votes: the thesis_logs format has no votes (votes come with `crsarena` or `jsonl`)"
@@ -282,14 +288,14 @@ def _in_process_concurrency(config: Any) -> Iterator[str]:
     to such jobs, see crseval.core.experiment)."""
     entries = [(("systems", i), system) for i, system in enumerate(_at(config, ("systems",)) or [])]
     entries.append((("judge",), _at(config, ("judge",))))
+    panel = _at(config, ("judge", "panel"))
+    entries += [(("judge", "panel", i), entry) for i, entry in enumerate(panel if isinstance(panel, list) else [])]
     for path, entry in entries:
         if not isinstance(entry, dict) or not isinstance(entry.get("backend"), dict):
             continue
         concurrency = entry.get("concurrency")
         if entry["backend"].get("type") == "llamacpp" and _is_number(concurrency) and concurrency > 1:
             yield (
-    panel = _at(config, ("judge", "panel"))
-    entries += [(("judge", "panel", i), entry) for i, entry in enumerate(panel if isinstance(panel, list) else [])]
                 f"{key_path((*path, 'concurrency'))}: {concurrency} requests in flight need a server backend "
                 "(ollama, openai); the llamacpp backend runs in the job's process, one request at a time: use 1"
             )

@@ -1,0 +1,93 @@
+"""One scorecard per metric: what the project knows about it, joined.
+
+- calibration (stats/validity.csv of an experiment with calibration systems): the adaptation check
+  (does the metric order oracle > lagging > stubborn > random?) and the echo check (does it rank the
+  parrot, which copies the user's words and never follows a shift, below the oracle?);
+- real users (stats/human_agreement.csv): its verdict against the users' satisfied/frustrated
+  verdicts, and whether it separates them better than reply length does.
+A metric passes when every check that could be run passed: it orders the calibration systems as
+built, is not fooled by echoing, agrees with users (or, without a declared direction, is associated
+with their verdict) and beats the reply-length floor. A check that was not run is `not run`, and a
+metric with none run does not pass.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+USER_PASS = {"agrees", "associated"}
+
+
+def _check(validity: pd.DataFrame | None, metric: str, check: str) -> str:
+    if validity is None:
+        return "not run"
+    rows = validity[(validity["metric"] == metric) & (validity["check"] == check)]
+    verdict = str(rows["verdict"].iloc[0]) if len(rows) else "not run"
+    return "not run" if verdict == "not measured" else verdict
+
+
+def scorecard(validity: pd.DataFrame | None, agreement: pd.DataFrame | None) -> pd.DataFrame:
+    """One row per metric named in either table: the checks, and whether the metric passes them all."""
+    metrics = []
+    for table in (validity, agreement):
+        if table is not None:
+            names = table.loc[table.get("kind", pd.Series("metric", index=table.index)) == "metric", "metric"]
+            metrics = list(dict.fromkeys([*metrics, *names]))
+    rows = []
+    for metric in metrics:
+        row = {
+            "metric": metric,
+            "adaptation": _check(validity, metric, "adaptation"),
+            "echo": _check(validity, metric, "echo"),
+            "users": "not run",
+            "oriented_auc": float("nan"),
+            "beats_length": "not run",
+        }
+        if agreement is not None and metric in set(agreement["metric"]):
+            found = agreement[agreement["metric"] == metric].iloc[0]
+            row["users"] = found["verdict"]
+            row["oriented_auc"] = found["oriented_auc"]
+            if found["verdict"] != "not measured":
+                row["beats_length"] = "yes" if bool(found["beats_length"]) else "no"
+        checks = [row["adaptation"], row["echo"], row["users"], row["beats_length"]]
+        run = [c for c in checks if c not in ("not run", "not measured")]
+        passed = [
+            row["adaptation"] in ("pass", "not run"),
+            row["echo"] in ("pass", "not run"),
+            row["users"] in USER_PASS | {"not run"},
+            row["beats_length"] in ("yes", "not run"),
+        ]
+        row["checks_run"] = len(run)
+        row["passes"] = bool(run) and all(passed)
+        rows.append(row)
+    columns = ["metric", "adaptation", "echo", "users", "oriented_auc", "beats_length", "checks_run", "passes"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def markdown(card: pd.DataFrame, labels: dict[str, str]) -> str:
+    """The scorecard as markdown, the passing metrics first and named in a headline."""
+    passing = card[card["passes"]].sort_values("checks_run", ascending=False, kind="stable")
+    lines = ["# Metric scorecard", ""]
+    if len(passing):
+        names = ", ".join(f"{labels.get(m, m)} ({k} of 4)" for m, k in zip(passing["metric"], passing["checks_run"]))
+        lines.append(f"**Metrics that pass every check run (checks run of 4): {names}.**")
+    else:
+        lines.append("**No metric passes every check that was run.**")
+    lines += [
+        "",
+        "Adaptation and echo: the calibration systems (stats/validity.csv of a calibration experiment); users: the "
+        "verdict against real users' satisfied/frustrated judgements (agrees, or associated for metrics without a "
+        "declared direction, counts as passing); beats length: separates the verdicts better than reply length "
+        "(bootstrap CI of the margin above 0). `not run`: that evidence was not available.",
+        "",
+        "| metric | adaptation | echo | users (oriented AUC) | beats length | passes |",
+        "|---|---|---|---|---|---|",
+    ]
+    ordered = card.sort_values(["passes", "checks_run"], ascending=[False, False], kind="stable")
+    for row in ordered.to_dict("records"):
+        auc = "" if pd.isna(row["oriented_auc"]) else f" ({row['oriented_auc']:.2f})"
+        lines.append(
+            f"| {labels.get(row['metric'], row['metric'])} | {row['adaptation']} | {row['echo']} | "
+            f"{row['users']}{auc} | {row['beats_length']} | {'yes' if row['passes'] else 'no'} |"
+        )
+    return "\n".join(lines) + "\n"
