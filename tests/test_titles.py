@@ -142,6 +142,74 @@ def test_a_film_proposed_and_referred_to_is_recommended_once(recognizer):
     assert result.recommended == ["Titanic"] and result.mentioned == []
 
 
+def test_proposals_comparisons_and_taste_questions(recognizer):
+    assert found(recognizer, "Have you seen Heat (1995)?") == (["Heat"], [])  # a proposal, not a back-reference
+    assert found(recognizer, "Something along the lines of Heat (1995)? Or try Casino (1995).") == (
+        ["Casino"],
+        ["Heat"],
+    )
+    assert found(recognizer, "Do you prefer Heat (1995) or Titanic (1997)?") == ([], ["Heat", "Titanic"])
+    assert found(recognizer, "Yes, he starred in Titanic.") == ([], ["Titanic"])
+    # the proposal after the user's film is about the film that follows it
+    liked = "I liked Titanic a lot."
+    assert found(recognizer, "Given your taste for Titanic, I'd suggest watching Heat (1995).", user_text=liked) == (
+        ["Heat"],
+        ["Titanic"],
+    )
+
+
+def test_people_type_titles_in_any_case(recognizer):
+    assert recognizer.recognise("have you seen the dark knight?", by_user=True).all == ["The Dark Knight"]
+    assert recognizer.recognise("have you seen the dark knight?").all == []  # a reply is read as written
+    assert recognizer.recognise("i loved monsters inc as a kid", by_user=True).all == ["Monsters, Inc."]
+    # the user's film, typed in lower case, is only mentioned by a reply that does not propose it again
+    assert found(recognizer, "The Dark Knight is a great movie.", user_text="i loved the dark knight") == (
+        [],
+        ["The Dark Knight"],
+    )
+
+
+@pytest.mark.parametrize(
+    "text, unknown",
+    [
+        (
+            "I would recommend the following items:\n1: Arrival (2016)\n2: Blade Runner 2049 (2017)",
+            ["Arrival", "Blade Runner 2049"],
+        ),
+        (
+            "Here are some movies:\n1. Ex Machina\n2. Upgrade - a revenge thriller with a twist",
+            ["Ex Machina", "Upgrade"],
+        ),
+        ("Have you seen Zombian?", ["Zombian"]),
+        ("What actors are in the movie It?", ["It"]),
+        ('Try "Yes Please" tonight.', ["Yes Please"]),
+        ("You might like Titanic or The Lady from the Banks.", ["The Lady from the Banks"]),
+        ("Look Who's Talking (1989) is pretty good.", ["Look Who's Talking"]),
+        (
+            "1: Rabbits (2002) 2: Take Off Your Clothes and Live! (1963) 3: Heat (1995)",
+            ["Rabbits", "Take Off Your Clothes and Live!"],
+        ),
+        ("Which genre do you like?\n1. Action\n2. Comedy", []),  # genres, not films
+        ("The cast:\n- Emma Stone as Gwen Stacy\n- Al Pacino as Tony", []),  # a cast list
+        ("It follows a young girl named Anna who moves to London.", []),  # a character
+        ("Sure, The The Secret of the same year.", []),  # a stutter
+        ("Helen Mirren in The Queen (2006) is superb.", []),  # a catalog film after a person
+        ("Nolan's Titanic (1997) is long.", []),
+    ],
+)
+def test_films_outside_the_catalog_are_read_where_the_text_marks_a_title(recognizer, text, unknown):
+    assert recognizer.recognise(text).unknown == unknown
+
+
+def test_an_outside_title_hides_the_catalog_title_inside_it(recognizer):
+    result = recognizer.recognise("I would recommend the following items:\n1: The Dark Knight Returns (2012)\n2: Heat")
+    assert result.all == ["Heat"] and result.unknown == ["The Dark Knight Returns"]
+    text = "Have you seen Blade Runner 2049 (2017)? Or Heat (1995)."
+    spans = recognizer.spans(text)
+    assert (text.index("Blade"), text.index("(2017)") + len("(2017)")) in spans  # the year belongs to it
+    assert (text.index("Heat"), text.index("Heat") + 4) in spans  # a catalog film's year is a concept
+
+
 @pytest.mark.skipif(not REFERENCE_LOGS.exists(), reason="the thesis logs are not beside the repository")
 def test_title_recognition_on_hand_labelled_real_replies(full_index):
     """At least 150 real replies of six models, labelled by hand (tests/data/title_labels/GUIDE.md)."""
@@ -265,6 +333,7 @@ def test_recognition_invariants(text):
     for ref in result.references:
         assert 0 <= ref.start < ref.end <= len(text) and ref.role in ("recommended", "mentioned")
     assert set(result.all) == {r.title for r in result.references}
+    assert not set(result.unknown) & set(FILMS["title"])
 
 
 _RECOGNIZER = TitleRecognizer(FILMS)

@@ -2,6 +2,7 @@
 
 Reads the catalog index (values, titles) and free text; writes nothing. Word tokens and lemmas
 (`tokens`, `text`), everyday words (`lexicon`), catalog values in text (`concepts`), which films a
-reply recommends or only mentions (`titles`), rule-based constraint tracking (`tracker`), and
-title recognition measured against hand-labelled replies (`title_labels`).
+reply recommends or only mentions and which films outside the catalog it names (`titles`),
+rule-based constraint tracking (`tracker`), and title and concept recognition measured against
+hand-labelled replies (`title_labels`) and real CRS Arena turns (`crsarena_labels`).
 """

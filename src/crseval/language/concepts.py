@@ -11,7 +11,14 @@ case-insensitive. Two rules keep ordinary words from becoming concepts:
   `crseval.language.lexicon`) written in lower case (or capitalised only because a sentence starts with
   it) counts only with a cue: a field word next to it ("a war movie", "the love genre",
   "in english"), or quotes around it. Standard genre names (`GENRE_NAMES`: comedy, drama...)
-  name a kind of film on their own and need no cue. Capitalised in mid-sentence is a cue too.
+  and values made of them ("horror comedy") name a kind of film on their own and need no cue.
+  Capitalised in mid-sentence is a cue too; so is a field word typed with one letter wrong ("love
+  movi").
+
+People write a genre in more than its catalog spelling: its plural ("thrillers", "comedies"), and
+a few standard short or adjective forms (`GENRE_FORMS`: "sci-fi", "animated", "comedic") read as
+the catalog value. A person's full name typed with one letter wrong ("michsel bay") is that person
+when no other catalog name is as close.
 
 Matching walks the text's tokens and looks token runs up in dictionaries, so its cost grows
 with the text, not with the size of the catalog (a regex alternation of 10,000 names does not).
@@ -24,7 +31,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
+from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD, PEOPLE_FIELDS
 from crseval.language.lexicon import is_common_phrase, is_common_word
 from crseval.language.text import STOP_WORDS, lemma
 from crseval.language.tokens import tokenize
@@ -48,10 +55,33 @@ romantic comedy black comedy comedy-drama psychological thriller historical dram
 """.split()
 ) | {"science fiction", "film noir", "romantic comedy", "black comedy", "psychological thriller"}
 
+# Other spellings of standard genres -> the catalog value (used when the catalog has that value).
+GENRE_FORMS = {
+    "sci-fi": "science fiction",
+    "sci fi": "science fiction",
+    "scifi": "science fiction",
+    "animated": "animation",
+    "comedic": "comedy",
+    "romantic": "romance",
+    "rom-com": "romantic comedy",
+    "romcom": "romantic comedy",
+    "math": "mathematics",
+    "maths": "mathematics",
+    "biopic": "biography",
+}
+GENRE_ADJECTIVES = ("romantic", "comedic", "animated")  # forms that describe more than films: need a cue
+_DETERMINER_BEFORE = re.compile(
+    r"(?:\b(?:the|its|their|our|his|her|my|your|these|those)|['’]s)\s+(?:[a-z-]+\s+)?$", re.I
+)
+_GENRE_WORDS = frozenset(name for name in GENRE_NAMES if " " not in name and "-" not in name)
+_NAME_FIELD_WORDS = frozenset("language languages film films movie movies cinema genre genres".split())
+_FIELD_WORDS = ("movie", "movies", "film", "films", "flick", "flicks", "genre", "genres")
+
 # Cue words next to an everyday word that make it a value of the field.
 _AFTER_CUE = {
     "genre": r"(?:-|\s)+(?:movies?|films?|flicks?|genres?|stories|story|pictures?|fans?|titles?|series|cinema|classics?"
-    r"|comed(?:y|ies)|dramas?|thrillers?|adventures?|elements?|themes?)\b",
+    r"|comed(?:y|ies)|dramas?|thrillers?|adventures?|elements?|themes?|sci[- ]?fi|science\s+fiction|horror|action"
+    r"|romance|mystery|fantasy|crime|westerns?|musicals?|documentar(?:y|ies)|animation)\b",
     "language": r"(?:-|\s)+(?:language|dialogue|speaking|audio|subtitles|version|films?|movies?)\b",
     "plot_keyword": r"(?:-|\s)+(?:movies?|films?|stories|story|plots?|themes?)\b",
 }
@@ -116,11 +146,26 @@ class ConceptMatcher:
             key = tuple(t.lower() for t, _, _ in tokenize(value))
             if key:
                 by_surface.setdefault(key, []).append((field, value, int(n)))
+        genres = {value: (field, value, int(n)) for (field, value), n in counts.items() if field == "genre"}
+        variants: dict[tuple[str, ...], tuple[str, str, int]] = {}
+        for value, entry in genres.items():
+            key = tuple(t.lower() for t, _, _ in tokenize(value))
+            if key and key[-1].isalpha():
+                variants.setdefault((*key[:-1], _plural(key[-1])), entry)
+        self._plurals = frozenset(variants)  # "thrillers" is a kind of film; "the mysteries of the sea" is not
+        for form, value in GENRE_FORMS.items():
+            if value in genres:
+                variants.setdefault(tuple(t for t, _, _ in tokenize(form)), genres[value])
+        for key, entry in variants.items():
+            by_surface.setdefault(key, [entry])  # a spelling that is some value itself keeps that value
         order = {f: i for i, f in enumerate(fields)}
         for candidates in by_surface.values():
             candidates.sort(key=lambda c: (-c[2], order[c[0]]))
         self._values = _RunIndex(by_surface)
         self._everyday = {key: is_common_phrase([t for t in key if t.isalpha()]) for key in by_surface}
+        for form in GENRE_ADJECTIVES:  # "a romantic movie", not "romantic relationships"
+            self._everyday[tuple(t for t, _, _ in tokenize(form))] = True
+        self._people = _NearNames(counts, fields)
         self.title_recognizer = TitleRecognizer(films)
 
     def values(self, text: str, titles=()) -> list[Mention]:
@@ -136,12 +181,25 @@ class ConceptMatcher:
             if any(a <= start < b or a < end <= b for a, b in inside_title):
                 continue
             key = tuple(t.lower() for t, _, _ in tokens[first:last])
+            after_value = bool(mentions) and not text[mentions[-1].end : start].strip()  # "Mandarin Chinese"
+            if self._everyday[key] and len(key) == 1 and not after_value:
+                # "Star Wars", "Twin Towers", "the German Army": an everyday word capitalised as part of a
+                # name; a language keeps its qualifier ("Standard Chinese")
+                if _in_proper_name(text, start, end, before=candidates[0][0] != "language"):
+                    continue
+            if key in self._plurals and _DETERMINER_BEFORE.search(text[max(0, start - 30) : start]):
+                continue  # "the horrors of war", "their passions": things, not kinds of film
             if self._everyday[key]:
                 candidates = [c for c in candidates if self._cued(text, start, end, c[0], c[1])]
                 if not candidates:
                     continue
             field, value = self._choose_field(text, start, candidates)
             mentions.append(Mention(field, value, start, end))
+        taken = [(m.start, m.end) for m in mentions] + inside_title
+        for start, end, candidates in self._people.find(text, tokens, taken):
+            field, value = self._choose_field(text, start, candidates)
+            mentions.append(Mention(field, value, start, end))
+        mentions.sort(key=lambda m: m.start)
         if self._keywords:
             mentions = sorted(
                 mentions + self._keyword_mentions(text, tokens, mentions, inside_title), key=lambda m: m.start
@@ -172,10 +230,12 @@ class ConceptMatcher:
     @staticmethod
     def _cued(text: str, start: int, end: int, field: str, value: str) -> bool:
         """Whether an everyday word at text[start:end] is marked as a value of `field`."""
-        if field == "genre" and value.lower() in GENRE_NAMES:
-            return True
         before, after = text[:start], text[end:]
         surface = text[start:end]
+        if field == "genre" and (
+            surface.lower() in GENRE_NAMES or set(re.findall(r"[a-z]+", surface.lower())) <= _GENRE_WORDS
+        ):
+            return True  # "comedy", "horror comedy"; not "adventures" nor "romantic" (their own words)
         at_sentence_start = _SENTENCE_START.search(before[-12:]) is not None
         if surface[:1].isupper() and not at_sentence_start:
             return True
@@ -183,6 +243,10 @@ class ConceptMatcher:
             return True
         if field in _AFTER_CUE and re.match(_AFTER_CUE[field], after, re.I):
             return True
+        if field in ("genre", KEYWORD_FIELD):
+            following = re.match(r"[ \t-]+([a-z]+)\b", after, re.I)
+            if following and _misspelt_field_word(following.group(1)):
+                return True  # "love movi"
         if field in _BEFORE_CUE and re.search(_BEFORE_CUE[field], before[-30:], re.I):
             return True
         if field in ("actor", "director", "writer"):
@@ -198,3 +262,97 @@ class ConceptMatcher:
                     return field, value
         field, value, _ = candidates[0]
         return field, value
+
+
+def _plural(word: str) -> str:
+    """The regular English plural of a genre word ("thriller" -> "thrillers", "comedy" -> "comedies")."""
+    if word.endswith("y") and word[-2:-1] not in ("a", "e", "o", "u"):
+        return word[:-1] + "ies"
+    return word + ("es" if word.endswith(("s", "x", "ch", "sh")) else "s")
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """Whether `a` becomes `b` by one inserted, deleted, replaced or swapped letter (and is not `b`)."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        return len(diff) == 1 or (
+            len(diff) == 2 and diff[1] == diff[0] + 1 and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]]
+        )
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
+
+
+def _misspelt_field_word(word: str) -> bool:
+    """A word that is "movie", "film" or "genre" typed with one letter wrong, and no English word itself."""
+    word = word.lower()
+    return len(word) >= 4 and not is_common_word(word) and any(_one_edit(word, target) for target in _FIELD_WORDS)
+
+
+class _NearNames:
+    """Catalog people's full names typed with one letter wrong in one of their words ("michsel bay",
+    "Tom Hank"): the other words must match, the wrong word have four letters or more and be no
+    English word and no part of another catalog name, and the name be the only catalog name that close."""
+
+    def __init__(self, counts: pd.Series, fields: tuple[str, ...]):
+        self.names: dict[tuple[str, ...], list[tuple[str, str, int]]] = {}
+        for (field, value), n in counts.items():
+            if field in PEOPLE_FIELDS and field in fields:
+                key = tuple(t.lower() for t, _, _ in tokenize(value))
+                if 2 <= len(key) <= 3 and all(t.isalpha() for t in key):
+                    self.names.setdefault(key, []).append((field, value, int(n)))
+        for candidates in self.names.values():
+            candidates.sort(key=lambda c: (-c[2], PEOPLE_FIELDS.index(c[0])))
+        self.name_words = frozenset(w for key in self.names for w in key)
+        self.masked: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        for key in self.names:
+            for i in range(len(key)):
+                if len(key[i]) >= 4:
+                    self.masked.setdefault((*key[:i], "*", *key[i + 1 :]), []).append(key)
+
+    def find(self, text: str, tokens, taken: list[tuple[int, int]]):
+        """(start, end, candidates) of near names outside `taken` spans, left to right."""
+        words = [(t.lower(), start, end) for t, start, end in tokens]
+        i = 0
+        while i < len(words):
+            hit = None
+            for length in (3, 2):
+                window = words[i : i + length]
+                if len(window) < length or not all(w.isalpha() for w, _, _ in window):
+                    continue
+                start, end = window[0][1], window[-1][2]
+                if any(a < end and start < b for a, b in taken):
+                    continue
+                keys = {
+                    key
+                    for j in range(length)
+                    for key in self.masked.get(tuple(w if k != j else "*" for k, (w, _, _) in enumerate(window)), ())
+                    if _one_edit(window[j][0], key[j])
+                }
+                if len(keys) == 1:
+                    key = keys.pop()
+                    typed = next(w for (w, _, _), k in zip(window, key) if w != k)
+                    if not is_common_word(typed) and typed not in self.name_words:  # "Michael Hanks": two names
+                        hit = (start, end, self.names[key], length)
+                        break
+            if hit is None:
+                i += 1
+                continue
+            yield hit[:3]
+            i += hit[3]
+
+
+def _in_proper_name(text: str, start: int, end: int, before: bool = True) -> bool:
+    """Whether a capitalised word at text[start:end] is joined to another capitalised word in mid-sentence
+    ("Star Wars", "the German Enigma code"), other than a function word ("This French film") or a
+    field word ("Portuguese Language")."""
+    if not text[start].isupper():
+        return False
+    previous = re.search(r"([A-Z][\w'’-]*)[ \t]+$", text[:start]) if before else None
+    if previous and previous.group(1) != "I" and previous.group(1).lower() not in STOP_WORDS:
+        head = text[: previous.start(1)]
+        if _SENTENCE_START.search(head[-12:]) is None and head.strip():
+            return True
+    after = re.match(r"[ \t]+([A-Z0-9][\w'’-]*)", text[end:])
+    return after is not None and after.group(1) != "I" and after.group(1).lower() not in _NAME_FIELD_WORDS

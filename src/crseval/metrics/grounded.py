@@ -13,6 +13,9 @@ A shift at turn s is recovered within window W when CC(s+d) >= tau (Jaccard vari
 CR(s+d) >= tau (cosine variant) for some d in 0..W-1; its delay is the smallest such d.
 Metrics that need ground truth (segments, recovery, missing concepts, tracking accuracy,
 recommendation satisfaction) are NaN for sessions that have none (imported logs).
+Films a reply names that the catalog does not hold (the turn's `unknown_titles`) are neither
+concepts (the matcher reads nothing inside them, their year included) nor hallucinations; the
+session counts them, and the share of the films it names that the catalog holds (catalog coverage).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ import numpy as np
 from crseval.catalog.index import CatalogIndex
 from crseval.core.columns import Column
 from crseval.language.concepts import CONCEPT_FIELDS, ConceptMatcher
+from crseval.language.titles import title_key
 from crseval.metrics.basic import cosine, jaccard, ngrams, safe_mean, words
 
 NAN = math.nan
@@ -38,6 +42,8 @@ SESSION_COLUMNS = (
     Column("hallucinated_concepts", "hallucinated concepts / turn", "concepts per turn", False),
     Column("recommendation_rate", "turns recommending a catalog film", "0-1"),
     Column("repeat_rate", "repeated recommendations", "0-1", False),
+    Column("unknown_titles", "films named outside the catalog", "count"),
+    Column("catalog_coverage", "films named that the catalog holds", "0-1"),
     # the simulator's segments, shifts and gold constraints: NaN for sessions without them
     Column("tas_segment", "segment TAS", "-gamma to alpha + beta", True, ground_truth=True),
     Column("tas_segment_cc", "segment CC", "0-1", True, ground_truth=True),
@@ -63,6 +69,7 @@ TURN_COLUMNS = (
     Column("system_concepts", "concepts in the reply", "count"),
     Column("recommended", "catalog films recommended", "count"),
     Column("repeated_recommendations", "films recommended again", "count", False),
+    Column("unknown_titles", "films named outside the catalog", "count"),
     Column("shift", "the user shifts at this turn", "true/false", ground_truth=True, dtype="bool", metric=False),
     Column("missing_concepts", "missing concepts", "count", False, ground_truth=True),
     Column("hallucinated_concepts", "hallucinated concepts", "count", False),
@@ -186,6 +193,7 @@ def score_turn(turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth
         "system_concepts": len(concepts.system),
         "recommended": len(recommended),
         "repeated_recommendations": sum(1 for t in recommended if t in seen_titles),
+        "unknown_titles": len(turn.get("unknown_titles") or []),
     }
     seen_titles.update(recommended)
     named = recommended + list(turn.get("mentioned_titles") or [])
@@ -228,6 +236,18 @@ def _against_gold(turn: dict, space: ConceptSpace, concepts: TurnConcepts, recom
         "dst_joint": float(tracked == gold),
         "rec_satisfaction": float(np.mean(satisfied)) if satisfied else NAN,
     }
+
+
+def film_coverage(turns: list[dict]) -> dict:
+    """The distinct films the session's replies name outside the catalog, and the share of all the
+    distinct films they name (recommended, mentioned or outside) that the catalog holds (NaN when
+    they name none)."""
+    catalog = {
+        t for turn in turns for t in (turn.get("recommended_titles") or []) + (turn.get("mentioned_titles") or [])
+    }
+    unknown = {title_key(t) for turn in turns for t in turn.get("unknown_titles") or []}
+    named = len(catalog) + len(unknown)
+    return {"unknown_titles": len(unknown), "catalog_coverage": len(catalog) / named if named else NAN}
 
 
 def session_means(rows: list[dict]) -> dict:
@@ -310,7 +330,7 @@ def score_session(record: dict, space: ConceptSpace) -> tuple[dict, list[dict]]:
         row, turn_concepts = score_turn(turn, space, seen_titles, has_truth)
         rows.append(row)
         concepts.append(turn_concepts)
-    session = session_means(rows)
+    session = {**session_means(rows), **film_coverage(turns)}
     if has_truth:
         session.update(segment_scores(rows, concepts, space.settings), **recovery(rows, space.settings))
         session.update(tracking(rows))

@@ -8,7 +8,7 @@ LLM agent's prompt either lists the candidates (grounded) or not (ungrounded abl
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -48,6 +48,7 @@ class Reply:
     mentioned_titles: list[str]
     candidates: list[str]
     llm: dict | None
+    unknown_titles: list[str] = field(default_factory=list)  # films named that the catalog does not hold
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class Agent(ABC):
         titles = self.matcher.title_recognizer.recognise(text, candidates=candidates + shown, user_text=user_text)
         self.recommended.update(self.index.film_id(t) for t in titles.recommended)
         self.history += [{"role": "user", "content": user_text}, {"role": "assistant", "content": text}]
-        return Reply(text, tracked, titles.recommended, titles.mentioned, candidates, llm)
+        return Reply(text, tracked, titles.recommended, titles.mentioned, candidates, llm, titles.unknown)
 
     def _title(self, film_id: int) -> str:
         return self.index.title(film_id)

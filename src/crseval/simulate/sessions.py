@@ -129,6 +129,7 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
                 "candidate_titles": reply.candidates,
                 "recommended_titles": reply.recommended_titles,
                 "mentioned_titles": reply.mentioned_titles,
+                "unknown_titles": reply.unknown_titles,
                 "llm": reply.llm,
             }
         )
