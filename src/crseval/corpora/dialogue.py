@@ -143,7 +143,7 @@ def build_turns(
         titles = None
         if matcher is not None:
             recognizer = matcher.title_recognizer
-            user_named += [t for t in recognizer.recognise(user_text).all if t not in user_named]
+            user_named += [t for t in recognizer.recognise(user_text, by_user=True).all if t not in user_named]
             # user_named already holds every film of this user turn, so passing user_text as well would
             # only read it a second time for the same result
             titles = recognizer.recognise(system_text, context_titles=user_named)
