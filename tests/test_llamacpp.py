@@ -1,6 +1,7 @@
 """Real embedded models: in-process llama.cpp and the OpenAI backend against llama_cpp.server."""
 
 import json
+import math
 import socket
 import subprocess
 import sys
@@ -8,12 +9,21 @@ import time
 import urllib.request
 
 import pytest
+from conftest import REPO
+from test_judge import SESSION
 
 from crseval.core.io import sha256_file
-from crseval.llm import LLMRequest
+from crseval.judge.columns import CRITERIA, geval_column
+from crseval.judge.geval import token_at
+from crseval.judge.llm_judge import Judge
+from crseval.language.concepts import ConceptMatcher
+from crseval.llm import LLMClient, LLMRequest
+from crseval.llm.cache import ResponseCache
+from crseval.llm.client import RetryPolicy
 from crseval.llm.llamacpp_backend import LlamaCppBackend, merge_system_into_user
 from crseval.llm.models import EMBEDDED_MODELS, model_path
 from crseval.llm.openai_backend import OpenAIBackend
+from crseval.llm.prompts import PromptTemplate
 
 pytestmark = pytest.mark.llm
 
@@ -73,6 +83,84 @@ def test_qwen_json_schema_output_parses_and_same_seed_same_reply():
     assert first.backend == "llamacpp" and first.completion_tokens > 0
 
 
+SCORE_SCHEMA = {
+    "type": "object",
+    "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5}},
+    "required": ["score"],
+    "additionalProperties": False,
+}
+
+
+def test_token_probabilities_are_llama_cpps_own():
+    """The logits processor reads what llama-cpp-python's `logprobs` option reports (which needs the
+    model loaded with logits_all): the same tokens, the same top tokens, the same probabilities."""
+    from llama_cpp import Llama
+
+    messages = [{"role": "user", "content": USER + " Rate film noir from 1 to 5 as JSON."}]
+    request = LLMRequest.chat(
+        messages, max_tokens=16, seed=5, temperature=0.7, json_schema=SCORE_SCHEMA, top_logprobs=5
+    )
+    ours = LlamaCppBackend("qwen2.5-coder-0.5b-instruct", n_ctx=512, threads=1).complete(request)
+    assert "".join(t["token"] for t in ours.token_logprobs) == ours.text and ours.extra["finish_reason"] == "stop"
+    llm = Llama(
+        str(model_path("qwen2.5-coder-0.5b-instruct")), n_ctx=512, n_threads=1, seed=0, logits_all=True, verbose=False
+    )
+    theirs = llm.create_chat_completion(
+        messages=messages,
+        max_tokens=16,
+        seed=5,
+        temperature=0.7,
+        top_p=request.top_p,
+        response_format={"type": "json_object", "schema": SCORE_SCHEMA},
+        logprobs=True,
+        top_logprobs=5,
+    )
+    assert theirs["choices"][0]["message"]["content"] == ours.text
+    reference = theirs["choices"][0]["logprobs"]["content"]
+    assert [t["token"] for t in reference] == [t["token"] for t in ours.token_logprobs]
+    for mine, their in zip(ours.token_logprobs, reference):
+        assert mine["logprob"] == pytest.approx(float(their["logprob"]), abs=1e-3)
+        # theirs lists the sampled token besides the top 5 (a dict: once, if it is among them)
+        top = sorted(their["top_logprobs"], key=lambda t: -t["logprob"])[:5]
+        assert [t["token"] for t in mine["top_logprobs"]] == [t["token"] for t in top]
+        assert [t["logprob"] for t in mine["top_logprobs"]] == pytest.approx(
+            [float(t["logprob"]) for t in top], abs=1e-3
+        )
+    digit = token_at(ours.text, ours.text.index(str(json.loads(ours.text)["score"])), ours.token_logprobs)
+    assert digit["token"].strip() == str(json.loads(ours.text)["score"])
+    assert (
+        LlamaCppBackend("qwen2.5-coder-0.5b-instruct", n_ctx=512, threads=1)
+        .complete(LLMRequest.chat(messages, max_tokens=16, seed=5, temperature=0.7, json_schema=SCORE_SCHEMA))
+        .text
+        == ours.text
+    )  # looking changes nothing
+
+
+def test_the_embedded_judge_gives_geval_scores_and_a_rerun_asks_nothing(small_index, tmp_path):
+    def judge(client):
+        return Judge(
+            client,
+            PromptTemplate(REPO / "resources" / "prompts" / "judge.txt"),
+            ConceptMatcher(small_index.concepts, small_index.films),
+            {"temperature": 0.2, "top_p": 0.95, "max_tokens": 150},
+            1,
+            2,
+            seed=7,
+            top_logprobs=10,
+        )
+
+    backend = LlamaCppBackend("qwen2.5-coder-0.5b-instruct", n_ctx=2048, threads=1)
+    client = LLMClient(backend, ResponseCache(tmp_path), RetryPolicy(0, 0.0))
+    row = judge(client).judge_session(SESSION)
+    assert row["judge_valid_samples"] == 1 and row["judge_geval_missing_reason"] is None
+    for criterion in CRITERIA:
+        assert 1 <= row[geval_column(criterion)] <= 5
+        # the weighted score lies within one point of the score written, most of the mass being near it
+        assert abs(row[geval_column(criterion)] - row[f"judge_{criterion}"]) < 2
+    again = LLMClient(backend, ResponseCache(tmp_path), RetryPolicy(0, 0.0))
+    assert judge(again).judge_session(SESSION) == row and again.calls == 0
+
+
 @pytest.fixture(scope="module")
 def llama_server():
     with socket.socket() as probe:
@@ -127,3 +215,18 @@ def test_openai_backend_against_llama_cpp_server(llama_server):
     assert response.backend == "openai" and response.model == "gemma-3-270m"
     assert response.prompt_tokens > 20 and 0 < response.completion_tokens <= 12
     assert isinstance(response.text, str)
+
+
+def test_openai_backend_reads_token_probabilities_from_llama_cpp_server(llama_server):
+    backend = OpenAIBackend("gemma-3-270m", base_url=llama_server, timeout_s=60)
+    request = LLMRequest.chat([{"role": "user", "content": USER}], max_tokens=8, seed=1, top_logprobs=3)
+    response = backend.complete(request)
+    tokens = response.token_logprobs
+    assert tokens and "".join(t["token"] for t in tokens) == response.text
+    for token in tokens:
+        assert token["logprob"] <= 0 and 1 <= len(token["top_logprobs"]) <= 4  # the top 3 and the one written
+        assert all(math.isfinite(t["logprob"]) and t["logprob"] <= 0 for t in token["top_logprobs"])
+    assert (
+        backend.complete(LLMRequest.chat([{"role": "user", "content": USER}], max_tokens=8, seed=1)).token_logprobs
+        is None
+    )

@@ -140,6 +140,42 @@ def test_request_key_covers_every_option():
     )
 
 
+def test_asking_for_token_probabilities_is_part_of_the_key_and_not_asking_keeps_the_old_key():
+    # the key REQUEST had before requests could ask for token probabilities: replies cached then are still found
+    assert REQUEST.key("ollama", "m") == "c76692d4d2f974a7e0421be09de3aff1a95a2f18c64dfb1cc3167a82fe81d96a"
+    asking = LLMRequest.chat(
+        REQUEST.message_dicts(), temperature=0.3, max_tokens=20, seed=9, tag="test@1", top_logprobs=5
+    )
+    assert asking.key("ollama", "m") != REQUEST.key("ollama", "m")
+    assert asking.key("ollama", "m") != LLMRequest(**{**asking.__dict__, "top_logprobs": 6}).key("ollama", "m")
+
+
+def test_the_cache_keeps_token_probabilities(tmp_path):
+    from crseval.llm.base import LLMResponse
+
+    cache, key = ResponseCache(tmp_path), REQUEST.key("openai", "m")
+    tokens = [{"token": "4", "logprob": -0.2, "top_logprobs": [{"token": "4", "logprob": -0.2}]}]
+    cache.put(key, LLMResponse("4", "openai", "m", 0.1, 3, 1, token_logprobs=tokens))
+    assert cache.get(key).token_logprobs == tokens and cache.get(key).cached
+    cache.put(key, LLMResponse("4", "openai", "m", 0.1, 3, 1))  # none: the entry is as it always was
+    assert "token_logprobs" not in json.loads(next(tmp_path.rglob("*.json")).read_text())
+    assert cache.get(key).token_logprobs is None
+    next(tmp_path.rglob("*.json")).write_text(
+        json.dumps(
+            {
+                "text": "4",
+                "backend": "openai",
+                "model": "m",
+                "latency_s": 0.1,
+                "prompt_tokens": 3,
+                "completion_tokens": 1,
+                "token_logprobs": "junk",
+            }
+        )
+    )
+    assert cache.get(key) is None  # unreadable probabilities: asked again
+
+
 def test_corrupt_cache_entry_is_recomputed(tmp_path):
     cache = ResponseCache(tmp_path)
     key = REQUEST.key("ollama", "m")

@@ -46,7 +46,9 @@ _CRITERION = {
     "additionalProperties": False,
     "required": ["score", "rationale"],
     "properties": {
-        "score": {"type": "integer", "minimum": 1, "maximum": 5},
+        # the enum for decoders that turn the schema into a grammar and ignore bounds (llama-cpp-python's
+        # writes "12" for Gemma otherwise): the score is then one of five single digits, one token
+        "score": {"type": "integer", "minimum": 1, "maximum": 5, "enum": [1, 2, 3, 4, 5]},
         "rationale": {"type": "string", "minLength": 1, "maxLength": 80},
     },
 }
