@@ -666,3 +666,26 @@ def test_a_jsonl_corpus_reaches_the_sessions_table_with_its_labels_and_votes(tmp
         jsonl.RENAMED: 2,
     }
     assert report["votes"]["kept"] == 1
+
+
+def test_film_coverage_counts_distinct_films_in_and_outside_the_catalog():
+    from crseval.corpora.dialogue import film_coverage
+
+    def turn(recommended, mentioned, unknown):
+        return {"recommended_titles": recommended, "mentioned_titles": mentioned, "unknown_titles": unknown}
+
+    sessions = {
+        "a": [{"turns": [turn(["Heat"], [], ["Arrival"]), turn(["Heat"], ["Casino"], ["arrival", "Dune"])]}],
+        "b": [{"turns": [turn([], [], [])]}],
+    }
+    # a: catalog {Heat, Casino}, outside {arrival, dune}: 2 of 4; b names nothing
+    assert film_coverage(sessions) == {
+        "films_named": 4,
+        "in_catalog": 2,
+        "outside_catalog": 2,
+        "catalog_share": 0.5,
+        "per_system": {
+            "a": {"films_named": 4, "in_catalog": 2, "outside_catalog": 2, "catalog_share": 0.5},
+            "b": {"films_named": 0, "in_catalog": 0, "outside_catalog": 0, "catalog_share": None},
+        },
+    }

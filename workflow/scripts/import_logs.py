@@ -7,6 +7,7 @@ from crseval.catalog.index import CatalogIndex
 from crseval.core.canonical import canonical_sha
 from crseval.core.io import log_to, write_json
 from crseval.core.session_records import catalog_sha, load_schema, session_validator, validate_session, write_sessions
+from crseval.corpora.dialogue import film_coverage
 from crseval.corpora.formats import import_logs, import_votes
 from crseval.corpora.votes import write_votes
 from crseval.language.concepts import ConceptMatcher
@@ -23,6 +24,7 @@ sessions, report = import_logs(
     canonical_sha({"importer": 1, "format": import_format, "shard_size": size}),
     import_format,
 )
+report["referenced_films"] = film_coverage(sessions)  # distinct films the replies name, per system
 # The rule has a votes input (and output) only when sessions.import_votes names a file.
 votes_file = getattr(snakemake.input, "votes", None)
 votes = None

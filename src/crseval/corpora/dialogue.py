@@ -231,3 +231,26 @@ def unique_id(wanted: str, used: set[str]) -> str:
         candidate = f"{wanted}#{number}"
     used.add(candidate)
     return candidate
+
+
+def film_coverage(sessions: dict[str, list[dict]]) -> dict:
+    """How many of the distinct films the replies name the catalog holds, overall and per system:
+    catalog films (recommended or mentioned) against films outside the catalog (`unknown_titles`,
+    compared case-insensitively). A corpus whose systems name mostly films outside the catalog can
+    say little through the catalog-grounded metrics, and the report should show it."""
+
+    def share(records: list[dict]) -> dict:
+        catalog = {
+            t for r in records for turn in r["turns"] for t in turn["recommended_titles"] + turn["mentioned_titles"]
+        }
+        outside = {t.casefold() for r in records for turn in r["turns"] for t in turn.get("unknown_titles", [])}
+        named = len(catalog) + len(outside)
+        return {
+            "films_named": named,
+            "in_catalog": len(catalog),
+            "outside_catalog": len(outside),
+            "catalog_share": round(len(catalog) / named, 4) if named else None,
+        }
+
+    every = [record for records in sessions.values() for record in records]
+    return share(every) | {"per_system": {system: share(records) for system, records in sorted(sessions.items())}}
