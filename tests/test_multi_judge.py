@@ -390,7 +390,7 @@ def test_changing_one_judge_reruns_only_its_own_jobs(workflow_copy):
         next(s for s in config["systems"] if s["name"] == "fake-llm")["backend"]["host"] = server.host
         config["judge"]["backend"]["host"] = server.host
         second = {"type": "ollama", "model": "fake-judge:2b", "host": server.host}
-        config["judge"]["panel"] = [{"name": "second", "backend": second}]
+        config["judge"]["panel"] = [{"name": "second", "backend": second, "options": dict(config["judge"]["options"])}]
         run_snakemake(workflow_copy, "--configfile", str(write_config(workflow_copy, config)))
     results = workflow_copy / "results" / "rerun"
     sessions = pd.read_parquet(results / "tables" / "sessions.parquet")
@@ -410,10 +410,12 @@ def test_changing_one_judge_reruns_only_its_own_jobs(workflow_copy):
         return planned_jobs(run_snakemake(workflow_copy, "-n", "--configfile", str(path)))
 
     after = {"aggregate": 1, "stats": 1, "plots": 1, "provenance": 1, "all": 1}
-    panel_change = dry_run(lambda c: c["judge"]["panel"][0].update(options={**c["judge"]["options"], "top_p": 0.9}))
-    assert panel_change == {"panel_judge": 4, **after}
-    first_change = dry_run(lambda c: c["judge"]["options"].update(top_p=0.9))
-    assert first_change == {"judge": 4, **after}
-    # the panel judge takes the first judge's prompt settings: a change of them re-runs both
+    assert dry_run(lambda c: c["judge"]["panel"][0]["options"].update(top_p=0.9)) == {"panel_judge": 4, **after}
+    assert dry_run(lambda c: c["judge"]["options"].update(top_p=0.9)) == {"judge": 4, **after}
+    # what the panel judge takes from the first judge re-runs both when it changes
     assert dry_run(lambda c: c["judge"].update(seed=8)) == {"judge": 4, "panel_judge": 4, **after}
+    inherited = {"judge": 4, "panel_judge": 4, **after}  # a panel judge without options of its own
+    assert (
+        dry_run(lambda c: (c["judge"]["panel"][0].pop("options"), c["judge"]["options"].update(top_p=0.9))) == inherited
+    )
     assert dry_run(lambda c: c["judge"]["panel"][0].update(concurrency=3)) == {"provenance": 1, "all": 1}
