@@ -373,7 +373,7 @@ def test_reliability_table_has_a_row_per_judge_and_the_agreement_between_them():
     assert table.loc[0, "judges"] == 2 and 0.7 < table.loc[0, "between_judges_alpha"] < 1
     text = reliability.reliability_markdown(table, 0.05)
     assert "## Agreement between judges" in text and "Krippendorff's alpha, interval" in text
-    assert "| judge_gemma | coherence | 1 |" in text and "The judge judge_gemma does not discriminate" in text
+    assert "| `judge_gemma` | coherence | 1 |" in text and "Judge `judge_gemma` does not discriminate" in text
     single = reliability.reliability_table(frame[[c for c in frame if "gemma" not in c]], 0.05, 50, 0)
     assert len(single) == 3 and single.loc[0, "judges"] == 1 and math.isnan(single.loc[0, "between_judges_alpha"])
     alone = reliability.reliability_markdown(single, 0.05)

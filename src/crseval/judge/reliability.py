@@ -242,8 +242,9 @@ def reliability_markdown(table: pd.DataFrame, alpha: float) -> str:
         lines += [
             "## Agreement between judges",
             "",
-            f"Judges {', '.join(judges)} (by the prefix of their columns). Krippendorff's alpha, interval, between "
-            "their session scores (each judge's mean over its samples), 95% bootstrap CI over sessions.",
+            f"Judges {', '.join(f'`{j}`' for j in judges)}, named by the prefix of their columns "
+            "(`judge_<criterion>`, `judge_<name>_<criterion>`). Krippendorff's alpha, interval, between their session "
+            "scores (each judge's mean over its samples), 95% bootstrap CI over sessions.",
             "",
             "| criterion | agreement |",
             "|---|---|",
@@ -262,14 +263,14 @@ def reliability_markdown(table: pd.DataFrame, alpha: float) -> str:
     ]
     for row in records:
         lines.append(
-            (f"| {row['judge']} " if panel else "")
+            (f"| `{row['judge']}` " if panel else "")
             + f"| {row['criterion']} | {row['samples']} | {agreement_statement(row)} | {row['judge_ranking']} | "
             f"{discrimination_statement(row, alpha)} |"
         )
     lines.append("")
     for judge in judges:
         silent = [r["criterion"] for r in records if r["judge"] == judge and not r["discriminates"]]
-        who = f"The judge {judge}" if panel else "The judge"
+        who = f"Judge `{judge}`" if panel else "The judge"
         lines.append(
             f"{who} does not discriminate between the systems on: " + ", ".join(silent) + ". Its scores on "
             "these criteria should not be used to rank the systems."
