@@ -159,10 +159,35 @@ def scoring_settings():
 # ------------------------------------------------------------------ judge
 
 JUDGE = config["judge"]
+# The panel judges' names, in config order (none when the judge is off): each has jobs of its own.
+JUDGE_PANEL = experiment.panel_names(config)
 
 
 def judge_slots():
     return llm_slots(judge_concurrency(config))
+
+
+def judge_params(name=None):
+    """A judge's settings without the speed-only concurrency (the first judge's when `name` is None)."""
+    return canonical(without_runtime(experiment.judge_settings(config, name)))
+
+
+def panel_params(wildcards):
+    return judge_params(wildcards.judge)
+
+
+def panel_threads(wildcards):
+    """llama.cpp runs in the job's process and gets its threads; other backends wait on a server."""
+    return experiment.judge_threads(config, wildcards.judge)
+
+
+def panel_slots(wildcards):
+    return llm_slots(experiment.judge_concurrency(config, wildcards.judge))
+
+
+def panel_outputs(name):
+    """Every shard's judgements by the panel judge `name` (in SHARDS order)."""
+    return per_shard(rules.panel_judge.output[0].replace("{judge}", name))
 
 
 # ------------------------------------------------------------------ figures

@@ -3,34 +3,8 @@
 The first judge (`judge.backend`) writes judge/<system>/shard-<k>.parquet; each panel judge
 (`judge.panel`) its own judge_panel/<name>/<system>/shard-<k>.parquet, in jobs of its own, so
 that changing one judge re-runs only that judge's jobs. A job's params are its judge's settings
-without the speed-only concurrency (crseval.core.experiment.judge_settings).
+without the speed-only concurrency (crseval.core.experiment.judge_settings; helpers in common.smk).
 """
-
-# The panel judges' names, in config order (none when the judge is off).
-JUDGE_PANEL = experiment.panel_names(config)
-
-
-def judge_params(name=None):
-    return canonical(without_runtime(experiment.judge_settings(config, name)))
-
-
-def panel_params(wildcards):
-    return judge_params(wildcards.judge)
-
-
-def panel_threads(wildcards):
-    """llama.cpp runs in the job's process and gets its threads; other backends wait on a server."""
-    return experiment.judge_threads(config, wildcards.judge)
-
-
-def panel_slots(wildcards):
-    return llm_slots(experiment.judge_concurrency(config, wildcards.judge))
-
-
-def panel_outputs(name):
-    """Every shard's judgements by the panel judge `name` (in SHARDS order)."""
-    return per_shard(rules.panel_judge.output[0].replace("{judge}", name))
-
 
 if JUDGE["enabled"]:
 
