@@ -340,9 +340,10 @@ def test_llm_slots_are_the_jobs_concurrency_capped_by_the_resource(workflow_copy
 
 
 def test_rerun_reasons_name_the_changed_section_not_the_whole_config(finished_run):
-    """A changed threshold re-runs provenance with a reason a reader can follow: per-section digests."""
+    """A changed setting re-runs provenance with a reason a reader can follow: per-section digests (a
+    setting no output depends on, so that the changed params are the record's only reason to re-run)."""
     workdir, config = finished_run
-    new = changed(config, lambda c: c["scoring"]["tas"].update(recovery_threshold=0.6))
+    new = changed(config, lambda c: c["llm"].update(threads=1))
     result = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, new, "changed.yaml")))
     text = result.stdout + result.stderr
     provenance = text[text.index("rule provenance:") :].split("\n\n")[0]
