@@ -157,24 +157,7 @@ def import_logs(
                     labels={"satisfaction": sentiment.strip().lower() if sentiment is not None else None},
                 )
             )
-    summary = {
-        "format": FORMAT,
-        "files": len(paths),
-        "dialogues": read,
-        "sessions": {system: len(records) for system, records in sorted(sessions.items())},
-        "turns": sum(len(r["turns"]) for records in sessions.values() for r in records),
-        "labels": dialogue.label_counts(sessions),
-        "rules_applied": dict(sorted(report.items())),
-        "renamed_systems": dict(sorted(renamed.items())),
-    }
-    return sessions, summary
-
-
-def sessions_per_system(paths: list[str | Path]) -> dict[str, int]:
-    """How many sessions an import of `paths` yields per system (for planning the workflow): the same
-    import without recognising films, which changes no count."""
-    sessions, _ = import_logs(paths, None, "0" * 64, "0" * 64)
-    return {system: len(records) for system, records in sessions.items()}
+    return sessions, dialogue.import_summary(FORMAT, paths, read, sessions, report, renamed)
 
 
 def import_votes(path: str | Path, sessions: dict[str, list[dict]]) -> tuple[list[dict], dict]:

@@ -233,6 +233,22 @@ def unique_id(wanted: str, used: set[str]) -> str:
     return candidate
 
 
+def import_summary(
+    import_format: str, paths: list, dialogues: int, sessions: dict[str, list[dict]], report: Counter, renamed: dict
+) -> dict:
+    """The import report of a dialogue corpus: what was read, what it became, every rule applied."""
+    return {
+        "format": import_format,
+        "files": len(paths),
+        "dialogues": dialogues,
+        "sessions": {system: len(records) for system, records in sorted(sessions.items())},
+        "turns": sum(len(r["turns"]) for records in sessions.values() for r in records),
+        "labels": label_counts(sessions),
+        "rules_applied": dict(sorted(report.items())),
+        "renamed_systems": dict(sorted(renamed.items())),
+    }
+
+
 def film_coverage(sessions: dict[str, list[dict]]) -> dict:
     """How many of the distinct films the replies name the catalog holds, overall and per system:
     catalog films (recommended or mentioned) against films outside the catalog (`unknown_titles`,

@@ -2,10 +2,11 @@
 
 Every format is one module of this package with the same interface (CorpusReader): `import_logs`
 reads the corpus files into session records per system and an import report (every rule applied,
-counted), `sessions_per_system` counts the sessions an import yields (the workflow plans its jobs
-with it, before any job runs), and a format whose corpora carry pairwise votes reads them with
-`import_votes`. The rules every dialogue shares are in crseval.corpora.dialogue, those of every vote
-in crseval.corpora.votes. A new format is a new module listed in FORMATS.
+counted), from which `plan_import` and `sessions_per_system` count the sessions an import yields
+without recognising films (the workflow plans its jobs with them, before any job runs), and a
+format whose corpora carry pairwise votes reads them with `import_votes`. The rules every dialogue
+shares are in crseval.corpora.dialogue, those of every vote in crseval.corpora.votes. A new format
+is a new module listed in FORMATS.
 """
 
 from __future__ import annotations
@@ -30,9 +31,6 @@ class CorpusReader(Protocol):
     ) -> tuple[dict[str, list[dict]], dict]:
         """system -> session records, and the import report; CorpusError naming the file and what is wrong."""
 
-    def sessions_per_system(self, paths: list[str | Path]) -> dict[str, int]:
-        """system -> sessions an import of `paths` yields, without the cost of recognising films."""
-
 
 FORMATS: dict[str, ModuleType] = {module.FORMAT: module for module in (thesis_logs, crsarena, jsonl)}
 
@@ -53,7 +51,7 @@ def import_logs(
 
 def sessions_per_system(paths: list[str | Path], import_format: str) -> dict[str, int]:
     """How many sessions an import of `paths` in `import_format` yields per system (for planning)."""
-    return reader(import_format).sessions_per_system(paths)
+    return plan_import(paths, import_format)[0]
 
 
 def plan_import(paths: list[str | Path], import_format: str) -> tuple[dict[str, int], bool]:
