@@ -76,6 +76,14 @@ def planned_outputs(result: subprocess.CompletedProcess, rule: str) -> set[str]:
     return set(re.findall(rf"rule {rule}:\n(?:[ \t]+(?!output:).*\n)*?[ \t]+output: (\S+)", text))
 
 
+def rerun_config(ollama_host: str) -> dict:
+    """config/test/rerun.yaml with its LLM system and its judge on the Ollama server at `ollama_host`."""
+    config = load_test_config("rerun")
+    next(s for s in config["systems"] if s["name"] == "fake-llm")["backend"]["host"] = ollama_host
+    config["judge"]["backend"]["host"] = ollama_host
+    return config
+
+
 def write_config(directory: Path, config: dict, name: str = "test.yaml") -> Path:
     path = directory / name
     path.write_text(yaml.safe_dump(config, sort_keys=False))

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import copy_workflow, load_test_config, planned_jobs, run_snakemake, write_config
+from conftest import copy_workflow, planned_jobs, rerun_config, run_snakemake, write_config
 from fake_servers import FakeOllama
 
 from crseval import provenance
@@ -28,9 +28,7 @@ def ollama():
 def run(tmp_path_factory, ollama):
     """The 'rerun' test experiment, run once; the tests below change and re-run it in order."""
     workdir = copy_workflow(tmp_path_factory.mktemp("workflow"))
-    config = load_test_config("rerun")
-    next(s for s in config["systems"] if s["name"] == "fake-llm")["backend"]["host"] = ollama.host
-    config["judge"]["backend"]["host"] = ollama.host
+    config = rerun_config(ollama.host)
     run_snakemake(workdir, "--configfile", str(write_config(workdir, config)))
     return workdir, config
 

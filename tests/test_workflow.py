@@ -8,9 +8,9 @@ import pytest
 from conftest import (
     copy_workflow,
     default_config,
-    load_test_config,
     planned_jobs,
     planned_outputs,
+    rerun_config,
     run_snakemake,
     write_config,
 )
@@ -19,12 +19,7 @@ from fake_servers import FakeOllama
 pytestmark = pytest.mark.workflow
 
 
-def fast_config(ollama_host):
-    """config/test/rerun.yaml with its LLM system and its judge on the Ollama server at `ollama_host`."""
-    config = load_test_config("rerun")
-    next(s for s in config["systems"] if s["name"] == "fake-llm")["backend"]["host"] = ollama_host
-    config["judge"]["backend"]["host"] = ollama_host
-    return config
+fast_config = rerun_config
 
 
 @pytest.fixture(scope="module")
