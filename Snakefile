@@ -66,6 +66,19 @@ include: "workflow/rules/human_agreement.smk"
 include: "workflow/rules/provenance.smk"
 
 
+# The calibration experiment whose adaptation and echo verdicts join the scorecard (human_agreement.calibration_config),
+# run here as a module: only the rules its validity table needs run, with its own config and results/<its experiment>/.
+if CALIBRATION_CONFIG is not None:
+
+    module calibration:
+        snakefile:
+            "Snakefile"
+        config:
+            CALIBRATION_CONFIG
+
+    use rule * from calibration exclude all as calibration_*
+
+
 rule all:
     default_target: True
     input:

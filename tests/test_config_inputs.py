@@ -69,6 +69,22 @@ def test_a_validity_table_from_a_run_not_yet_made_is_named_with_the_way_to_make_
     assert problems(config) == []
 
 
+def test_a_calibration_config_is_named_when_missing_and_not_given_beside_a_validity_table(tmp_path, monkeypatch):
+    from crseval.core.config_checks import ConfigError, check_config
+
+    monkeypatch.chdir(tmp_path)
+    config = filled(default_config())
+    config["human_agreement"] = {"calibration_config": "config/calibrate.yaml"}
+    assert problems(config) == ["human_agreement.calibration_config: config/calibrate.yaml does not exist"]
+    config["human_agreement"]["validity_table"] = "results/calibration/stats/validity.csv"
+    with pytest.raises(ConfigError) as error:
+        check_config(config)
+    assert error.value.problems == [
+        "human_agreement.calibration_config: give either validity_table (a finished calibration run) or "
+        "calibration_config (run it here), not both"
+    ]
+
+
 @pytest.mark.workflow
 def test_a_typo_after_a_finished_run_stops_before_any_job(workflow_copy):
     config = {

@@ -184,3 +184,38 @@ def test_tas_is_monotone_in_cc_and_bounded(cc_low, cc_high, cr, copy):
     low, high = sorted((cc_low, cc_high))
     assert tas_value(low, cr, copy, SETTINGS) <= tas_value(high, cr, copy, SETTINGS)
     assert -SETTINGS.gamma <= tas_value(high, cr, copy, SETTINGS) <= SETTINGS.alpha + SETTINGS.beta
+
+
+def test_tas_on_recommended_films_by_hand(space):
+    """TAS_rec counts only the concepts the recommended films carry."""
+    session, rows = score_session(DIALOGUE, space)
+    (cc1, cr1, i1), (_, _, i2), _ = hand_values()
+    # turn 1: Heat carries crime, thriller and De Niro: S' = E(S), so TAS_rec = TAS
+    # turn 2: Casino carries Scorsese but not Al Pacino: S' = {Scorsese} = E(U), CC' = CR' = 1
+    # turn 3: no film recommended: S' is empty, TAS_rec = -gamma * I = 0
+    expected = [0.4 * cc1 + 0.4 * cr1 - 0.2 * i1, 0.4 + 0.4 - 0.2 * i2, 0.0]
+    assert [r["tas_rec"] for r in rows] == pytest.approx(expected)
+    assert session["tas_rec"] == pytest.approx(sum(expected) / 3)
+
+
+def test_tas_on_recommended_films_gives_echoed_words_nothing(space):
+    """A reply that repeats the user's wish but recommends a film without it: TAS rewards the echo, TAS_rec
+    does not (Heat is not Scorsese's)."""
+    echo = {
+        "session_id": "t/s00001",
+        "turns": [
+            {
+                "turn": 1,
+                "user_text": "A movie directed by Martin Scorsese, please.",
+                "system_text": "Directed by Martin Scorsese: Heat.",
+                "recommended_titles": ["Heat"],
+            }
+        ],
+    }
+    session, (row,) = score_session(echo, space)
+    # words of the reply: directed by martin scorsese heat; the user said 2 of its 3 trigrams, 1 of its 2 four-grams
+    i = max(2 / 3, 1 / 2)
+    assert row["cc"] == 1.0 and row["cr"] == pytest.approx(1.0)
+    assert row["copying"] == pytest.approx(i)
+    assert row["tas_rec"] == pytest.approx(-0.2 * i)
+    assert row["tas"] == pytest.approx(0.8 - 0.2 * i)

@@ -160,3 +160,29 @@ def test_the_rule_on_a_labelled_corpus_recomputed_independently(tmp_path):
     assert (results / "figures" / "human_agreement.png").stat().st_size > 10_000
     summary = (results / "stats" / "human_agreement.md").read_text()
     assert "## Verdicts" in summary and "36 dialogues with the user's verdict" in summary
+
+
+def test_every_judge_column_enters_the_agreement_table_and_ground_truth_metrics_are_listed_apart():
+    """The first judge's scores and G-Eval scores and a panel judge's (declared by pattern) are metrics of the
+    table like any other; a metric without a value is listed as unmeasured; text columns are not metrics."""
+    sessions = pd.DataFrame(
+        {
+            "tas": [0.1, 0.2],
+            "judge_coherence": [3.0, 4.0],
+            "judge_coherence_geval": [3.2, 3.9],
+            "judge_gemma_coherence": [2.0, 5.0],
+            "judge_gemma_coherence_geval": [2.5, 4.5],
+            "judge_gemma_coherence_rationale": ["a", "b"],
+            "rec_satisfaction": [np.nan, np.nan],
+        }
+    )
+    metrics = ha.session_metrics(sessions)
+    assert set(metrics) == {
+        "tas",
+        "judge_coherence",
+        "judge_coherence_geval",
+        "judge_gemma_coherence",
+        "judge_gemma_coherence_geval",
+    }
+    assert metrics["judge_gemma_coherence_geval"] == ("judge gemma: coherence, G-Eval (probability-weighted)", True)
+    assert ha.unmeasured(sessions) == ["rec_satisfaction"]

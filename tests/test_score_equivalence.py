@@ -229,15 +229,19 @@ def write_fixture(columns: list[str]) -> None:
 
 
 def _with_columns(stored: pd.DataFrame, scored: pd.DataFrame, columns: list[str], name: str) -> pd.DataFrame:
-    """The stored table with `columns` taken from the scored one (same rows, same columns)."""
-    if list(stored.columns) != list(scored.columns) or not stored[["system", "session_id"]].equals(
-        scored[["system", "session_id"]]
+    """The stored table with `columns` taken from the scored one (same rows; a named column the fixture lacks
+    is added where the scored table has it)."""
+    added = [c for c in scored.columns if c not in stored.columns]
+    if (
+        set(added) - set(columns)
+        or set(stored.columns) - set(scored.columns)
+        or not stored[["system", "session_id"]].equals(scored[["system", "session_id"]])
     ):
         sys.exit(f"{name}: the scored table has other rows or columns than the fixture; rewrite it whole")
     stored = stored.copy()
     for column in set(columns) & set(scored.columns):
         stored[column] = scored[column]
-    return stored
+    return stored[list(scored.columns)]
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ of a rule defined before it as `rules.<name>.output`.
 import glob as _glob
 import os
 
+import yaml
+
 from crseval.core import experiment, session_records
 from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha
@@ -211,6 +213,24 @@ if "tas" in SCORING["metrics"] and SCATTER:
 CALIBRATION = calibration_roles(config["systems"]) if not IMPORTING else {}
 # The validity table and figure need at least three calibration systems (config/calibration.yaml).
 VALIDITY = len(CALIBRATION) >= 3
+
+
+def calibration_module_config():
+    """The config of the calibration experiment named by human_agreement.calibration_config (run by this
+    workflow as the module `calibration`, up to its validity table), or None."""
+    path = config.get("human_agreement", {}).get("calibration_config")
+    if not path:
+        return None
+    with open(path) as handle:
+        return yaml.safe_load(handle)
+
+
+# The calibration verdicts the scorecard joins: a finished table, or the one the calibration module writes.
+CALIBRATION_CONFIG = calibration_module_config()
+if CALIBRATION_CONFIG is not None:
+    VALIDITY_TABLE = f"results/{CALIBRATION_CONFIG['experiment']}/stats/validity.csv"
+else:
+    VALIDITY_TABLE = config.get("human_agreement", {}).get("validity_table")
 
 
 # ------------------------------------------------------------------ provenance

@@ -8,7 +8,7 @@ if HUMAN_LABELS:
             sessions=rules.aggregate.output.sessions,
             turns=rules.aggregate.output.turns,
             votes=rules.import_logs.output.votes if VOTES_FILE else [],
-            validity=config.get("human_agreement", {}).get("validity_table", []),
+            validity=VALIDITY_TABLE or [],
         output:
             table=f"{RESULTS}/stats/human_agreement.csv",
             systems=f"{RESULTS}/stats/human_agreement_systems.csv",

@@ -350,24 +350,30 @@ def markdown(dialogues: pd.DataFrame, systems: pd.DataFrame, rankings: pd.DataFr
     return "\n".join(lines) + "\n"
 
 
-def session_metrics(sessions: pd.DataFrame) -> dict[str, tuple[str, bool | None]]:
-    """Every numeric session metric of the registry with a value in some dialogue: name -> (label,
-    declared direction). Metrics without any value (e.g. those needing simulator ground truth) are left
-    out here and listed by `unmeasured`."""
+def _metric_columns(sessions: pd.DataFrame) -> dict:
+    """The table's columns the registry declares as metrics (named, or by pattern as a panel judge's), in
+    the registry's order, then the table's."""
     from crseval.analysis import registry
 
+    names = [*(n for n in registry.SESSION_COLUMNS if n in sessions), *sessions.columns]
+    columns = {n: registry.SESSION_COLUMNS[n] for n in dict.fromkeys(names) if n in registry.SESSION_COLUMNS}
+    return {n: c for n, c in columns.items() if c.metric}
+
+
+def session_metrics(sessions: pd.DataFrame) -> dict[str, tuple[str, bool | None]]:
+    """Every numeric session metric of the registry with a value in some dialogue, the judges' and panel
+    judges' scores and G-Eval scores included: name -> (label, declared direction). Metrics without any
+    value (e.g. those needing simulator ground truth) are left out here and listed by `unmeasured`."""
     return {
         name: (column.label, column.higher_is_better)
-        for name, column in registry.SESSION_COLUMNS.items()
-        if column.metric and name in sessions and sessions[name].notna().any()
+        for name, column in _metric_columns(sessions).items()
+        if sessions[name].notna().any()
     }
 
 
 def unmeasured(sessions: pd.DataFrame) -> list[str]:
     """Registry metrics in the table without a single value (not applicable to these dialogues)."""
-    from crseval.analysis import registry
-
-    return [n for n, c in registry.SESSION_COLUMNS.items() if c.metric and n in sessions and sessions[n].isna().all()]
+    return [n for n in _metric_columns(sessions) if sessions[n].isna().all()]
 
 
 def agree(

@@ -65,6 +65,12 @@ EXPECTATIONS: tuple[Expectation, ...] = (
     Expectation("tas_cr", ADAPTATION_ORDER, "weighted concept similarity with the user's turn, as for TAS"),
     Expectation("tas_segment", ADAPTATION_ORDER, "TAS over the simulator's segments, as for TAS"),
     Expectation(
+        "tas_rec",
+        ADAPTATION_ORDER,
+        "TAS counting only the concepts the recommended films carry: films of the current wishes for the oracle, "
+        "of older ones for lag-k and stubborn, of none for random",
+    ),
+    Expectation(
         "dst_f1",
         ADAPTATION_ORDER,
         "the calibration systems report the constraints they serve: current, k turns old, first, none",
@@ -110,6 +116,9 @@ EXPECTATIONS: tuple[Expectation, ...] = (
     ),
     Expectation("tas", ECHO_ORDER, ECHO_REASON + " (TAS subtracts gamma x copying for this)", "echo"),
     Expectation("rec_satisfaction", ECHO_ORDER, ECHO_REASON, "echo"),
+    Expectation(
+        "tas_rec", ECHO_ORDER, ECHO_REASON + " (words echoed from the user count only if its films carry them)", "echo"
+    ),
     Expectation("adherence_f1", ECHO_ORDER, ECHO_REASON, "echo"),
     Expectation("context_adaptation_score", ECHO_ORDER, ECHO_REASON, "echo"),
     Expectation("topic_recovery_rate", ECHO_ORDER, ECHO_REASON, "echo"),

@@ -114,6 +114,9 @@ def check_inputs(config: dict, workflow_dir: str | Path, embedded_models=frozens
             f"human_agreement.validity_table: {validity} does not exist (run the calibration experiment first: "
             "snakemake --cores 2 --configfile config/calibration.yaml)"
         )
+    calibration = (config.get("human_agreement") or {}).get("calibration_config")
+    if calibration and not os.path.isfile(calibration):
+        problems.append(f"human_agreement.calibration_config: {calibration} does not exist")
     if problems:
         raise ConfigError(problems, "missing input file")
 
@@ -155,6 +158,7 @@ def _rule_problems(config: Any) -> Iterator[str]:
     yield from _unique_panel_names(config)
     yield from _import_votes(config)
     yield from _in_process_concurrency(config)
+    yield from _one_calibration_source(config)
 
 
 def _at(config: Any, path: tuple) -> Any:
@@ -280,6 +284,16 @@ def _import_votes(config: Any) -> Iterator[str]:
         yield "sessions.import_votes: votes are read only with `source: import` (they are votes on imported dialogues)"
     elif sessions.get("import_format") == "thesis_logs":
         yield "sessions.import_votes: the thesis_logs format has no votes (votes come with `crsarena` or `jsonl`)"
+
+
+def _one_calibration_source(config: Any) -> Iterator[str]:
+    """The scorecard joins one calibration experiment's verdicts: a finished table or a config to run, not both."""
+    section = _at(config, ("human_agreement",))
+    if isinstance(section, dict) and section.get("validity_table") and section.get("calibration_config"):
+        yield (
+            "human_agreement.calibration_config: give either validity_table (a finished calibration run) or "
+            "calibration_config (run it here), not both"
+        )
 
 
 def _in_process_concurrency(config: Any) -> Iterator[str]:

@@ -7,6 +7,12 @@ Per turn t (user text U, system text S, concepts E(.) from the catalog matcher):
   I(t)   = max over n in {3, 4} of |G_n(S) & G_n(U)| / |G_n(S)|   (word n-gram sets; 0 if S has
            no n-gram)
   TAS(t) = alpha*CC + beta*CR - gamma*I
+TAS on recommended films (`tas_rec`) counts only concepts the films recommended at t carry, so that
+words echoed from the user earn nothing: with F(t) the concepts (and, with include_titles, the
+titles) of those films, S'(t) = (E(S) | E(U)) & F(t) (what the films carry of what was said or
+asked), CC' = Jaccard(E(U), S'), CR' = cosine of the user vector and S' weighted by the same idf
+(tf = the reply's mentions, 1 for a concept only the films and the user name), and
+TAS_rec(t) = alpha*CC' + beta*CR' - gamma*I; a turn recommending no catalog film scores -gamma*I.
 Segments are the simulator's ground-truth segments (split at its shift turns); a segment's CC
 and CR use the union of its turns' concepts (summed vectors), its I the mean of its turns'.
 A shift at turn s is recovered within window W when CC(s+d) >= tau (Jaccard variant) or
@@ -39,6 +45,7 @@ SESSION_COLUMNS = (
     Column("tas_cc", "TAS: CC (concept Jaccard)", "0-1", True),
     Column("tas_cr", "TAS: CR (concept cosine)", "0-1", True),
     Column("tas_copying", "TAS: copying (I)", "0-1", False),
+    Column("tas_rec", "TAS on recommended films", "-gamma to alpha + beta", True),
     Column("hallucinated_concepts", "hallucinated concepts / turn", "concepts per turn", False),
     Column("recommendation_rate", "turns recommending a catalog film", "0-1"),
     Column("repeat_rate", "repeated recommendations", "0-1", False),
@@ -65,6 +72,7 @@ TURN_COLUMNS = (
     Column("cr", "CR(t)", "0-1", True),
     Column("copying", "I(t)", "0-1", False),
     Column("tas", "TAS(t)", "-gamma to alpha + beta", True),
+    Column("tas_rec", "TAS on recommended films (t)", "-gamma to alpha + beta", True),
     Column("user_concepts", "concepts in the user turn", "count"),
     Column("system_concepts", "concepts in the reply", "count"),
     Column("recommended", "catalog films recommended", "count"),
@@ -189,6 +197,7 @@ def score_turn(turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth
         "cr": cr,
         "copying": copy,
         "tas": tas_value(cc, cr, copy, space.settings),
+        "tas_rec": tas_value(*_recommended_overlap(s_counts, concepts, recommended, space), copy, space.settings),
         "user_concepts": len(concepts.user),
         "system_concepts": len(concepts.system),
         "recommended": len(recommended),
@@ -212,6 +221,19 @@ def score_turn(turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth
             rec_satisfaction=NAN,
         )
     return row, concepts
+
+
+def _recommended_overlap(
+    s_counts: Counter, concepts: TurnConcepts, recommended: list, space: ConceptSpace
+) -> tuple[float, float]:
+    """CC' and CR' of TAS on recommended films: the user's concepts against what the recommended films carry
+    of the concepts said or asked (module docstring)."""
+    carried = set().union(*(space.film_concepts(t) for t in recommended)) if recommended else set()
+    if space.settings.include_titles:
+        carried |= {("title", t) for t in recommended}
+    kept = (concepts.system | concepts.user) & carried
+    vector = space.vector(Counter({c: s_counts.get(c) or 1 for c in kept}))
+    return jaccard(concepts.user, kept), cosine(concepts.user_vector, vector)
 
 
 def _against_gold(turn: dict, space: ConceptSpace, concepts: TurnConcepts, recommended: list, supported: set) -> dict:
@@ -258,6 +280,7 @@ def session_means(rows: list[dict]) -> dict:
         "tas_cc": safe_mean(r["cc"] for r in rows),
         "tas_cr": safe_mean(r["cr"] for r in rows),
         "tas_copying": safe_mean(r["copying"] for r in rows),
+        "tas_rec": safe_mean(r["tas_rec"] for r in rows),
         "hallucinated_concepts": safe_mean(r["hallucinated_concepts"] for r in rows),
         "recommendation_rate": safe_mean(float(r["recommended"] > 0) for r in rows),
         "repeat_rate": sum(r["repeated_recommendations"] for r in rows) / recommended if recommended else NAN,
