@@ -158,11 +158,46 @@ def test_power_table_by_hand():
     d = TTestIndPower().solve_power(effect_size=None, nobs1=30, alpha=0.05, power=0.8)
     assert row["mde"] == pytest.approx(d * sd, rel=1e-6)
     assert row["closest_pair_difference"] == pytest.approx(0.25)
+    # the stated difference is planned, not the observed gap
     needed = TTestIndPower().solve_power(effect_size=0.5 / sd, nobs1=None, alpha=0.05, power=0.8)
-    assert row["sessions_for_stated_difference"] == math.ceil(needed)
+    assert row["basis"] == "stated" and row["planned_difference"] == 0.5
+    assert row["sessions_needed"] == math.ceil(needed)
     assert row["mde_all_pairs"] == pytest.approx(row["mde"])  # one pair: alpha / 1
     # the classic figure: d = 0.5 needs 64 sessions per group at 80 % power, alpha 0.05
     assert power.sessions_needed(0.5, 1.0, 0.05, 0.8) == 64
+
+
+def test_without_a_stated_difference_the_observed_gap_is_planned_and_labelled_post_hoc():
+    values = np.tile([-1.0, 0.0, 1.0], 10)
+    frame = frame_of({"a": values, "b": values + 0.25}).assign(n=lambda f: f["m"])
+    table = power.power_table(frame, ["m", "n"], 0.05, 0.8, {"n": 0.5}, paired=False)
+    post_hoc, stated = table.to_dict("records")
+    assert post_hoc["basis"] == "post-hoc (observed gap)" and post_hoc["planned_difference"] == pytest.approx(0.25)
+    sd = np.std(values, ddof=1)
+    needed = TTestIndPower().solve_power(effect_size=0.25 / sd, nobs1=None, alpha=0.05, power=0.8)
+    assert post_hoc["sessions_needed"] == math.ceil(needed)
+    assert stated["basis"] == "stated"
+    text = power.power_markdown(table, 0.05, 0.8, "sessions pair")
+    assert "Post-hoc rows (m): a sample size or power computed from a gap this run observed is not evidence" in text
+    # SD sqrt(20 / 29) = 0.83; d 0.25 / 0.83 needs 175 sessions, d 0.5 / 0.83 needs 45 (statsmodels, as above)
+    assert "| m | 30 | 0.83 | 0.611 | 0.611 | 0.25 | post-hoc (observed gap) | 0.25 | 175 |" in text
+    assert "| n | 30 | 0.83 | 0.611 | 0.611 | 0.25 | stated | 0.5 | 45 |" in text
+    all_stated = power.power_table(frame, ["m"], 0.05, 0.8, {"m": 0.5}, paired=False)
+    assert "Post-hoc" not in power.power_markdown(all_stated, 0.05, 0.8, "sessions pair")
+
+
+def test_pooled_sd_is_the_dof_weighted_root_mean_square_of_the_sds():
+    # variances 1 (2 df) and 20/3 (3 df); a single value carries no spread and is left out
+    groups = [np.array([1.0, 2.0, 3.0]), np.array([2.0, 4.0, 6.0, 8.0]), np.array([100.0])]
+    assert power.pooled_sd(groups) == pytest.approx(math.sqrt((2 * 1 + 3 * 20 / 3) / 5))
+
+
+def test_paired_sd_is_the_root_mean_square_over_pairs_not_the_mean():
+    # differences a-b and b-c: -1, 1, -1, 1 (variance 4/3); a-c: -2, 2, -2, 2 (variance 16/3)
+    frame = frame_of({"a": [0.0, 0.0, 0.0, 0.0], "b": [1.0, -1.0, 1.0, -1.0], "c": [2.0, -2.0, 2.0, -2.0]})
+    sd, pairs = power.paired_sd_of_differences(frame, "m")
+    assert sd == pytest.approx(math.sqrt((4 / 3 + 16 / 3 + 4 / 3) / 3)) and pairs == 4
+    assert sd != pytest.approx((2 + 4 + 2) / 3 / math.sqrt(3))  # the mean of the SDs is smaller
 
 
 def test_power_with_paired_sessions_uses_the_sd_of_differences():
@@ -171,8 +206,10 @@ def test_power_with_paired_sessions_uses_the_sd_of_differences():
     frame = frame_of({"a": base + 0.2 + rng.normal(0, 0.1, 40), "b": base})
     (row,) = power.power_table(frame, ["m"], 0.05, 0.8, {}, paired=True).to_dict("records")
     assert row["paired_sd_of_differences"] < 0.2 < row["pooled_sd"]
-    assert row["paired_sessions_for_closest_pair"] < row["sessions_for_closest_pair"]
-    assert math.isnan(row["stated_difference"]) and math.isnan(row["sessions_for_stated_difference"])
+    assert row["basis"] == "post-hoc (observed gap)"
+    assert row["paired_sessions_needed"] < row["sessions_needed"]
+    text = power.power_markdown(pd.DataFrame([row]), 0.05, 0.8, "same seeds")
+    assert "paired sessions needed |" in text and "Paired design: planned too (same seeds)." in text
 
 
 # --- judge agreement --------------------------------------------------------------------------

@@ -5,11 +5,15 @@ power and alpha (two-sided):
 - the smallest difference in the metric's own units this run could detect (the minimum
   detectable effect: Cohen's d solved for the run's sessions per system, times the pooled SD),
   also at the Bonferroni level alpha / pairs, the worst case of Holm over every pair of systems;
-- the sessions per system needed to detect the closest observed pair of system means, and a
-  difference stated in the config (`stats.power.differences`), at alpha.
+- the sessions per system needed to detect a difference at alpha: the difference stated in the
+  config (`stats.power.differences`), the basis of a plan; for a metric without one, the closest
+  observed pair of system means, labelled post-hoc. A sample size planned from a gap this run
+  happened to observe is no evidence of anything: the gap is as noisy as the run that gave it.
 When sessions pair (same seeds across systems) the paired design is planned as well, from the
-SD of the per-session differences (the mean of that SD over pairs of systems). Normal
-approximations aside, this is the textbook calculation; it is a plan, not a guarantee.
+SD of the per-session differences: the root mean square of that SD over pairs of systems (the
+SD of a typical pair's difference, as the pooled SD is the root mean square of the systems' SDs
+weighted by their degrees of freedom). Normal approximations aside, this is the textbook
+calculation; it is a plan, not a guarantee.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import pandas as pd
 from statsmodels.stats.power import TTestIndPower, TTestPower
 
 NAN = math.nan
+STATED, POST_HOC = "stated", "post-hoc (observed gap)"
 
 
 def _solve(analysis, **kwargs) -> float:
@@ -59,6 +64,8 @@ def sessions_needed(difference: float, sd: float, alpha: float, power: float, pa
 
 
 def pooled_sd(groups: list[np.ndarray]) -> float:
+    """sqrt(sum((n_i - 1) s_i^2) / sum(n_i - 1)): the root mean square of the systems' SDs, weighted by
+    their degrees of freedom; groups of fewer than two values carry no spread and are left out."""
     groups = [g for g in groups if len(g) >= 2]
     dof = sum(len(g) - 1 for g in groups)
     if not dof:
@@ -69,7 +76,9 @@ def pooled_sd(groups: list[np.ndarray]) -> float:
 def power_table(
     frame: pd.DataFrame, metrics: list[str], alpha: float, power: float, differences: dict[str, float], paired: bool
 ) -> pd.DataFrame:
-    """One row per metric: spread, detectable differences, and sessions needed (full precision)."""
+    """One row per metric (full precision): spread, detectable differences, and the sessions needed for the
+    planned difference: the stated one (`basis` "stated") or else the closest observed gap ("post-hoc
+    (observed gap)")."""
     rows = []
     for metric in metrics:
         groups = {s: g[metric].dropna().to_numpy(float) for s, g in frame.groupby("system", sort=True)}
@@ -79,7 +88,7 @@ def power_table(
         sd = pooled_sd(list(groups.values()))
         means = sorted(float(v.mean()) for v in groups.values())
         closest = min((b - a for a, b in zip(means, means[1:])), default=NAN)
-        stated = differences.get(metric, NAN)
+        basis, planned = (STATED, float(differences[metric])) if metric in differences else (POST_HOC, closest)
         row = {
             "metric": metric,
             "systems": len(groups),
@@ -88,35 +97,40 @@ def power_table(
             "mde": detectable_d(n, alpha, power) * sd,
             "mde_all_pairs": detectable_d(n, alpha / pairs, power) * sd,
             "closest_pair_difference": closest,
-            "sessions_for_closest_pair": sessions_needed(closest, sd, alpha, power),
-            "stated_difference": stated,
-            "sessions_for_stated_difference": sessions_needed(stated, sd, alpha, power),
+            "basis": basis,
+            "planned_difference": planned,
+            "sessions_needed": sessions_needed(planned, sd, alpha, power),
         }
         if paired:
-            wide = frame.pivot_table(index="session_index", columns="system", values=metric, aggfunc="first")
-            sds, counts = [], []
-            for a, b in itertools.combinations(sorted(wide.columns), 2):
-                diff = (wide[a] - wide[b]).dropna().to_numpy(float)
-                if len(diff) >= 2:
-                    sds.append(diff.std(ddof=1))
-                    counts.append(len(diff))
-            sd_diff = float(np.mean(sds)) if sds else NAN
-            pairs_n = min(counts, default=0)
+            sd_diff, pairs_n = paired_sd_of_differences(frame, metric)
             row.update(
                 {
                     "paired_sd_of_differences": sd_diff,
                     "paired_mde": detectable_d(pairs_n, alpha, power, paired=True) * sd_diff,
-                    "paired_sessions_for_closest_pair": sessions_needed(closest, sd_diff, alpha, power, paired=True),
-                    "paired_sessions_for_stated_difference": sessions_needed(
-                        stated, sd_diff, alpha, power, paired=True
-                    ),
+                    "paired_sessions_needed": sessions_needed(planned, sd_diff, alpha, power, paired=True),
                 }
             )
         rows.append(row)
     return pd.DataFrame(rows)
 
 
+def paired_sd_of_differences(frame: pd.DataFrame, metric: str) -> tuple[float, int]:
+    """The root mean square over pairs of systems of the SD of their per-session differences, and the
+    fewest sessions a pair shares. RMS, not the mean: it is the SD a typical pair's test faces (variances
+    average, SDs do not), as in the pooled SD."""
+    wide = frame.pivot_table(index="session_index", columns="system", values=metric, aggfunc="first")
+    variances, counts = [], []
+    for a, b in itertools.combinations(sorted(wide.columns), 2):
+        diff = (wide[a] - wide[b]).dropna().to_numpy(float)
+        if len(diff) >= 2:
+            variances.append(diff.var(ddof=1))
+            counts.append(len(diff))
+    return (math.sqrt(float(np.mean(variances))) if variances else NAN), min(counts, default=0)
+
+
 def power_markdown(table: pd.DataFrame, alpha: float, power: float, paired_reason: str) -> str:
+    """power.md: the plan per metric, with every sample size planned from an observed gap marked post-hoc."""
+
     def fmt(x) -> str:
         return (
             "n/a"
@@ -128,32 +142,42 @@ def power_markdown(table: pd.DataFrame, alpha: float, power: float, paired_reaso
         return "n/a" if x is None or math.isnan(x) else f"{int(x):,}"
 
     paired = "paired_mde" in table
+    records = table.to_dict("records")
+    post_hoc = [r["metric"] for r in records if r["basis"] == POST_HOC]
     lines = [
         "# Sample size planning",
         "",
         f"Two-sample t-test, two-sided, alpha {alpha}, power {power}, from this run's pooled SD per metric. "
         "`detectable` is the smallest difference between two systems' means this run could detect; "
         "`detectable, all pairs` the same at alpha / number of pairs (the worst case of Holm's adjustment); "
-        "`sessions needed` is per system. The closest pair is the smallest gap between two systems' means in "
-        "this run; a stated difference comes from `stats.power.differences`.",
+        "`sessions needed` is per system, to detect the planned difference: the one stated in "
+        "`stats.power.differences` (basis `stated`), or, for a metric without one, the smallest gap between two "
+        "systems' means in this run (basis `post-hoc (observed gap)`).",
         "",
     ]
+    if post_hoc:
+        lines += [
+            f"Post-hoc rows ({', '.join(post_hoc)}): a sample size or power computed from a gap this run observed "
+            "is not evidence of anything, neither that the gap is real nor that a run of that size would find "
+            "it; the gap is as noisy as the run. State the smallest difference that matters for these metrics "
+            "in `stats.power.differences` to plan the next run.",
+            "",
+        ]
     lines.append(f"Paired design: {'planned too' if paired else 'not planned'} ({paired_reason}).")
     lines += [
         "",
-        "| metric | sessions/system | SD | detectable | detectable, all pairs | closest pair | sessions needed "
-        "(closest) | stated difference | sessions needed (stated) |"
-        + (" paired detectable | paired sessions needed (closest) |" if paired else ""),
+        "| metric | sessions/system | SD | detectable | detectable, all pairs | closest pair | basis "
+        "| planned difference | sessions needed |"
+        + (" paired detectable | paired sessions needed |" if paired else ""),
         "|---|---|---|---|---|---|---|---|---|" + ("---|---|" if paired else ""),
     ]
-    for r in table.to_dict("records"):
+    for r in records:
         line = (
             f"| {r['metric']} | {r['sessions_per_system']} | {fmt(r['pooled_sd'])} | {fmt(r['mde'])} | "
-            f"{fmt(r['mde_all_pairs'])} | {fmt(r['closest_pair_difference'])} | "
-            f"{count(r['sessions_for_closest_pair'])} | {fmt(r['stated_difference'])} | "
-            f"{count(r['sessions_for_stated_difference'])} |"
+            f"{fmt(r['mde_all_pairs'])} | {fmt(r['closest_pair_difference'])} | {r['basis']} | "
+            f"{fmt(r['planned_difference'])} | {count(r['sessions_needed'])} |"
         )
         if paired:
-            line += f" {fmt(r['paired_mde'])} | {count(r['paired_sessions_for_closest_pair'])} |"
+            line += f" {fmt(r['paired_mde'])} | {count(r['paired_sessions_needed'])} |"
         lines.append(line)
     return "\n".join(lines) + "\n"
