@@ -254,6 +254,55 @@ def test_reliability_reads_samples_and_says_when_the_judge_does_not_discriminate
     assert row["discriminates"] and row["judge_ranking"] == "a > b" and row["krippendorff_alpha"] > 0.75
 
 
+def test_tied_system_means_are_joined_with_equals_in_the_judge_ranking():
+    assert judge_reliability.ranking({"b": 4.0 + 1e-13, "a": 4.0, "c": 3.0}) == "a = b > c"
+    assert judge_reliability.ranking({"c": 2.0, "b": 5.0, "a": 2.0}) == "b > a = c"
+    assert judge_reliability.ranking({"a": 1.0, "b": 1.0 + 1e-9}) == "b > a"  # far above 1e-12: an order
+    table = judge_reliability.reliability_table(
+        judged({"a": [[4], [4]], "c": [[2], [2]], "b": [[4], [4]]}), 0.05, 10, 0
+    )
+    assert table.loc[0, "judge_ranking"] == "a = b > c"
+
+
+QWEN = {"type": "llamacpp", "model": "qwen2.5-coder-0.5b-instruct", "n_ctx": 4096}
+
+
+def test_a_judge_that_is_also_a_system_under_test_is_found_by_model():
+    systems = [
+        {"name": "a", "backend": {"type": "llamacpp", "model": "qwen2.5-coder-0.5b-instruct", "n_ctx": 2048}},
+        {"name": "gemma", "backend": {"type": "llamacpp", "model": "gemma-3-270m"}},
+        {"name": "template", "agent": "template"},  # no LLM: never the judge
+        {"name": "b", "backend": {"type": "llamacpp", "model": "/models/qwen2.5-coder-0.5b-instruct-q4.gguf"}},
+        {"name": "served", "backend": {"type": "openai", "model": "qwen:7b", "base_url": "http://127.0.0.1:11434/v1"}},
+        {"name": "elsewhere", "backend": {"type": "openai", "model": "qwen:7b", "base_url": "http://gpu:8000/v1"}},
+        {"name": "other-host", "backend": {"type": "ollama", "model": "qwen:7b", "host": "http://gpu:11434"}},
+    ]
+    assert judge_reliability.judge_is_a_system([QWEN], systems) == ["a", "b"]
+    ollama = {"type": "ollama", "model": "qwen:7b", "host": "localhost:11434"}
+    # the same server through its OpenAI-compatible API, and the same model on another Ollama host
+    assert judge_reliability.judge_is_a_system([ollama], systems) == ["served", "other-host"]
+    assert judge_reliability.judge_is_a_system([QWEN, ollama], systems) == ["a", "b", "served", "other-host"]
+    assert judge_reliability.judge_is_a_system([{"type": "llamacpp", "model": "gemma-3-270m"}], systems[2:]) == []
+    settings = {"backend": QWEN, "panel": [{"name": "second", "backend": ollama}]}
+    assert judge_reliability.judge_backends(settings) == [QWEN, ollama]
+
+
+def test_the_reliability_report_opens_with_a_warning_when_the_judge_is_a_system():
+    table = judge_reliability.reliability_table(judged({"a": [[4], [5]], "b": [[2], [1]]}), 0.05, 10, 0)
+    systems = [{"name": name, "backend": dict(QWEN)} for name in ("a", "b")]
+    own = judge_reliability.judged_by_own_model([QWEN], systems)
+    text = judge_reliability.reliability_markdown(table, 0.05, own)
+    assert text.startswith(
+        "The judge qwen2.5-coder-0.5b-instruct is also the model of the systems under test a, b: its scores of them "
+        "may favour its own phrasing.\n\n# Judge reliability\n"
+    )
+    one = judge_reliability.reliability_markdown(table, 0.05, {"qwen2.5-coder-0.5b-instruct": ["a"]})
+    assert one.startswith("The judge qwen2.5-coder-0.5b-instruct is also the model of the system under test a:")
+    plain = judge_reliability.reliability_markdown(table, 0.05)
+    assert plain.startswith("# Judge reliability") and judge_reliability.reliability_markdown(table, 0.05, {}) == plain
+    assert text.endswith(plain)
+
+
 def test_failed_samples_are_missing_not_scores():
     frame = judged({"a": [[3, None], [None, None], [2, 4]]})
     matrix = judge_reliability.sample_matrix(frame, "coherence")

@@ -13,9 +13,12 @@ and whether each judge separates the systems.
   over sessions x samples, per judge and criterion, with a bootstrap CI over sessions.
   For both, 1 is perfect agreement, 0 agreement at chance; Krippendorff asks for 0.8 to rely on
   data and 0.667 for tentative conclusions. Failed samples are missing values, not scores.
-- Discrimination: each judge's ranking of the systems per criterion, the spread of the system means
-  and a Kruskal-Wallis test across systems. When the test does not reject at alpha, the report
-  says plainly that the judge does not discriminate between these systems on that criterion.
+- Discrimination: each judge's ranking of the systems per criterion (tied means joined by " = "),
+  the spread of the system means and a Kruskal-Wallis test across systems. When the test does not
+  reject at alpha, the report says plainly that the judge does not discriminate between these
+  systems on that criterion.
+- Self-preference: a judge that is also the model of a system under test may favour replies in
+  its own phrasing; the report opens with a warning naming those systems (`judged_by_own_model`).
 
 The judges are read from the columns of the sessions table: the first judge's `judge_<criterion>`
 and each panel judge's `judge_<name>_<criterion>` (crseval.judge.columns).
@@ -26,6 +29,8 @@ from __future__ import annotations
 import json
 import math
 import warnings
+from pathlib import Path
+from urllib.parse import urlsplit
 
 import krippendorff
 import numpy as np
@@ -33,10 +38,13 @@ import pandas as pd
 from scipy import stats as sps
 
 from crseval.judge.columns import CRITERIA, column, panel_judges, samples_column, score_column
+from crseval.llm.models import EMBEDDED_MODELS
 
 NAN = math.nan
 SCALE = (1, 2, 3, 4, 5)
 RELY, TENTATIVE = 0.8, 0.667
+TIE = 1e-12  # system means closer than this are tied in a judge's ranking
+LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 
 def judges_of(sessions: pd.DataFrame) -> list[str | None]:
@@ -175,12 +183,82 @@ def _one_judge(
         "alpha_ci_low": low,
         "alpha_ci_high": high,
         "systems": len(groups),
-        "judge_ranking": " > ".join(sorted(means, key=lambda s: -means[s])),
+        "judge_ranking": ranking(means),
         "system_means": json.dumps(means, sort_keys=True),
         "mean_spread": (max(means.values()) - min(means.values())) if means else NAN,
         "kruskal_p": kruskal_p,
         "discriminates": bool(kruskal_p < alpha),
     }
+
+
+def ranking(means: dict[str, float]) -> str:
+    """Systems from the highest mean down, "a = b > c": means within TIE of the previous one are tied
+    (listed by name), so that a tie does not read as an order."""
+    ordered = sorted(means, key=lambda s: (-means[s], s))
+    groups: list[list[str]] = []
+    for system in ordered:
+        if groups and abs(means[groups[-1][-1]] - means[system]) <= TIE:
+            groups[-1].append(system)
+        else:
+            groups.append([system])
+    return " > ".join(" = ".join(sorted(group)) for group in groups)
+
+
+def judge_backends(judge_settings: dict) -> list[dict]:
+    """The backends of the `judge` config section: the first judge's, then each panel judge's."""
+    return [judge_settings["backend"], *(entry["backend"] for entry in judge_settings.get("panel", []))]
+
+
+def _model_identities(backend: dict) -> set[tuple]:
+    """What makes two backends the same model: the same type and model name; for llama.cpp the same
+    GGUF file (a path, or an embedded model and a path to its file name); for servers the same model
+    on the same server (host and port, whichever API reaches it: Ollama's or the OpenAI-compatible one)."""
+    kind, model = backend["type"], backend["model"]
+    identities = {(kind, model)}
+    if kind == "llamacpp":
+        embedded = {spec.filename: name for name, spec in EMBEDDED_MODELS.items()}
+        if model in EMBEDDED_MODELS:
+            identities.add(("embedded", model))
+        else:
+            path = Path(model).expanduser()
+            identities.add(("file", str(path.resolve())))
+            if path.name in embedded:
+                identities.add(("embedded", embedded[path.name]))
+    else:
+        address = backend.get("host") or backend.get("base_url") or ""
+        url = urlsplit(address if "//" in address else f"//{address}")  # a host given without its scheme
+        host = url.hostname or ""
+        server = ("loopback" if host in LOOPBACK else host, url.port)
+        identities.add(("server", *server, model))
+    return identities
+
+
+def judged_by_own_model(judge_backends: list[dict], systems: list[dict]) -> dict[str, list[str]]:
+    """Each judge model (by its backend's `model`) that is also the model of systems under test, with
+    those systems' names in config order; systems without an LLM backend are never the judge."""
+    found: dict[str, list[str]] = {}
+    for judge in judge_backends:
+        judge_identities = _model_identities(judge)
+        for system in systems:
+            backend = system.get("backend")
+            if backend and judge_identities & _model_identities(backend):
+                names = found.setdefault(judge["model"], [])
+                if system["name"] not in names:
+                    names.append(system["name"])
+    return found
+
+
+def judge_is_a_system(judge_backends: list[dict], systems: list[dict]) -> list[str]:
+    """The systems under test whose model is also a judge's (in config order): their judge scores may
+    favour the judge's own phrasing."""
+    named = {name for names in judged_by_own_model(judge_backends, systems).values() for name in names}
+    return [system["name"] for system in systems if system["name"] in named]
+
+
+def self_judging_warning(judge: str, systems: list[str]) -> str:
+    """The warning line for a judge that scores its own model's replies."""
+    which = f"systems under test {', '.join(systems)}" if len(systems) > 1 else f"system under test {systems[0]}"
+    return f"The judge {judge} is also the model of the {which}: its scores of them may favour its own phrasing."
 
 
 def agreement_statement(row: dict) -> str:
@@ -233,11 +311,17 @@ def between_judges_statement(row: dict) -> str:
     )
 
 
-def reliability_markdown(table: pd.DataFrame, alpha: float) -> str:
+def reliability_markdown(table: pd.DataFrame, alpha: float, own_model: dict[str, list[str]] | None = None) -> str:
+    """judge_reliability.md; `own_model` (judged_by_own_model) puts a warning line first for each judge
+    that is also the model of systems under test."""
     records = table.to_dict("records")
     judges = list(dict.fromkeys(r["judge"] for r in records))
     panel = len(judges) > 1
-    lines = ["# Judge reliability", ""]
+    lines = []
+    for judge, systems in (own_model or {}).items():
+        if systems:
+            lines += [self_judging_warning(judge, systems), ""]
+    lines += ["# Judge reliability", ""]
     if panel:
         lines += [
             "## Agreement between judges",
