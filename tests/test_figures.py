@@ -225,6 +225,44 @@ def test_scatter_draws_the_scores_it_has(tmp_path, sessions, captured):
     assert figures.tas_scatter(lone, ["context_adaptation_score"], colours, tmp_path / "lone") == []
 
 
+def drawn_intervals(ax) -> dict[int, list[float]]:
+    """System position -> the heights of every interval line drawn there (bar and caps)."""
+    heights: dict[int, list[float]] = {}
+    for collection in ax.collections:
+        if collection.get_gid() == "interval":
+            for segment in collection.get_segments():
+                heights.setdefault(round(float(np.mean(segment[:, 0]))), []).extend(segment[:, 1].tolist())
+    return heights
+
+
+def test_metric_bars_draw_each_interval_within_the_values_it_summarises(tmp_path, sessions, captured):
+    """Bootstrap (tas, coherence) and Wilson (a 0/1 recovery rate) intervals lie within the values of
+    the system's sessions; a system of one session gets no error bar, sessions that agree a cap."""
+    frame = sessions.assign(recovery_rate_cosine=(np.arange(len(sessions)) % 3 == 0).astype(float))
+    frame.loc[frame.system == "alpha", "recovery_rate_cosine"] = 1.0  # no spread
+    frame.loc[(frame.system == "beta") & (frame.session_id != "beta-0"), "judge_coherence"] = np.nan  # one session
+    metrics = ["tas", "judge_coherence", "recovery_rate_cosine"]
+    table = model_metrics(frame, resamples=2000, seed=0)
+    figures.metric_bars(table, metrics, figures.palette(SYSTEMS), tmp_path / "metric_bars")
+    assert_written(tmp_path / "metric_bars")
+    axes = captured[0].axes
+    for ax, metric in zip(axes, metrics):
+        heights = drawn_intervals(ax)
+        name = figures.registry.thesis_name(metric)
+        for i, row in table.iterrows():
+            values = frame.loc[frame.system == row["model"], metric].dropna()
+            if row[f"{name}_n"] < 2:
+                assert i not in heights, (metric, row["model"])
+                continue
+            assert min(heights[i]) >= values.min() and max(heights[i]) <= values.max(), (metric, row["model"])
+            assert sorted({min(heights[i]), max(heights[i])}) == sorted({row[f"{name}_ci_low"], row[f"{name}_ci_high"]})
+    coherence, recovery = axes[1], axes[2]
+    assert 1 not in drawn_intervals(coherence) and "n=1" in [text.get_text() for text in coherence.texts]
+    assert set(drawn_intervals(recovery)[0]) == {1.0}  # alpha: all sessions 1, a cap at 1
+    assert set(table["recovery_rate_cosine_ci_method"]) == {"none", "Wilson"}
+    assert table.loc[1, "coherence_note"] == "one session: no interval"
+
+
 def test_spearman_matches_scipy(sessions):
     from scipy.stats import spearmanr
 
@@ -315,7 +353,7 @@ def tables_tas(turns: pd.DataFrame, weights: dict) -> dict[str, float]:
             for t in group.itertuples()
         ]
         sessions.append({"system": system, "session_id": session_id, **session_means(rows)})
-    metrics = model_metrics(pd.DataFrame(sessions))
+    metrics = model_metrics(pd.DataFrame(sessions), resamples=200, seed=0)
     return dict(zip(metrics["model"], metrics["tas"]))
 
 

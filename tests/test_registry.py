@@ -153,6 +153,6 @@ def test_model_metrics_use_thesis_names_and_skip_what_is_not_a_metric():
             "topic_recovery_rate": [0.2, 0.4],
         }
     )
-    table = aggregate.model_metrics(sessions)
+    table = aggregate.model_metrics(sessions, resamples=200, seed=0)
     assert table.loc[0, "coherence"] == 4.5 and table.loc[0, "topic_recovery_rate"] == pytest.approx(0.3)
     assert not {"turns", "judge_coherence_sd", "judge_coherence"} & set(table.columns)

@@ -22,5 +22,8 @@ rule aggregate:
         sessions_per_system=SESSION_COUNTS,
         # the shard of each table in input.sessions, input.turns and input.judge
         shards=[shard for _, shard in SHARDS],
+        # the bootstrap of every mean's interval in model_metrics.csv
+        resamples=config_slice("stats", "bootstrap_resamples"),
+        seed=config_slice("stats", "seed"),
     script:
         "../scripts/aggregate.py"

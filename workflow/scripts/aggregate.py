@@ -1,5 +1,7 @@
 """Rule aggregate: shard tables -> sessions.parquet, turns.parquet, model_metrics.csv."""
 
+import json
+
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
@@ -34,5 +36,6 @@ turns = read_shards(snakemake.input.turns, shards)
 write_parquet(to_table(sessions), snakemake.output.sessions)
 write_parquet(to_table(turns, "turns"), snakemake.output.turns)
 with atomic_path(snakemake.output.model_metrics) as temporary:
-    model_metrics(sessions).to_csv(temporary, index=False)
+    intervals = {"resamples": json.loads(snakemake.params.resamples), "seed": json.loads(snakemake.params.seed)}
+    model_metrics(sessions, **intervals).to_csv(temporary, index=False)
 log.info("%d sessions, %d turns, %d systems", len(sessions), len(turns), sessions["system"].nunique())

@@ -2,8 +2,10 @@
 
 - sessions.parquet: one row per session (system, seed, shard, every metric, judge scores);
 - turns.parquet: one row per turn;
-- model_metrics.csv: one row per system, mean and 95% confidence interval (Student t) of each
-  metric, with the thesis table's column names where they exist (`model`, `proactiveness`...).
+- model_metrics.csv: one row per system, the mean of each metric with its 95% confidence interval
+  (crseval.analysis.intervals: Wilson for 0/1 shares, else a seeded expanded percentile bootstrap,
+  so it stays inside the metric's range), how that interval was computed and why it has no width or
+  none, with the thesis table's column names where they exist (`model`, `proactiveness`...).
 The Parquet schemas are declared, not inferred: every column's type comes from its declaration
 (crseval.analysis.registry), so a column that is all-NaN in one run has the same type in every run,
 and a column nobody declared stops the rule.
@@ -11,13 +13,11 @@ and a column nobody declared stops the rule.
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 import pyarrow as pa
-from scipy import stats
 
 from crseval.analysis import registry
+from crseval.analysis.intervals import mean_interval
 
 ARROW_TYPES = {
     "float64": pa.float64(),
@@ -59,20 +59,16 @@ def metric_columns(frame: pd.DataFrame) -> list[str]:
     return [c for c in registry.metric_names(frame.columns) if pd.api.types.is_numeric_dtype(frame[c])]
 
 
-def mean_ci(values: pd.Series, level: float = 0.95) -> tuple[float, float, float, int]:
-    data = values.dropna().to_numpy(dtype=float)
-    n = len(data)
-    if n == 0:
-        return math.nan, math.nan, math.nan, 0
-    mean = float(data.mean())
-    if n < 2:
-        return mean, math.nan, math.nan, n
-    half = stats.t.ppf((1 + level) / 2, n - 1) * data.std(ddof=1) / math.sqrt(n)
-    return mean, mean - half, mean + half, n
+def interval_kind(metric: str) -> str:
+    """The interval kind of a metric: `proportion` where it is declared in 0-1 (a share, a rate, a
+    precision), so that sessions that are all 0 or 1 count successes; `mean` for any other range or unit."""
+    return "proportion" if registry.session_column(metric).unit == "0-1" else "mean"
 
 
-def model_metrics(sessions: pd.DataFrame) -> pd.DataFrame:
-    """One row per system: `<metric>` (mean), `<metric>_ci_low`, `<metric>_ci_high`, `<metric>_n`."""
+def model_metrics(sessions: pd.DataFrame, *, resamples: int, seed: int) -> pd.DataFrame:
+    """One row per system: per metric `<metric>` (mean), `<metric>_ci_low`, `<metric>_ci_high`,
+    `<metric>_n` (sessions with a value), `<metric>_ci_method` and `<metric>_note` (why there is no
+    interval, or why it has no width; empty otherwise). Every cell is bootstrapped with the same seed."""
     rows = []
     metrics = metric_columns(sessions)
     for system, group in sessions.groupby("system", sort=True):
@@ -81,8 +77,17 @@ def model_metrics(sessions: pd.DataFrame) -> pd.DataFrame:
             row["judge_missing_share"] = float((group["judge_valid_samples"] == 0).mean())
         for metric in metrics:
             name = registry.thesis_name(metric)
-            mean, low, high, n = mean_ci(group[metric])
-            row.update({name: mean, f"{name}_ci_low": low, f"{name}_ci_high": high, f"{name}_n": n})
+            cell = mean_interval(group[metric], kind=interval_kind(metric), resamples=resamples, seed=seed)
+            row.update(
+                {
+                    name: cell["mean"],
+                    f"{name}_ci_low": cell["ci_low"],
+                    f"{name}_ci_high": cell["ci_high"],
+                    f"{name}_n": cell["n"],
+                    f"{name}_ci_method": cell["ci_method"],
+                    f"{name}_note": cell["note"],
+                }
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 

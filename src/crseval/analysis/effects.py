@@ -6,20 +6,37 @@ A p-value says whether a difference is detectable, not how large it is; reviewer
 - paired samples (the same sessions): Cohen's d_z (mean difference / SD of the differences) for
   the paired t-test, the matched-pairs rank-biserial correlation for Wilcoxon's signed-rank test
   (zero differences dropped, as Wilcoxon does).
-Every statistic is written for a batch of resamples (one per row) so a bootstrap of 1,000
-resamples is a few array operations, not 1,000 Python loops. An undefined value (no spread,
-no data) is NaN; resamples where it is undefined are left out of the CI.
+Every statistic is written for a batch of resamples (one per row) so a bootstrap of 10,000
+resamples is a few array operations per block of rows (blocks bound the memory), not 10,000 Python
+loops. The two rank statistics depend only on how often each observed value is drawn, so their
+bootstrap counts draws per value instead of ranking every row (the same values; ten times faster at
+1,000 sessions per system).
+An undefined value (no spread, no data) is NaN; resamples where it is undefined are left out of the
+CI and counted (`two_sample_counted`, `paired_sample_counted`), so that a report can say how many.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from functools import partial
+from typing import NamedTuple
 
 import numpy as np
 from scipy.stats import rankdata
 
+from crseval.analysis.intervals import chunks
+
 NAN = math.nan
+
+
+class Effect(NamedTuple):
+    """An effect size with its bootstrap CI and the resamples left out of it (statistic undefined)."""
+
+    estimate: float
+    ci_low: float
+    ci_high: float
+    undefined: int
 
 
 def _clean(values) -> np.ndarray:
@@ -76,6 +93,61 @@ def rank_biserial_paired_batch(diff: np.ndarray) -> np.ndarray:
         return np.where(total > 0, (plus - minus) / total, NAN)
 
 
+# ------------------------------------------------------------------ rank statistics from counts
+
+
+def _value_counts(codes: np.ndarray, size: int) -> np.ndarray:
+    """(rows, size): how often each code 0..size-1 occurs in each row of `codes`."""
+    rows = codes.shape[0]
+    counts = np.bincount((codes + size * np.arange(rows)[:, None]).ravel(), minlength=rows * size)
+    return counts.reshape(rows, size)
+
+
+def _cliffs_delta_counted(codes_a: np.ndarray, codes_b: np.ndarray, size: int) -> np.ndarray:
+    """cliffs_delta_batch of resamples given as codes of the pooled distinct values (in order): U
+    counts, for every a drawn, the b drawn below it and half of those equal to it."""
+    count_a, count_b = _value_counts(codes_a, size), _value_counts(codes_b, size)
+    below = np.cumsum(count_b, axis=1) - count_b
+    u = (count_a * (below + 0.5 * count_b)).sum(axis=1)
+    return 2 * u / (codes_a.shape[1] * codes_b.shape[1]) - 1
+
+
+def _rank_biserial_counted(codes: np.ndarray, size: int) -> np.ndarray:
+    """rank_biserial_paired_batch of resamples given as codes: k for a positive difference whose |d| is
+    the k-th distinct non-zero |d|, size + k for a negative one, 2 size for a zero (dropped). A
+    non-zero |d| takes the mean rank of its ties: the count below it plus (its own count + 1) / 2."""
+    counts = _value_counts(codes, 2 * size + 1)
+    positive, negative = counts[:, :size], counts[:, size : 2 * size]
+    count = positive + negative
+    rank = np.cumsum(count, axis=1) - count + (count + 1) / 2
+    plus, minus = (positive * rank).sum(axis=1), (negative * rank).sum(axis=1)
+    total = plus + minus
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(total > 0, (plus - minus) / total, NAN)
+
+
+def _as_codes_two_sample(statistic: Callable, a: np.ndarray, b: np.ndarray) -> tuple[Callable, np.ndarray, np.ndarray]:
+    """The statistic and samples to resample: Cliff's delta on the codes of the pooled distinct values."""
+    if statistic is not cliffs_delta_batch:
+        return statistic, a, b
+    values = np.unique(np.concatenate([a, b]))
+    return partial(_cliffs_delta_counted, size=len(values)), np.searchsorted(values, a), np.searchsorted(values, b)
+
+
+def _as_codes_paired(statistic: Callable, diff: np.ndarray) -> tuple[Callable, np.ndarray]:
+    """The statistic and differences to resample: the rank-biserial correlation on codes (_rank_biserial_counted)."""
+    if statistic is not rank_biserial_paired_batch:
+        return statistic, diff
+    magnitude = np.abs(diff)
+    values = np.unique(magnitude[diff != 0])
+    size = len(values)
+    codes = np.searchsorted(values, magnitude) + size * (diff < 0)
+    return partial(_rank_biserial_counted, size=size), np.where(diff == 0, 2 * size, codes)
+
+
+# ------------------------------------------------------------------ bootstrap
+
+
 def _percentiles(draws: np.ndarray, level: float) -> tuple[float, float]:
     draws = draws[~np.isnan(draws)]
     if not len(draws):
@@ -84,27 +156,47 @@ def _percentiles(draws: np.ndarray, level: float) -> tuple[float, float]:
     return float(low), float(high)
 
 
-def two_sample(statistic: Callable, a, b, resamples: int, seed: int, level: float = 0.95) -> tuple[float, float, float]:
-    """(estimate, CI low, CI high) of an independent-samples statistic; each sample resampled on its own."""
+def two_sample_counted(statistic: Callable, a, b, resamples: int, seed: int, level: float = 0.95) -> Effect:
+    """An independent-samples statistic with its CI; each sample resampled on its own, by its own
+    stream of the seed, so that the draws do not depend on the size of the blocks."""
     a, b = _clean(a), _clean(b)
     estimate = float(statistic(a[None, :], b[None, :])[0])
     if math.isnan(estimate) or resamples < 1:
-        return estimate, NAN, NAN
-    rng = np.random.default_rng(seed)
-    draws = statistic(a[rng.integers(0, len(a), (resamples, len(a)))], b[rng.integers(0, len(b), (resamples, len(b)))])
-    return (estimate, *_percentiles(draws, level))
+        return Effect(estimate, NAN, NAN, 0)
+    rng_a, rng_b = np.random.default_rng(seed).spawn(2)
+    resampled, a, b = _as_codes_two_sample(statistic, a, b)
+    n1, n2 = len(a), len(b)
+    draws = np.concatenate(
+        [
+            resampled(a[rng_a.integers(0, n1, (rows, n1))], b[rng_b.integers(0, n2, (rows, n2))])
+            for rows in chunks(resamples, n1 + n2)
+        ]
+    )
+    return Effect(estimate, *_percentiles(draws, level), int(np.isnan(draws).sum()))
+
+
+def paired_sample_counted(statistic: Callable, diff, resamples: int, seed: int, level: float = 0.95) -> Effect:
+    """A paired statistic with its CI; pairs resampled together."""
+    diff = _clean(diff)
+    estimate = float(statistic(diff[None, :])[0])
+    if math.isnan(estimate) or resamples < 1:
+        return Effect(estimate, NAN, NAN, 0)
+    rng, n = np.random.default_rng(seed), len(diff)
+    resampled, diff = _as_codes_paired(statistic, diff)
+    draws = np.concatenate([resampled(diff[rng.integers(0, n, (rows, n))]) for rows in chunks(resamples, n)])
+    return Effect(estimate, *_percentiles(draws, level), int(np.isnan(draws).sum()))
+
+
+def two_sample(statistic: Callable, a, b, resamples: int, seed: int, level: float = 0.95) -> tuple[float, float, float]:
+    """(estimate, CI low, CI high) of two_sample_counted."""
+    return tuple(two_sample_counted(statistic, a, b, resamples, seed, level)[:3])
 
 
 def paired_sample(
     statistic: Callable, diff, resamples: int, seed: int, level: float = 0.95
 ) -> tuple[float, float, float]:
-    """(estimate, CI low, CI high) of a paired statistic; pairs resampled together."""
-    diff = _clean(diff)
-    estimate = float(statistic(diff[None, :])[0])
-    if math.isnan(estimate) or resamples < 1:
-        return estimate, NAN, NAN
-    rng = np.random.default_rng(seed)
-    return (estimate, *_percentiles(statistic(diff[rng.integers(0, len(diff), (resamples, len(diff)))]), level))
+    """(estimate, CI low, CI high) of paired_sample_counted."""
+    return tuple(paired_sample_counted(statistic, diff, resamples, seed, level)[:3])
 
 
 def cliffs_delta(a, b) -> float:

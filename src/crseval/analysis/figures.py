@@ -44,33 +44,43 @@ def save(figure, stem: Path) -> None:
 
 
 def metric_bars(model_metrics: pd.DataFrame, metrics: list[str], colours: dict, stem: Path) -> None:
-    """Mean and 95% CI per system, one panel per metric."""
+    """Mean per system, one panel per metric, with the 95% interval of model_metrics.csv where it has one.
+
+    A system with one session (or none) has no interval and gets no error bar, not one of zero width;
+    it is marked n=1 (n/a) instead. Sessions that all agree keep their zero-width interval: a cap."""
     names = [registry.thesis_name(m) for m in metrics if registry.thesis_name(m) in model_metrics]
     columns = 4
     rows = math.ceil(len(names) / columns)
     figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.0 * rows), squeeze=False)
     systems = list(model_metrics["model"])
+    positions = np.arange(len(systems))
     for ax, name in zip(axes.flat, names):
         means = model_metrics[name].to_numpy(float)
-        low = means - model_metrics[f"{name}_ci_low"].to_numpy(float)
-        high = model_metrics[f"{name}_ci_high"].to_numpy(float) - means
-        ax.bar(
-            range(len(systems)),
-            means,
-            yerr=np.nan_to_num(np.vstack([low, high])),
-            capsize=3,
-            color=[colours[s] for s in systems],
-        )
+        ax.bar(positions, means, color=[colours[s] for s in systems])
+        low, high = model_metrics[f"{name}_ci_low"].to_numpy(float), model_metrics[f"{name}_ci_high"].to_numpy(float)
+        _interval_bars(ax, positions, low, high)
         ax.set_title(label(name), fontsize=10)
-        ax.set_xticks(range(len(systems)), systems, rotation=30, ha="right", fontsize=8)
+        ax.set_xticks(positions, systems, rotation=30, ha="right", fontsize=8)
         for i, n in enumerate(model_metrics[f"{name}_n"]):
             if n == 0:
                 ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=7)
+            elif n == 1:
+                ax.text(i, means[i], "n=1", ha="center", va="bottom", fontsize=7)
     for ax in list(axes.flat)[len(names) :]:
         ax.axis("off")
     figure.suptitle("Mean per system with 95% confidence interval", y=1.0)
     figure.tight_layout()
     save(figure, stem)
+
+
+def _interval_bars(ax, positions: np.ndarray, low: np.ndarray, high: np.ndarray, cap: float = 0.12) -> None:
+    """Error bars drawn from the interval's own ends (an interval need not be symmetric about the mean),
+    only where there is one; every line carries the gid "interval"."""
+    drawn = ~(np.isnan(low) | np.isnan(high))
+    x, low, high = positions[drawn], low[drawn], high[drawn]
+    ax.vlines(x, low, high, colors="black", linewidth=1, gid="interval")
+    for ends in (low, high):
+        ax.hlines(ends, x - cap, x + cap, colors="black", linewidth=1, gid="interval")
 
 
 def judge_radar(model_metrics: pd.DataFrame, colours: dict, stem: Path) -> None:
