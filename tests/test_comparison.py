@@ -13,6 +13,10 @@ from crseval.analysis import comparison
 SETTINGS = {
     "alpha": 0.05,
     "bootstrap_resamples": 50,
+    "permutation_resamples": 200,
+    "family": {"scope": "report", "method": "holm"},
+    "min_sessions": 3,
+    "small_sample": 10,
     "seed": 3,
     "metrics": ["tas", "rec_satisfaction", "dst_f1"],
     "power": {"power": 0.8, "differences": {"tas": 0.1}},
@@ -72,3 +76,36 @@ def test_a_missing_output_path_is_an_error_not_a_skipped_table(tmp_path):
     result = comparison.compare_systems(sessions(), SETTINGS, judged=False)
     with pytest.raises(KeyError):
         comparison.write(result, {"anova": tmp_path / "anova.csv"})
+
+
+def test_one_family_setting_changes_every_table_alike():
+    """scope report: one family per table column over every metric; scope metric: one per metric. The adjusted
+    p of every table follows, recomputed here with statsmodels."""
+    from statsmodels.stats.multitest import multipletests
+
+    for scope in ("report", "metric"):
+        for method, name in (("holm", "holm"), ("bh", "fdr_bh")):
+            settings = {**SETTINGS, "family": {"scope": scope, "method": method}}
+            tables = comparison.compare_systems(sessions(), settings, judged=True).tables
+            for table, column in (
+                ("pairwise", "welch_t_p"),
+                ("pairwise", "mannwhitney_p"),
+                ("paired", "wilcoxon_p"),
+                ("posthoc", "p"),
+                ("correlations", "p"),
+            ):
+                frame = tables[table]
+                families = [frame] if scope == "report" else [g for _, g in frame.groupby("metric")]
+                for family in families:
+                    if table == "posthoc" and scope == "metric":
+                        continue  # Tukey / Games-Howell p are simultaneous per metric already
+                    known = family[column].dropna()
+                    expected = multipletests(known, method=name)[1]
+                    assert family.loc[known.index, f"{column}_adj"].to_numpy() == pytest.approx(expected), (
+                        scope,
+                        method,
+                        table,
+                        column,
+                    )
+            summary = comparison.compare_systems(sessions(), settings, judged=False).texts["summary"]
+            assert ("over the whole report" if scope == "report" else "over the rows of one metric") in summary

@@ -181,6 +181,11 @@ def test_the_first_release_config_validates_and_takes_todays_defaults():
         ("judge", "top_logprobs"),
         ("stats", "power", "power"),
         ("stats", "power", "differences"),
+        ("stats", "permutation_resamples"),
+        ("stats", "family", "scope"),
+        ("stats", "family", "method"),
+        ("stats", "min_sessions"),
+        ("stats", "small_sample"),
     }
     for path, value in added.items():
         assert value == schema_default(path), path

@@ -83,30 +83,31 @@ def frame_of(values: dict, seeds=True) -> pd.DataFrame:
 
 def test_holm_and_bh_by_hand():
     table = pd.DataFrame({"metric": ["x", "x", "x", "y"], "p": [0.01, 0.04, 0.03, 0.02]})
-    adjusted = stats.adjust(table, ["p"])
     # Holm within x: sorted 0.01, 0.03, 0.04 -> 0.03, 0.06, 0.06 (monotone); y alone: 0.02
-    assert adjusted["p_holm"].tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    by_metric = stats.default_plan(scope="metric").adjust(table, ["p"])
+    assert by_metric["p_adj"].tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
     # BH over all four: sorted 0.01, 0.02, 0.03, 0.04 -> 0.04 each (4p/rank, then cumulative min from the top)
-    assert adjusted["p_bh"].tolist() == pytest.approx([0.04, 0.04, 0.04, 0.04])
-    assert list(adjusted.columns) == ["metric", "p", "p_holm", "p_bh"]
+    over_report = stats.default_plan(scope="report", method="bh").adjust(table, ["p"])
+    assert over_report["p_adj"].tolist() == pytest.approx([0.04, 0.04, 0.04, 0.04])
+    assert list(over_report.columns) == ["metric", "p", "p_adj"]
 
 
 def test_nan_p_values_are_not_counted_in_the_adjustment():
     table = pd.DataFrame({"metric": ["x", "x"], "p": [0.02, math.nan]})
-    adjusted = stats.adjust(table, ["p"])
-    assert adjusted["p_holm"][0] == pytest.approx(0.02) and math.isnan(adjusted["p_holm"][1])
+    adjusted = stats.default_plan().adjust(table, ["p"])
+    assert adjusted["p_adj"][0] == pytest.approx(0.02) and math.isnan(adjusted["p_adj"][1])
 
 
 def test_pairwise_rows_carry_tests_and_effects_with_cis():
     rng = np.random.default_rng(0)
     frame = frame_of({"a": rng.normal(0, 1, 40), "b": rng.normal(1, 1, 40), "c": rng.normal(0, 1, 40)})
-    rows = stats.adjust(pd.DataFrame(stats.pairwise(frame, "m", resamples=300, seed=3)), ["welch_t_p", "mannwhitney_p"])
+    plan = stats.default_plan(resamples=300, permutations=300, seed=3)
+    rows = stats.pairwise_table(frame, ["m"], plan)
     ab = rows[(rows.system_a == "a") & (rows.system_b == "b")].iloc[0]
-    assert ab.welch_t_p_holm < 1e-3 and ab.hedges_g_ci_high < 0 and ab.cliffs_delta_ci_high < 0
-    assert ab.welch_t_p <= ab.welch_t_p_holm and ab.mean_diff == pytest.approx(ab.mean_a - ab.mean_b)
-    assert rows.equals(
-        stats.adjust(pd.DataFrame(stats.pairwise(frame, "m", resamples=300, seed=3)), ["welch_t_p", "mannwhitney_p"])
-    )
+    assert ab.welch_t_p_adj < 1e-3 and ab.hedges_g_ci_high < 0 and ab.cliffs_delta_ci_high < 0
+    assert ab.welch_t_p <= ab.welch_t_p_adj and ab.mean_diff == pytest.approx(ab.mean_a - ab.mean_b)
+    assert ab.mannwhitney_p == pytest.approx(1 / 301) and "Monte Carlo" in ab.mannwhitney_method
+    assert rows.equals(stats.pairwise_table(frame, ["m"], plan))
 
 
 def test_sessions_pair_only_when_seeds_match():
@@ -122,26 +123,32 @@ def test_paired_effects_follow_a_constant_shift():
     rng = np.random.default_rng(3)
     base = rng.normal(0, 1, 30)
     frame = frame_of({"a": base + 0.5 + rng.normal(0, 0.05, 30), "b": base})
-    (row,) = stats.adjust(
-        pd.DataFrame(stats.paired(frame, "m", resamples=200, seed=1)), ["paired_t_p", "wilcoxon_p"]
-    ).to_dict("records")
-    assert row["rank_biserial"] == pytest.approx(1.0) and row["cohens_dz"] > 5 and row["wilcoxon_p_holm"] < 1e-5
+    plan = stats.default_plan(resamples=200, permutations=2000, seed=1)
+    (row,) = stats.paired_table(frame, ["m"], plan).to_dict("records")
+    # 30 positive differences: far beyond exact enumeration, so Monte Carlo sign flips: p = 1 / (R + 1)
+    assert row["rank_biserial"] == pytest.approx(1.0) and row["cohens_dz"] > 5
+    assert row["wilcoxon_p_adj"] == pytest.approx(1 / 2001) and row["wilcoxon_testable"]
 
 
-def test_tukey_keeps_full_precision():
+def test_tukey_runs_after_anova_only_and_keeps_full_precision():
     rng = np.random.default_rng(1)
     frame = frame_of({"a": rng.normal(0, 1, 20), "b": rng.normal(0.123456789, 1, 20)})
-    row = stats.tukey(frame, "m").iloc[0]
-    expected = frame[frame.system == "b"].m.mean() - frame[frame.system == "a"].m.mean()
-    assert row.mean_diff == pytest.approx(expected, abs=1e-12)
+    plan = stats.default_plan()
+    anova = stats.omnibus_table(frame, ["m"], plan)
+    assert anova.loc[0, "recommended"] == "anova"
+    row = stats.posthoc_table(frame, anova, plan).iloc[0]
+    expected = frame[frame.system == "a"].m.mean() - frame[frame.system == "b"].m.mean()  # a - b
+    assert row.test == "Tukey HSD" and row.mean_diff == pytest.approx(expected, abs=1e-12)
 
 
 def test_summary_says_why_paired_tests_were_skipped():
     frame = frame_of({"a": [1.0, 2.0, 3.0], "b": [2.0, 3.0, 5.0]}, seeds=False)
-    anova = stats.omnibus_with_adjustment(pd.DataFrame([stats.omnibus(frame, "m")]))
-    pairwise = stats.adjust(pd.DataFrame(stats.pairwise(frame, "m", 100, 0)), ["welch_t_p", "mannwhitney_p"])
+    plan = stats.default_plan(resamples=100, permutations=100)
+    anova = stats.omnibus_table(frame, ["m"], plan)
+    pairwise = stats.pairwise_table(frame, ["m"], plan)
     paired, reason = stats.pairing(frame)
-    text = stats.markdown_summary(anova, stats.tukey(frame, "m"), pairwise, pd.DataFrame(), pd.DataFrame(), reason)
+    posthoc = stats.posthoc_table(frame, anova, plan)
+    text = stats.markdown_summary(anova, posthoc, pairwise, pd.DataFrame(), pd.DataFrame(), reason, plan)
     assert not paired and "Not run: the sessions carry no seed (imported logs)" in text
 
 

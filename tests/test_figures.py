@@ -346,6 +346,7 @@ def tables_tas(turns: pd.DataFrame, weights: dict) -> dict[str, float]:
                 "cr": t.cr,
                 "copying": t.copying,
                 "tas": tas_value(t.cc, t.cr, t.copying, settings),
+                "tas_rec": tas_value(0.0, 0.0, t.copying, settings),  # no film recommended
                 "hallucinated_concepts": 0,
                 "recommended": 0,
                 "repeated_recommendations": 0,

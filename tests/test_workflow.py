@@ -226,14 +226,18 @@ def test_tables_and_statistics(finished_run):
     summary = (results / "stats" / "summary.md").read_text()
     assert "## Omnibus tests" in summary and "| tas |" in summary
     anova = pd.read_csv(results / "stats" / "anova.csv")
-    assert "judge_coherence" in set(anova["metric"]) and "recommended_p_bh" in anova
+    assert "judge_coherence" in set(anova["metric"]) and "recommended_p_adj" in anova
+    assert set(anova["recommended"].dropna()) <= {"permutation"}  # 4 sessions per system: a small sample
+    assert "Analysis plan: significance level 0.05" in summary
     pairwise = pd.read_csv(results / "stats" / "pairwise.csv")
-    assert {"welch_t_p", "welch_t_p_holm", "welch_t_p_bh", "hedges_g_ci_low", "cliffs_delta_ci_high"} <= set(
+    assert {"welch_t_p", "welch_t_p_adj", "mannwhitney_min_p", "hedges_g_ci_low", "cliffs_delta_ci_high"} <= set(
         pairwise.columns
     )
     assert set(pairwise["metric"]) >= {"tas", "judge_coherence"}
     paired = pd.read_csv(results / "stats" / "paired.csv")  # simulated sessions share seeds: they pair
-    assert len(paired) and {"wilcoxon_p_holm", "rank_biserial", "cohens_dz_ci_low"} <= set(paired.columns)
+    assert len(paired) and {"wilcoxon_p_adj", "wilcoxon_testable", "rank_biserial", "cohens_dz_ci_low"} <= set(
+        paired.columns
+    )
     assert "Sessions pair: session i has the same seed" in summary
     assert "| tas | 4 |" in (results / "stats" / "power.md").read_text()
     reliability = (results / "stats" / "judge_reliability.md").read_text()

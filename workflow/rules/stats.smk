@@ -18,7 +18,7 @@ rule stats:
             else {}
         ),
         anova=f"{RESULTS}/stats/anova.csv",
-        tukey=f"{RESULTS}/stats/tukey.csv",
+        posthoc=f"{RESULTS}/stats/posthoc.csv",
         pairwise=f"{RESULTS}/stats/pairwise.csv",
         paired=f"{RESULTS}/stats/paired.csv",
         correlations=f"{RESULTS}/stats/correlations.csv",
@@ -34,5 +34,7 @@ rule stats:
     params:
         stats=config_slice("stats"),
         judged=JUDGE["enabled"],
+        judge=config_slice("judge"),
+        systems=config_slice("systems"),
     script:
         "../scripts/stats.py"

@@ -1,5 +1,5 @@
-"""Rule stats: omnibus tests with assumption checks, Tukey, pairwise tests with effect sizes and
-adjusted p-values, paired tests where sessions pair, judge correlations, sample-size planning
+"""Rule stats: omnibus tests, the post-hoc comparisons of the recommended one, pairwise tests with effect sizes
+and adjusted p-values, paired tests where sessions pair, judge correlations, sample-size planning
 (crseval.analysis.comparison)."""
 
 import json
@@ -9,12 +9,21 @@ import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval.analysis import comparison
 from crseval.core.io import log_to
+from crseval.judge import reliability
 
 log = log_to(snakemake.log[0])
 sessions = pd.read_parquet(snakemake.input.sessions)
-result = comparison.compare_systems(sessions, json.loads(snakemake.params.stats), snakemake.params.judged)
+judge = json.loads(snakemake.params.judge)
+own_model = (
+    reliability.judged_by_own_model(reliability.judge_backends(judge), json.loads(snakemake.params.systems))
+    if snakemake.params.judged
+    else {}
+)
+result = comparison.compare_systems(sessions, json.loads(snakemake.params.stats), snakemake.params.judged, own_model)
 if result.not_computed:
     log.warning("metrics not in sessions.parquet (not computed in this run): %s", result.not_computed)
+for line in result.left_out:
+    log.warning("left out of the tests of %s", line)
 if result.paired_not_run:
     log.info("paired tests not run: %s", result.paired_not_run)
 comparison.write(result, snakemake.output)

@@ -1,9 +1,10 @@
 """The `stats` stage as one function: every comparison of the systems an experiment's tables allow.
 
-`compare_systems` runs, on sessions.parquet, the omnibus tests with the BH adjustment over the
-metrics, Tukey HSD, the pairwise and the paired tests with Holm and BH adjustments, the judge
-correlations, sample-size planning and (when the judge ran) the judge's reliability; `write`
-puts each table and summary at its output path, atomically. The rule script only connects paths.
+`compare_systems` runs, on sessions.parquet and under the config's analysis plan (crseval.analysis.plan),
+the omnibus tests, the post-hoc comparisons of the recommended omnibus test, the pairwise and the
+paired tests, the judge correlations (pooled and within system), sample-size planning and (when the
+judge ran) the judge's reliability; `write` puts each table and summary at its output path,
+atomically. The rule script only connects paths.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from crseval.analysis import power, registry, stats
+from crseval.analysis import correlation, power, registry, stats
+from crseval.analysis.plan import Plan
 from crseval.core.io import atomic_path
 from crseval.judge import reliability
 
-TABLES = ("anova", "tukey", "pairwise", "paired", "correlations", "power_table")
+TABLES = ("anova", "posthoc", "pairwise", "paired", "correlations", "power_table")
 
 
 @dataclass
@@ -27,50 +29,50 @@ class Comparison:
     compared: list[str]  # the metrics and judge scores compared, in order
     not_computed: list[str] = field(default_factory=list)  # configured metrics absent from the sessions
     paired_not_run: str = ""  # why the paired tests did not run (sessions do not pair), if they did not
+    left_out: list[str] = field(default_factory=list)  # "metric: system: reason" for every system left out
 
 
-def compare_systems(sessions: pd.DataFrame, settings: dict, judged: bool) -> Comparison:
-    """Every comparison of the `stats` config section (`settings`) on the sessions table."""
+def compare_systems(
+    sessions: pd.DataFrame, settings: dict, judged: bool, own_model: dict[str, list[str]] | None = None
+) -> Comparison:
+    """Every comparison of the `stats` config section (`settings`) on the sessions table; `own_model` maps a
+    judge model to the systems under test that run on it (reliability.judged_by_own_model), for a warning."""
+    plan = Plan.from_settings(settings)
     judges = [c for c in registry.JUDGE_SCORES if c in sessions] if judged else []
     metrics = [m for m in settings["metrics"] if m in sessions]
     not_computed = sorted(set(settings["metrics"]) - set(metrics))
-    alpha, resamples, seed = settings["alpha"], settings["bootstrap_resamples"], settings["seed"]
     compared = metrics + judges
-    anova = stats.omnibus_with_adjustment(pd.DataFrame([stats.omnibus(sessions, m, alpha) for m in compared]))
-    tukey = pd.concat([stats.tukey(sessions, m, alpha) for m in compared] or [pd.DataFrame()], ignore_index=True)
-    pairwise = stats.adjust(
-        pd.DataFrame(
-            [row for i, m in enumerate(compared) for row in stats.pairwise(sessions, m, resamples, seed + 1000 * i)]
-        ),
-        ["welch_t_p", "mannwhitney_p"],
-    )
+    anova = stats.omnibus_table(sessions, compared, plan)
+    posthoc = stats.posthoc_table(sessions, anova, plan)
+    pairwise = stats.pairwise_table(sessions, compared, plan)
     pairs, pairing_reason = stats.pairing(sessions)
     if pairs:
-        paired_rows = [
-            row for i, m in enumerate(compared) for row in stats.paired(sessions, m, resamples, seed + 1000 * i + 500)
-        ]
-        paired = stats.adjust(pd.DataFrame(paired_rows), ["paired_t_p", "wilcoxon_p"])
+        paired = stats.paired_table(sessions, compared, plan)
     else:
         paired = pd.DataFrame(columns=["metric", "system_a", "system_b", "pairs", "note"])
-    correlations = stats.correlations(sessions, metrics, judges, resamples, seed)
+    correlations = plan.adjust(
+        correlation.correlation_table(sessions, metrics, judges, resamples=plan.resamples, seed=plan.seed),
+        ["p", "p_within"],
+    )
     target = settings["power"]
-    planning = power.power_table(sessions, compared, alpha, target["power"], target["differences"], pairs)
+    planning = power.power_table(sessions, compared, plan.alpha, target["power"], target["differences"], pairs)
     tables = {
         "anova": anova,
-        "tukey": tukey,
+        "posthoc": posthoc,
         "pairwise": pairwise,
         "paired": paired,
         "correlations": correlations,
         "power_table": planning,
     }
     texts = {
-        "summary": stats.markdown_summary(anova, tukey, pairwise, paired, correlations, pairing_reason, alpha),
-        "power": power.power_markdown(planning, alpha, target["power"], pairing_reason),
+        "summary": stats.markdown_summary(anova, posthoc, pairwise, paired, correlations, pairing_reason, plan),
+        "power": power.power_markdown(planning, plan.alpha, target["power"], pairing_reason),
     }
     if judged:
-        tables["reliability"] = reliability.reliability_table(sessions, alpha, resamples, seed)
-        texts["reliability_summary"] = reliability.reliability_markdown(tables["reliability"], alpha)
-    return Comparison(tables, texts, compared, not_computed, "" if pairs else pairing_reason)
+        tables["reliability"] = reliability.reliability_table(sessions, plan.alpha, plan.resamples, plan.seed)
+        texts["reliability_summary"] = reliability.reliability_markdown(tables["reliability"], plan.alpha, own_model)
+    left_out = [f"{r['metric']}: {r['left_out']}" for r in anova.to_dict("records") if r.get("left_out")]
+    return Comparison(tables, texts, compared, not_computed, "" if pairs else pairing_reason, left_out)
 
 
 def write(comparison: Comparison, paths) -> None:

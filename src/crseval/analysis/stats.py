@@ -1,22 +1,24 @@
-"""Statistical comparison of systems, per metric.
+"""Statistical comparison of systems, per metric, under one analysis plan (crseval.analysis.plan).
 
-- One-way ANOVA (statsmodels `anova_oneway`, equal variances) with eta squared, and Tukey HSD pairs.
-- Assumption checks: Levene (equal variances) and Shapiro-Wilk per system (normality). Welch's
-  ANOVA and Kruskal-Wallis are always reported; `recommended` names the omnibus test whose
-  assumptions hold (ANOVA if both checks pass at `alpha`, Welch if only normality holds,
-  Kruskal-Wallis otherwise). Its p-value is also given adjusted across the family of metrics
-  (Benjamini-Hochberg).
-- Every pair of systems, independent samples: Welch's t-test with Hedges' g, Mann-Whitney U with
-  Cliff's delta, each effect with a bootstrap CI.
-- Paired tests, only when sessions really pair (the same session index carries the same seed in
-  every system: the same simulated user and plan): paired t with Cohen's d_z, Wilcoxon
-  signed-rank with the matched-pairs rank-biserial correlation. Imported logs do not pair.
-- Pairwise p-values are reported raw, Holm-adjusted over the pairs of one metric (family-wise
-  error per metric) and Benjamini-Hochberg-adjusted over every pair of every metric (false
-  discovery rate over the family of metrics).
-- Spearman correlations between automated metrics and judge scores, with seeded percentile
-  bootstrap 95% confidence intervals (sessions resampled with replacement).
-CSVs keep full precision; only summary.md rounds.
+Per metric, on the systems with at least `min_sessions` values (the others are left out of every
+test of that metric, with the reason; missingness that differs by system is flagged as not missing
+at random):
+- Omnibus: one-way ANOVA (with eta squared), Welch's ANOVA, Kruskal-Wallis and a permutation test of
+  the F statistic are all reported. The `recommended` one follows a stated rule: below
+  `small_sample` sessions per system, the permutation test; otherwise ANOVA when the residuals pass
+  Shapiro-Wilk and the median-centred Levene test (Brown-Forsythe) finds equal variances, Welch when
+  only the residuals pass, Kruskal-Wallis otherwise. A recommended test that is undefined on the data
+  (Welch with a system without spread) falls back to the next, with the reason.
+- Post-hoc, after the recommended omnibus only: Tukey HSD after ANOVA, Games-Howell after Welch,
+  exact (or Monte Carlo) permutation Mann-Whitney tests after Kruskal-Wallis or the permutation test.
+- Every pair of systems, independent samples: Welch's t-test with Hedges' g, Mann-Whitney U by exact
+  permutation (ties handled) with Cliff's delta; paired tests only when sessions really pair (the
+  same session index carries the same seed in every system): paired t with Cohen's d_z, Wilcoxon
+  signed-rank by exact sign flips with the matched-pairs rank-biserial correlation.
+- Every p-value column is adjusted over its family by the plan's method; every permutation test
+  reports the smallest p it could reach, and a comparison that cannot pass its correction at this n
+  is `not testable` with the sessions per system that would make it testable.
+Differences are a - b everywhere. CSVs keep full precision; only summary.md rounds.
 """
 
 from __future__ import annotations
@@ -29,92 +31,215 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
-from statsmodels.stats.multicomp import pairwise_tukeyhsd
-from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.oneway import anova_oneway
 
-from crseval.analysis import effects
+from crseval.analysis import effects, exact, posthoc
+from crseval.analysis.plan import Plan
 
 ALPHA = 0.05
+POSTHOC = {"anova": "Tukey HSD", "welch": "Games-Howell", "kruskal": "Mann-Whitney", "permutation": "Mann-Whitney"}
+OMNIBUS = {"anova": "ANOVA", "welch": "Welch ANOVA", "kruskal": "Kruskal-Wallis", "permutation": "permutation F"}
 
 
-def _groups(frame: pd.DataFrame, metric: str) -> dict[str, np.ndarray]:
-    return {system: g[metric].dropna().to_numpy(dtype=float) for system, g in frame.groupby("system", sort=True)}
+def default_plan(alpha: float = ALPHA, **changes) -> Plan:
+    """A plan with the config's defaults (for library use and tests)."""
+    values = dict(
+        alpha=alpha,
+        scope="report",
+        method="holm",
+        min_sessions=3,
+        small_sample=10,
+        resamples=10_000,
+        permutations=10_000,
+        seed=11,
+    )
+    return Plan(**{**values, **changes})
 
 
-def omnibus(frame: pd.DataFrame, metric: str, alpha: float = ALPHA) -> dict:
-    all_groups = _groups(frame, metric)
-    groups = {k: v for k, v in all_groups.items() if len(v) >= 2}
-    left_out = sorted(set(all_groups) - set(groups))
+# ------------------------------------------------------------------ which sessions enter the tests
+
+
+def included(frame: pd.DataFrame, metric: str, plan: Plan) -> tuple[dict[str, np.ndarray], dict[str, str], dict]:
+    """The values per system that enter the tests of `metric`, the systems left out (system -> reason), and
+    the missingness: {"counts": "system missing/total, ...", "not_missing_at_random": bool}."""
+    groups, left_out, counts = {}, {}, {}
+    for system, rows in frame.groupby("system", sort=True):
+        values = rows[metric].to_numpy(dtype=float)
+        present = values[~np.isnan(values)]
+        counts[system] = (len(values) - len(present), len(values))
+        if len(present) >= plan.min_sessions:
+            groups[system] = present
+        else:
+            left_out[system] = f"{len(present)} of {len(values)} sessions have a value (fewer than {plan.min_sessions})"
+    shares = {round(missing / total, 12) for missing, total in counts.values() if total}
+    missingness = {
+        "counts": ", ".join(f"{s} {m}/{t}" for s, (m, t) in counts.items() if m),
+        "not_missing_at_random": len(shares) > 1,
+    }
+    return groups, left_out, missingness
+
+
+def _left_out_text(left_out: dict[str, str]) -> str:
+    return "; ".join(f"{system}: {reason}" for system, reason in left_out.items())
+
+
+# ------------------------------------------------------------------ omnibus
+
+
+def _finite(value) -> float:
+    value = float(value)
+    return value if np.isfinite(value) else math.nan
+
+
+def omnibus(frame: pd.DataFrame, metric: str, plan: Plan | None = None) -> dict:
+    """The omnibus tests of one metric and the one the plan's rule recommends."""
+    plan = plan or default_plan()
+    groups, left_out, missingness = included(frame, metric, plan)
     row = {
         "metric": metric,
         "systems": len(groups),
         "n": int(sum(len(v) for v in groups.values())),
-        "left_out": ", ".join(left_out),
+        "min_sessions_per_system": min((len(v) for v in groups.values()), default=0),
+        "left_out": _left_out_text(left_out),
+        "missing": missingness["counts"],
+        "not_missing_at_random": missingness["not_missing_at_random"],
     }
     if len(groups) < 2:
-        return {**row, "note": "fewer than two systems with two or more values"}
+        return {**row, "note": f"fewer than two systems with {plan.min_sessions} or more values: no test"}
     values = np.concatenate(list(groups.values()))
-    if np.allclose(values, values[0]):
-        return {**row, "note": "constant metric"}
+    if np.ptp(values) == 0:
+        return {**row, "note": "constant metric (every session has the same value): no test"}
     labels = np.concatenate([[k] * len(v) for k, v in groups.items()])
+    residuals = np.concatenate([v - v.mean() for v in groups.values()])
     grand = values.mean()
     ss_between = sum(len(v) * (v.mean() - grand) ** 2 for v in groups.values())
-    ss_within = sum(((v - v.mean()) ** 2).sum() for v in groups.values())
+    ss_within = float((residuals**2).sum())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         classic = anova_oneway(values, labels, use_var="equal")
-        f_value, anova_p = float(classic.statistic), float(classic.pvalue)
-        levene_p = float(sps.levene(*groups.values()).pvalue)
-        shapiro = [sps.shapiro(v).pvalue for v in groups.values() if len(v) >= 3 and np.ptp(v) > 0]
         welch = anova_oneway(values, labels, use_var="unequal")
-        kruskal_p = float(sps.kruskal(*groups.values()).pvalue)
-    normal = bool(shapiro) and min(shapiro) >= alpha
-    equal_var = levene_p >= alpha
-    recommended = "anova" if normal and equal_var else ("welch" if normal else "kruskal")
+        levene_p = _finite(sps.levene(*groups.values(), center="median").pvalue)
+        spread = len(residuals) >= 3 and np.ptp(residuals) > 0
+        shapiro_p = _finite(sps.shapiro(residuals).pvalue) if spread else math.nan
+        kruskal_p = _finite(sps.kruskal(*groups.values()).pvalue)
+    permutation = exact.permutation_omnibus(
+        list(groups.values()), statistic="f", seed=plan.seed, resamples=plan.permutations
+    )
+    p_values = {
+        "anova": _finite(classic.pvalue),
+        "welch": _finite(welch.pvalue),
+        "kruskal": kruskal_p,
+        "permutation": permutation.p,
+    }
+    recommended, reason = _recommend(row["min_sessions_per_system"], shapiro_p, levene_p, plan)
+    fallbacks = {"anova": "welch", "welch": "kruskal", "kruskal": "permutation"}
+    notes = []
+    while math.isnan(p_values[recommended]) and recommended in fallbacks:
+        notes.append(f"{OMNIBUS[recommended]} is undefined on these values (a system without spread)")
+        recommended = fallbacks[recommended]
     return {
         **row,
-        "anova_f": f_value,
-        "anova_p": anova_p,
+        "anova_f": _finite(classic.statistic),
+        "anova_p": p_values["anova"],
         "eta_squared": ss_between / (ss_between + ss_within),
-        "levene_p": levene_p,
-        "shapiro_min_p": min(shapiro) if shapiro else math.nan,
-        "welch_f": float(welch.statistic),
-        "welch_p": float(welch.pvalue),
+        "levene_median_p": levene_p,
+        "residual_shapiro_p": shapiro_p,
+        "welch_f": _finite(welch.statistic),
+        "welch_p": p_values["welch"],
         "kruskal_p": kruskal_p,
+        "permutation_p": permutation.p,
+        "permutation_min_p": permutation.min_p,
         "recommended": recommended,
-        "recommended_p": {"anova": anova_p, "welch": float(welch.pvalue), "kruskal": kruskal_p}[recommended],
-        "note": f"left out (fewer than two values): {row['left_out']}" if left_out else "",
+        "recommended_because": "; ".join([reason, *notes]),
+        "recommended_p": p_values[recommended],
+        "posthoc": POSTHOC[recommended],
+        "note": "",
     }
 
 
-def tukey(frame: pd.DataFrame, metric: str, alpha: float = ALPHA) -> pd.DataFrame:
-    """Tukey HSD for every pair, at full precision (statsmodels' summary table rounds)."""
-    data = frame[["system", metric]].dropna()
-    if data["system"].nunique() < 2 or data[metric].nunique() < 2:
-        return pd.DataFrame()
-    result = pairwise_tukeyhsd(data[metric].to_numpy(dtype=float), data["system"].to_numpy(), alpha=alpha)
-    groups = result.groupsunique
-    rows = [
-        {
-            "metric": metric,
-            "system_a": groups[i],
-            "system_b": groups[j],
-            "mean_diff": float(diff),
-            "p_adj": float(p),
-            "lower": float(low),
-            "upper": float(high),
-            "reject": bool(reject),
-        }
-        for (i, j), diff, p, (low, high), reject in zip(
-            itertools.combinations(range(len(groups)), 2),
-            result.meandiffs,
-            result.pvalues,
-            result.confint,
-            result.reject,
-        )
+def _recommend(smallest: int, shapiro_p: float, levene_p: float, plan: Plan) -> tuple[str, str]:
+    if smallest < plan.small_sample:
+        return "permutation", f"fewer than {plan.small_sample} sessions per system"
+    normal = not math.isnan(shapiro_p) and shapiro_p >= plan.alpha
+    equal = not math.isnan(levene_p) and levene_p >= plan.alpha
+    if normal and equal:
+        return "anova", "normal residuals and equal variances"
+    if normal:
+        return "welch", "normal residuals, unequal variances (median-centred Levene)"
+    return "kruskal", "residuals not normal (Shapiro-Wilk)"
+
+
+def omnibus_table(frame: pd.DataFrame, metrics: list[str], plan: Plan) -> pd.DataFrame:
+    """Every metric's omnibus row, `recommended_p_adj` adjusted over the metrics when the family is the report
+    (with one family per metric, a metric's single omnibus p needs no adjustment)."""
+    table = pd.DataFrame([omnibus(frame, m, plan) for m in metrics])
+    if "recommended_p" not in table:
+        return table
+    if plan.scope == "report":
+        return plan.adjust(table.assign(_all="report"), ["recommended_p"]).drop(columns="_all")
+    table.insert(table.columns.get_loc("recommended_p") + 1, "recommended_p_adj", table["recommended_p"])
+    return table
+
+
+# ------------------------------------------------------------------ post-hoc
+
+
+def posthoc_rows(frame: pd.DataFrame, metric: str, recommended: str, plan: Plan) -> pd.DataFrame:
+    """The post-hoc comparisons of the recommended omnibus test: Tukey HSD, Games-Howell (both simultaneous over
+    the metric's pairs by construction) or permutation Mann-Whitney tests (raw p, adjusted later)."""
+    groups, _, _ = included(frame, metric, plan)
+    if recommended in ("anova", "welch"):
+        run = posthoc.tukey_hsd if recommended == "anova" else posthoc.games_howell
+        table = run(groups, plan.alpha)
+        table = table.rename(columns={"p_adj": "p"}).assign(min_p=0.0, method=POSTHOC[recommended])
+    else:
+        rows = []
+        for k, (a, b) in enumerate(itertools.combinations(sorted(groups), 2)):
+            test = exact.mann_whitney(groups[a], groups[b], seed=plan.seed + k, resamples=plan.permutations)
+            rows.append(
+                {
+                    "system_a": a,
+                    "system_b": b,
+                    "n_a": len(groups[a]),
+                    "n_b": len(groups[b]),
+                    "mean_diff": float(groups[a].mean() - groups[b].mean()),
+                    "statistic": test.statistic,
+                    "p": test.p,
+                    "min_p": test.min_p,
+                    "method": f"Mann-Whitney, {test.method}",
+                }
+            )
+        table = pd.DataFrame(rows)
+    if not len(table):
+        return table
+    table.insert(0, "metric", metric)
+    table.insert(1, "test", POSTHOC[recommended])
+    return table
+
+
+def posthoc_table(frame: pd.DataFrame, omnibus_rows: pd.DataFrame, plan: Plan) -> pd.DataFrame:
+    """The post-hoc rows of every metric with a recommended test, adjusted and marked testable."""
+    parts = [
+        posthoc_rows(frame, r["metric"], r["recommended"], plan)
+        for r in omnibus_rows.to_dict("records")
+        if isinstance(r.get("recommended"), str)
     ]
-    return pd.DataFrame(rows)
+    table = pd.concat([p for p in parts if len(p)] or [pd.DataFrame()], ignore_index=True)
+    if not len(table):
+        return table
+    simultaneous = table["test"].isin(["Tukey HSD", "Games-Howell"])
+    if plan.scope == "metric":
+        # Tukey and Games-Howell already hold the family-wise error over the metric's pairs
+        table = plan.adjust(table, ["p"])
+        table.loc[simultaneous, "p_adj"] = table.loc[simultaneous, "p"]
+    else:
+        table = plan.adjust(table, ["p"])
+    table = _mark_testable(table, "p", "min_p", "mann_whitney", plan)
+    table["differs"] = table["p_adj"] < plan.alpha
+    return table
+
+
+# ------------------------------------------------------------------ pairs
 
 
 def pairing(frame: pd.DataFrame) -> tuple[bool, str]:
@@ -138,12 +263,15 @@ def _two_sided(test: Callable, *args) -> float:
             p = float(test(*args).pvalue)
         except ValueError:
             return math.nan
-    return p
+    return p if np.isfinite(p) else math.nan
 
 
-def pairwise(frame: pd.DataFrame, metric: str, resamples: int, seed: int) -> list[dict]:
-    """Every pair of systems as independent samples: Welch t with Hedges' g, Mann-Whitney with Cliff's delta."""
-    groups = _groups(frame, metric)
+def pairwise(frame: pd.DataFrame, metric: str, plan: Plan | None = None, seed: int | None = None) -> list[dict]:
+    """Every pair of included systems as independent samples: Welch t with Hedges' g, Mann-Whitney by exact
+    permutation with Cliff's delta."""
+    plan = plan or default_plan()
+    seed = plan.seed if seed is None else seed
+    groups, _, _ = included(frame, metric, plan)
     rows = []
     for k, (a, b) in enumerate(itertools.combinations(sorted(groups), 2)):
         x, y = groups[a], groups[b]
@@ -153,27 +281,32 @@ def pairwise(frame: pd.DataFrame, metric: str, resamples: int, seed: int) -> lis
             "system_b": b,
             "n_a": len(x),
             "n_b": len(y),
-            "mean_a": float(x.mean()) if len(x) else math.nan,
-            "mean_b": float(y.mean()) if len(y) else math.nan,
+            "mean_a": float(x.mean()),
+            "mean_b": float(y.mean()),
         }
         row["mean_diff"] = row["mean_a"] - row["mean_b"]
-        spread = len(x) >= 2 and len(y) >= 2 and np.ptp(np.concatenate([x, y])) > 0
+        spread = np.ptp(np.concatenate([x, y])) > 0
         row["welch_t_p"] = _two_sided(lambda u, v: sps.ttest_ind(u, v, equal_var=False), x, y) if spread else math.nan
-        row["mannwhitney_p"] = (
-            _two_sided(lambda u, v: sps.mannwhitneyu(u, v, alternative="two-sided"), x, y) if spread else math.nan
-        )
-        g = effects.two_sample(effects.hedges_g_batch, x, y, resamples, seed + 2 * k)
-        delta = effects.two_sample(effects.cliffs_delta_batch, x, y, resamples, seed + 2 * k + 1)
+        test = exact.mann_whitney(x, y, seed=seed + 2 * k, resamples=plan.permutations)
+        row.update(mannwhitney_p=test.p, mannwhitney_min_p=test.min_p, mannwhitney_method=test.method)
+        g = effects.two_sample(effects.hedges_g_batch, x, y, plan.resamples, seed + 2 * k)
+        delta = effects.two_sample(effects.cliffs_delta_batch, x, y, plan.resamples, seed + 2 * k + 1)
         row.update(dict(zip(("hedges_g", "hedges_g_ci_low", "hedges_g_ci_high"), g)))
         row.update(dict(zip(("cliffs_delta", "cliffs_delta_ci_low", "cliffs_delta_ci_high"), delta)))
         rows.append(row)
     return rows
 
 
-def paired(frame: pd.DataFrame, metric: str, resamples: int = 0, seed: int = 0) -> list[dict]:
-    """Each pair of systems on the sessions both have, matched by session index (call only when
-    `pairing` says sessions pair): paired t with Cohen's d_z, Wilcoxon with the rank-biserial r."""
-    wide = frame.pivot_table(index="session_index", columns="system", values=metric, aggfunc="first")
+def paired(frame: pd.DataFrame, metric: str, plan: Plan | None = None, seed: int | None = None) -> list[dict]:
+    """Each pair of included systems on the sessions both have, matched by session index (call only when
+    `pairing` says sessions pair): paired t with Cohen's d_z, Wilcoxon by exact sign flips with the
+    rank-biserial r."""
+    plan = plan or default_plan()
+    seed = plan.seed if seed is None else seed
+    groups, _, _ = included(frame, metric, plan)
+    wide = frame[frame["system"].isin(groups)].pivot_table(
+        index="session_index", columns="system", values=metric, aggfunc="first"
+    )
     rows = []
     for k, (a, b) in enumerate(itertools.combinations(sorted(wide.columns), 2)):
         both = wide[[a, b]].dropna()
@@ -188,69 +321,47 @@ def paired(frame: pd.DataFrame, metric: str, resamples: int = 0, seed: int = 0) 
         row["paired_t_p"] = (
             _two_sided(sps.ttest_rel, both[a], both[b]) if len(diff) >= 2 and np.ptp(diff) > 0 else math.nan
         )
-        row["wilcoxon_p"] = (
-            _two_sided(sps.wilcoxon, both[a], both[b]) if len(diff) >= 2 and np.any(diff != 0) else math.nan
-        )
-        dz = effects.paired_sample(effects.cohens_dz_batch, diff, resamples, seed + 2 * k)
-        r = effects.paired_sample(effects.rank_biserial_paired_batch, diff, resamples, seed + 2 * k + 1)
+        test = exact.wilcoxon_signed_rank(diff, seed=seed + 2 * k, resamples=plan.permutations)
+        row.update(wilcoxon_p=test.p, wilcoxon_min_p=test.min_p, wilcoxon_method=test.method)
+        dz = effects.paired_sample(effects.cohens_dz_batch, diff, plan.resamples, seed + 2 * k)
+        r = effects.paired_sample(effects.rank_biserial_paired_batch, diff, plan.resamples, seed + 2 * k + 1)
         row.update(dict(zip(("cohens_dz", "cohens_dz_ci_low", "cohens_dz_ci_high"), dz)))
         row.update(dict(zip(("rank_biserial", "rank_biserial_ci_low", "rank_biserial_ci_high"), r)))
         rows.append(row)
     return rows
 
 
-def _adjusted(p: pd.Series, method: str) -> pd.Series:
-    out = pd.Series(math.nan, index=p.index)
-    known = p.dropna()
-    if len(known):
-        out[known.index] = multipletests(known.to_numpy(float), method=method)[1]
-    return out
-
-
-def adjust(table: pd.DataFrame, p_columns: list[str]) -> pd.DataFrame:
-    """Add `<p>_holm` (over the pairs of each metric) and `<p>_bh` (over every row: the family of
-    metrics) beside each raw p-value column; untestable pairs (NaN) are not counted."""
+def _mark_testable(table: pd.DataFrame, p_column: str, min_p_column: str, kind: str, plan: Plan) -> pd.DataFrame:
+    """`<p>_testable`: whether the comparison's smallest reachable p could pass its family's correction, and
+    `<p>_sessions_to_test`: per system (or pairs) the sessions that would make a permutation test testable."""
     table = table.copy()
-    for column in p_columns:
-        if column not in table:
-            continue
-        position = table.columns.get_loc(column) + 1
-        holm = (
-            pd.concat([_adjusted(group, "holm") for _, group in table.groupby("metric", sort=False)[column]])
-            if len(table)
-            else pd.Series(dtype=float)
-        )
-        table.insert(position, f"{column}_holm", holm.reindex(table.index))
-        table.insert(position + 1, f"{column}_bh", _adjusted(table[column], "fdr_bh"))
+    sizes = plan.family_sizes(table, p_column)
+    testable = [plan.reachable(m, n) for m, n in zip(table[min_p_column], sizes)]
+    needed = [
+        math.nan if ok or not n else float(exact.sessions_to_reach(plan.threshold(n), kind))
+        for ok, n in zip(testable, sizes)
+    ]
+    prefix = p_column.removesuffix("_p") if p_column != "p" else ""
+    name = f"{prefix}_testable" if prefix else "testable"
+    table[name] = testable
+    table[f"{prefix}_sessions_to_test" if prefix else "sessions_to_test"] = needed
     return table
 
 
-def spearman_bootstrap(x: np.ndarray, y: np.ndarray, resamples: int, seed: int, level: float = 0.95) -> dict:
-    mask = ~(np.isnan(x) | np.isnan(y))
-    x, y = x[mask], y[mask]
-    n = len(x)
-    if n < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
-        return {"n": n, "rho": math.nan, "p": math.nan, "ci_low": math.nan, "ci_high": math.nan}
-    rho, p = sps.spearmanr(x, y)
-    rng = np.random.default_rng(seed)
-    draws = []
-    for _ in range(resamples):
-        idx = rng.integers(0, n, n)
-        if np.ptp(x[idx]) > 0 and np.ptp(y[idx]) > 0:
-            draws.append(sps.spearmanr(x[idx], y[idx])[0])
-    low, high = np.percentile(draws, [(1 - level) / 2 * 100, (1 + level) / 2 * 100]) if draws else (math.nan, math.nan)
-    return {"n": n, "rho": float(rho), "p": float(p), "ci_low": float(low), "ci_high": float(high)}
+def pairwise_table(frame: pd.DataFrame, metrics: list[str], plan: Plan) -> pd.DataFrame:
+    rows = [row for i, m in enumerate(metrics) for row in pairwise(frame, m, plan, plan.seed + 1000 * i)]
+    table = plan.adjust(pd.DataFrame(rows), ["welch_t_p", "mannwhitney_p"])
+    if len(table):
+        table = _mark_testable(table, "mannwhitney_p", "mannwhitney_min_p", "mann_whitney", plan)
+    return table
 
 
-def correlations(frame: pd.DataFrame, metrics: list[str], judges: list[str], resamples: int, seed: int) -> pd.DataFrame:
-    rows = []
-    for i, (metric, judge) in enumerate(itertools.product(metrics, judges)):
-        if metric in frame and judge in frame:
-            result = spearman_bootstrap(
-                frame[metric].to_numpy(float), frame[judge].to_numpy(float), resamples, seed + i
-            )
-            rows.append({"metric": metric, "judge": judge, **result})
-    return pd.DataFrame(rows)
+def paired_table(frame: pd.DataFrame, metrics: list[str], plan: Plan) -> pd.DataFrame:
+    rows = [row for i, m in enumerate(metrics) for row in paired(frame, m, plan, plan.seed + 1000 * i + 500)]
+    table = plan.adjust(pd.DataFrame(rows), ["paired_t_p", "wilcoxon_p"])
+    if len(table):
+        table = _mark_testable(table, "wilcoxon_p", "wilcoxon_min_p", "wilcoxon", plan)
+    return table
 
 
 def _fmt(value) -> str:
@@ -263,156 +374,171 @@ def _ci(row, name: str) -> str:
     return f"{_fmt(row[name])} [{_fmt(row[name + '_ci_low'])}, {_fmt(row[name + '_ci_high'])}]"
 
 
-def omnibus_with_adjustment(anova: pd.DataFrame) -> pd.DataFrame:
-    """`recommended_p_bh`: the omnibus p-values adjusted over the family of metrics (Benjamini-Hochberg)."""
-    if "recommended_p" not in anova:
-        return anova
-    anova = anova.copy()
-    anova.insert(
-        anova.columns.get_loc("recommended_p") + 1, "recommended_p_bh", _adjusted(anova["recommended_p"], "fdr_bh")
-    )
-    return anova
-
-
 def markdown_summary(
     anova: pd.DataFrame,
-    tukey_table: pd.DataFrame,
-    pairwise_table: pd.DataFrame,
-    paired_table: pd.DataFrame,
-    correlation_table: pd.DataFrame,
+    posthoc_rows: pd.DataFrame,
+    pairwise_rows: pd.DataFrame,
+    paired_rows: pd.DataFrame,
+    correlation_rows: pd.DataFrame,
     paired_reason: str,
-    alpha: float = ALPHA,
+    plan: Plan,
 ) -> str:
     """The readable summary (rounded to 3 significant digits; the CSVs keep full precision)."""
     lines = [
-        *_summary_header(alpha),
+        "# Statistical comparison of systems",
+        "",
+        plan.describe(),
+        "",
+        "Numbers here are rounded; the CSVs beside this file keep full precision.",
         *_omnibus_section(anova),
-        *_tukey_section(tukey_table),
-        *_pairwise_section(pairwise_table, anova, alpha),
-        *_paired_section(paired_table, paired_reason, alpha),
-        *_correlation_section(correlation_table),
+        *_excluded_section(anova),
+        *_posthoc_section(posthoc_rows, plan),
+        *_pairwise_section(pairwise_rows, plan),
+        *_paired_section(paired_rows, paired_reason, plan),
+        *_correlation_section(correlation_rows, plan),
     ]
     return "\n".join(lines) + "\n"
 
 
-def _summary_header(alpha: float) -> list[str]:
-    return [
-        "# Statistical comparison of systems",
-        "",
-        f"Significance level {alpha}. Omnibus test per metric: the `recommended` one is the test whose assumptions "
-        "hold (ANOVA: normal residuals and equal variances; Welch: normal; otherwise Kruskal-Wallis); its p-value "
-        "is also shown adjusted over the metrics (Benjamini-Hochberg, BH). Numbers here are rounded; the CSVs "
-        "beside this file keep full precision.",
-        "",
-    ]
-
-
 def _omnibus_section(anova: pd.DataFrame) -> list[str]:
     lines = [
+        "",
         "## Omnibus tests",
         "",
-        "| metric | n | recommended | p | p (BH) | eta² | ANOVA p | Welch p | Kruskal p | Levene p | min Shapiro p |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "The recommended test follows the rule above; every other test is shown for reference. Levene is the "
+        "median-centred (Brown-Forsythe) variant; Shapiro-Wilk tests the residuals (values minus their system's mean).",
+        "",
+        "| metric | n | recommended (why) | p | p (adjusted) | eta² | ANOVA p | Welch p | Kruskal p | permutation p "
+        "(smallest reachable) | Levene p | Shapiro p (residuals) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for _, r in anova.iterrows():
-        if r.get("note") and pd.isna(r.get("recommended")):
-            lines.append(f"| {r['metric']} | {r['n']} | – ({r['note']}) | | | | | | | | |")
+        if pd.isna(r.get("recommended")):
+            lines.append(f"| {r['metric']} | {r['n']} | – ({r['note']}) | | | | | | | | | |")
             continue
-        metric = r["metric"] + (f" ({r['note']})" if r.get("note") else "")
         lines.append(
-            f"| {metric} | {r['n']} | {r['recommended']} | {_fmt(r['recommended_p'])} | "
-            f"{_fmt(r.get('recommended_p_bh'))} | {_fmt(r['eta_squared'])} | {_fmt(r['anova_p'])} | "
-            f"{_fmt(r['welch_p'])} | {_fmt(r['kruskal_p'])} | {_fmt(r['levene_p'])} | {_fmt(r['shapiro_min_p'])} |"
+            f"| {r['metric']} | {r['n']} | {OMNIBUS[r['recommended']]} ({r['recommended_because']}) | "
+            f"{_fmt(r['recommended_p'])} | {_fmt(r.get('recommended_p_adj'))} | {_fmt(r['eta_squared'])} | "
+            f"{_fmt(r['anova_p'])} | {_fmt(r['welch_p'])} | {_fmt(r['kruskal_p'])} | {_fmt(r['permutation_p'])} "
+            f"({_fmt(r['permutation_min_p'])}) | {_fmt(r['levene_median_p'])} | {_fmt(r['residual_shapiro_p'])} |"
         )
     return lines
 
 
-def _tukey_section(tukey_table: pd.DataFrame) -> list[str]:
-    if not len(tukey_table):
+def _excluded_section(anova: pd.DataFrame) -> list[str]:
+    """Systems left out of a metric's tests, and metrics whose missingness differs by system."""
+    left_out = anova[anova["left_out"].astype(str).str.len() > 0] if "left_out" in anova else anova.iloc[:0]
+    flagged = anova[anova["not_missing_at_random"].astype(bool)] if "not_missing_at_random" in anova else anova.iloc[:0]
+    if not len(left_out) and not len(flagged):
         return []
-    significant = tukey_table[tukey_table["reject"].astype(bool)]
+    lines = ["", "## Missing values", ""]
+    lines += [f"- {r['metric']}: left out of every test: {r['left_out']}." for _, r in left_out.iterrows()]
+    lines += [
+        f"- {r['metric']}: missing values differ by system ({r['missing']}): not missing at random, so the "
+        "systems are compared on different kinds of sessions."
+        for _, r in flagged.iterrows()
+    ]
+    return lines
+
+
+def _posthoc_section(table: pd.DataFrame, plan: Plan) -> list[str]:
+    if not len(table):
+        return []
+    differ = table[table["differs"]]
+    untestable = table[~table["testable"]]
+    lines = [
+        "",
+        f"## Post-hoc comparisons: {len(differ)} of {len(table)} pairs differ, {len(untestable)} not testable at "
+        "this n",
+        "",
+        "After the recommended omnibus test only (Tukey HSD after ANOVA, Games-Howell after Welch, permutation "
+        "Mann-Whitney otherwise). A pair that is not testable cannot reach the corrected level whatever the data; "
+        "it is not evidence of no difference.",
+        "",
+        "| metric | test | system a | system b | mean diff (a - b) | p | p (adjusted) |",
+        "|---|---|---|---|---|---|---|",
+        *(
+            f"| {r['metric']} | {r['test']} | {r['system_a']} | {r['system_b']} | {_fmt(float(r['mean_diff']))} | "
+            f"{_fmt(float(r['p']))} | {_fmt(float(r['p_adj']))} |"
+            for _, r in differ.iterrows()
+        ),
+    ]
+    return lines + _untestable_lines(untestable, "sessions_to_test", "sessions per system")
+
+
+def _untestable_lines(untestable: pd.DataFrame, needed: str, unit: str) -> list[str]:
+    if not len(untestable):
+        return []
+    by_metric = untestable.groupby("metric", sort=False)[needed].max()
     return [
         "",
-        f"## Tukey HSD: {len(significant)} of {len(tukey_table)} pairs differ",
-        "",
-        "| metric | system a | system b | mean diff (b - a) | adjusted p |",
-        "|---|---|---|---|---|",
-        *(
-            f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {_fmt(float(r['mean_diff']))} | "
-            f"{_fmt(float(r['p_adj']))} |"
-            for _, r in significant.iterrows()
-        ),
+        "Not testable at this n: "
+        + "; ".join(f"{m} ({_count(n)} {unit} would make it testable)" for m, n in by_metric.items())
+        + ".",
     ]
 
 
-def _pairwise_section(pairwise_table: pd.DataFrame, anova: pd.DataFrame, alpha: float) -> list[str]:
-    """The pairs that differ by the test the omnibus recommendation implies (rank-based after Kruskal-Wallis)."""
-    if not len(pairwise_table):
+def _count(value) -> str:
+    return "?" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{int(value)}"
+
+
+def _pairwise_section(table: pd.DataFrame, plan: Plan) -> list[str]:
+    if not len(table):
         return []
-    rank_based = (
-        set(anova.loc[anova.get("recommended", pd.Series(dtype=object)) == "kruskal", "metric"])
-        if "recommended" in anova
-        else set()
-    )
-    shown = []
-    for _, r in pairwise_table.iterrows():
-        test, effect = ("mannwhitney_p", "cliffs_delta") if r["metric"] in rank_based else ("welch_t_p", "hedges_g")
-        if r[f"{test}_holm"] < alpha:
-            shown.append((r, test, effect))
+    welch = int((table["welch_t_p_adj"] < plan.alpha).sum())
+    mann = int((table["mannwhitney_p_adj"] < plan.alpha).sum())
+    untestable = int((~table["mannwhitney_testable"]).sum())
     return [
         "",
-        f"## Pairwise tests: {len(shown)} of {len(pairwise_table)} pairs differ (Holm over the pairs of a metric)",
+        "## Every pair (pairwise.csv)",
         "",
-        "Welch's t-test with Hedges' g where the omnibus recommendation is ANOVA or Welch, Mann-Whitney U with "
-        "Cliff's delta where it is Kruskal-Wallis; effect of a over b with a 95% bootstrap CI. pairwise.csv "
-        "has both tests for every pair, raw, Holm- and BH-adjusted.",
-        "",
-        "| metric | system a | system b | mean diff (a - b) | test | p | p (Holm) | p (BH) | effect [95% CI] |",
-        "|---|---|---|---|---|---|---|---|---|",
-        *(
-            f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {_fmt(r['mean_diff'])} | "
-            f"{'Mann-Whitney' if test == 'mannwhitney_p' else 'Welch t'} | {_fmt(r[test])} | "
-            f"{_fmt(r[test + '_holm'])} | "
-            f"{_fmt(r[test + '_bh'])} | {effect.replace('_', ' ')} {_ci(r, effect)} |"
-            for r, test, effect in shown
-        ),
+        f"Welch's t-test: {welch} of {len(table)} pairs differ after adjustment; permutation Mann-Whitney: {mann} "
+        f"differ, {untestable} not testable at this n. Each with its effect (Hedges' g, Cliff's delta; a over b) "
+        "and a bootstrap CI. The headline comparisons are the post-hoc ones above.",
     ]
 
 
-def _paired_section(paired_table: pd.DataFrame, paired_reason: str, alpha: float) -> list[str]:
+def _paired_section(table: pd.DataFrame, paired_reason: str, plan: Plan) -> list[str]:
     lines = ["", "## Paired tests on the same sessions", ""]
-    if not len(paired_table):
+    if not len(table):
         return [*lines, f"Not run: {paired_reason}."]
-    significant = paired_table[paired_table["wilcoxon_p_holm"] < alpha]
-    return [
-        *lines,
-        f"Sessions pair: {paired_reason}. {len(significant)} of {len(paired_table)} pairs differ (Wilcoxon, "
-        "Holm over the pairs of a metric).",
+    differ = table[table["wilcoxon_p_adj"] < plan.alpha]
+    t_differ = int((table["paired_t_p_adj"] < plan.alpha).sum())
+    untestable = table[~table["wilcoxon_testable"]]
+    lines += [
+        f"Sessions pair: {paired_reason}. Wilcoxon signed-rank (exact sign flips): {len(differ)} of {len(table)} "
+        f"pairs differ, {len(untestable)} not testable at this n; paired t-test: {t_differ} differ.",
         "",
-        "| metric | system a | system b | pairs | mean diff (a - b) | Wilcoxon p (Holm) | rank-biserial [95% CI] | "
-        "paired t p (Holm) | d_z [95% CI] |",
+        "| metric | system a | system b | pairs | mean diff (a - b) | Wilcoxon p (adjusted) | rank-biserial [95% CI] | "
+        "paired t p (adjusted) | d_z [95% CI] |",
         "|---|---|---|---|---|---|---|---|---|",
         *(
             f"| {r['metric']} | {r['system_a']} | {r['system_b']} | {r['pairs']} | {_fmt(r['mean_diff'])} | "
-            f"{_fmt(r['wilcoxon_p_holm'])} | {_ci(r, 'rank_biserial')} | {_fmt(r['paired_t_p_holm'])} | "
+            f"{_fmt(r['wilcoxon_p_adj'])} | {_ci(r, 'rank_biserial')} | {_fmt(r['paired_t_p_adj'])} | "
             f"{_ci(r, 'cohens_dz')} |"
-            for _, r in significant.iterrows()
+            for _, r in differ.iterrows()
         ),
     ]
+    return lines + _untestable_lines(untestable, "wilcoxon_sessions_to_test", "pairs")
 
 
-def _correlation_section(correlation_table: pd.DataFrame) -> list[str]:
-    if not len(correlation_table):
+def _correlation_section(table: pd.DataFrame, plan: Plan) -> list[str]:
+    if not len(table):
         return []
     return [
         "",
-        "## Spearman correlation with the judge (95% bootstrap CI)",
+        "## Spearman correlation with the judge",
         "",
-        "| metric | judge | n | rho | CI |",
-        "|---|---|---|---|---|",
+        "Pooled over all sessions, and within systems (partial on system: between-system differences removed). "
+        "95% bootstrap CIs; p adjusted by the plan.",
+        "",
+        "| metric | judge | n | rho [CI] | p (adjusted) | within systems [CI] | p (adjusted) |",
+        "|---|---|---|---|---|---|---|",
         *(
-            f"| {r['metric']} | {r['judge']} | {r['n']} | {_fmt(r['rho'])} | "
-            f"[{_fmt(r['ci_low'])}, {_fmt(r['ci_high'])}] |"
-            for _, r in correlation_table.iterrows()
+            f"| {r['metric']} | {r['judge']} | {r['n']} | {_fmt(r['rho'])} [{_fmt(r['ci_low'])}, "
+            f"{_fmt(r['ci_high'])}] | {_fmt(r.get('p_adj'))} | {_fmt(r.get('rho_within'))} "
+            f"[{_fmt(r.get('rho_within_ci_low'))}, {_fmt(r.get('rho_within_ci_high'))}] | "
+            f"{_fmt(r.get('p_within_adj'))} |"
+            for _, r in table.iterrows()
         ),
     ]
