@@ -172,3 +172,12 @@ def test_model_metrics_names_and_explicit_types():
     arrow = to_table(sessions.assign(tas=[np.nan, np.nan, np.nan]))
     assert str(arrow.schema.field("tas").type) == "double" and str(arrow.schema.field("session_index").type) == "int64"
     assert str(arrow.schema.field("judge_missing_reason").type) == "string"
+
+
+def test_resamples_where_an_effect_is_undefined_are_counted_not_hidden():
+    """Hedges' g is undefined in a resample where both systems draw only zeros (no spread): P = (3/4)^4 x 1."""
+    frame = frame_of({"a": [0.0, 0.0, 0.0, 1.0], "b": [0.0, 0.0, 0.0, 0.0]})
+    plan = stats.default_plan(resamples=4000, permutations=200)
+    (row,) = stats.pairwise(frame, "metric", plan)
+    assert row["hedges_g_undefined_resamples"] / 4000 == pytest.approx(0.75**4, abs=0.03)
+    assert row["cliffs_delta_undefined_resamples"] == 0

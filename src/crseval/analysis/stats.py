@@ -289,10 +289,10 @@ def pairwise(frame: pd.DataFrame, metric: str, plan: Plan | None = None, seed: i
         row["welch_t_p"] = _two_sided(lambda u, v: sps.ttest_ind(u, v, equal_var=False), x, y) if spread else math.nan
         test = exact.mann_whitney(x, y, seed=seed + 2 * k, resamples=plan.permutations)
         row.update(mannwhitney_p=test.p, mannwhitney_min_p=test.min_p, mannwhitney_method=test.method)
-        g = effects.two_sample(effects.hedges_g_batch, x, y, plan.resamples, seed + 2 * k)
-        delta = effects.two_sample(effects.cliffs_delta_batch, x, y, plan.resamples, seed + 2 * k + 1)
-        row.update(dict(zip(("hedges_g", "hedges_g_ci_low", "hedges_g_ci_high"), g)))
-        row.update(dict(zip(("cliffs_delta", "cliffs_delta_ci_low", "cliffs_delta_ci_high"), delta)))
+        g = effects.two_sample_counted(effects.hedges_g_batch, x, y, plan.resamples, seed + 2 * k)
+        delta = effects.two_sample_counted(effects.cliffs_delta_batch, x, y, plan.resamples, seed + 2 * k + 1)
+        row.update(_effect_columns("hedges_g", g))
+        row.update(_effect_columns("cliffs_delta", delta))
         rows.append(row)
     return rows
 
@@ -323,12 +323,22 @@ def paired(frame: pd.DataFrame, metric: str, plan: Plan | None = None, seed: int
         )
         test = exact.wilcoxon_signed_rank(diff, seed=seed + 2 * k, resamples=plan.permutations)
         row.update(wilcoxon_p=test.p, wilcoxon_min_p=test.min_p, wilcoxon_method=test.method)
-        dz = effects.paired_sample(effects.cohens_dz_batch, diff, plan.resamples, seed + 2 * k)
-        r = effects.paired_sample(effects.rank_biserial_paired_batch, diff, plan.resamples, seed + 2 * k + 1)
-        row.update(dict(zip(("cohens_dz", "cohens_dz_ci_low", "cohens_dz_ci_high"), dz)))
-        row.update(dict(zip(("rank_biserial", "rank_biserial_ci_low", "rank_biserial_ci_high"), r)))
+        dz = effects.paired_sample_counted(effects.cohens_dz_batch, diff, plan.resamples, seed + 2 * k)
+        r = effects.paired_sample_counted(effects.rank_biserial_paired_batch, diff, plan.resamples, seed + 2 * k + 1)
+        row.update(_effect_columns("cohens_dz", dz))
+        row.update(_effect_columns("rank_biserial", r))
         rows.append(row)
     return rows
+
+
+def _effect_columns(name: str, effect: effects.Effect) -> dict:
+    """An effect, its CI and the bootstrap resamples where it was undefined (left out of the CI)."""
+    return {
+        name: effect.estimate,
+        f"{name}_ci_low": effect.ci_low,
+        f"{name}_ci_high": effect.ci_high,
+        f"{name}_undefined_resamples": effect.undefined,
+    }
 
 
 def _mark_testable(table: pd.DataFrame, p_column: str, min_p_column: str, kind: str, plan: Plan) -> pd.DataFrame:
