@@ -39,6 +39,7 @@ def test_a_metric_passes_only_when_every_check_run_passes():
         "oriented_auc": 0.8,
         "beats_length": "yes",
         "checks_run": 4,
+        "checks_passed": 4,
         "passes": True,
     }
     assert not card.loc["tas", "passes"] and card.loc["tas", "echo"] == "fail"  # fooled by the parrot
@@ -65,3 +66,30 @@ def test_without_calibration_the_users_checks_decide_and_the_headline_names_the_
     )
     empty = scorecard.markdown(scorecard.scorecard(None, agreement.iloc[2:3]), {})
     assert "No metric passes every check that was run." in empty
+
+
+def test_the_scorecard_says_which_tas_variant_leads():
+    validity, agreement = tables()
+    validity = pd.concat(
+        [
+            validity,
+            pd.DataFrame([("tas_rec", "adaptation", "pass"), ("tas_rec", "echo", "pass")], columns=validity.columns),
+        ]
+    )
+    agreement = pd.concat(
+        [agreement, pd.DataFrame([("tas_rec", "metric", "agrees", 0.63, False)], columns=agreement.columns)]
+    )
+    card = scorecard.scorecard(validity, agreement)
+    # tas: adaptation pass, echo fail, users agrees, beats length -> 3 of 4; tas_rec: 3 of 4 too (not beyond length)
+    assert card.set_index("metric").loc[["tas", "tas_rec"], "checks_passed"].tolist() == [3, 3]
+    labels = {"tas": "grounded TAS", "tas_rec": "TAS on recommended films"}
+    assert (
+        "grounded TAS and TAS on recommended films pass as many checks (3 of 4 checks against 3 of 4): neither "
+        "leads." in scorecard.markdown(card, labels)
+    )
+    agreement.loc[agreement["metric"] == "tas", "verdict"] = "no evidence"
+    text = scorecard.markdown(scorecard.scorecard(validity, agreement), labels)
+    assert (
+        "TAS on recommended films leads grounded TAS: grounded TAS passes 2 of 4 checks against 3 of 4 for TAS on "
+        "recommended films." in text
+    )

@@ -16,6 +16,8 @@ from __future__ import annotations
 import pandas as pd
 
 USER_PASS = {"agrees", "associated"}
+# Variants of one measure: the scorecard, not taste, says which leads (the one passing more of its checks).
+RIVALS = (("tas", "tas_rec"),)
 
 
 def _check(validity: pd.DataFrame | None, metric: str, check: str) -> str:
@@ -58,9 +60,20 @@ def scorecard(validity: pd.DataFrame | None, agreement: pd.DataFrame | None) -> 
             row["beats_length"] in ("yes", "not run"),
         ]
         row["checks_run"] = len(run)
+        row["checks_passed"] = sum(ok for ok, check in zip(passed, checks) if check not in ("not run", "not measured"))
         row["passes"] = bool(run) and all(passed)
         rows.append(row)
-    columns = ["metric", "adaptation", "echo", "users", "oriented_auc", "beats_length", "checks_run", "passes"]
+    columns = [
+        "metric",
+        "adaptation",
+        "echo",
+        "users",
+        "oriented_auc",
+        "beats_length",
+        "checks_run",
+        "checks_passed",
+        "passes",
+    ]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -73,6 +86,7 @@ def markdown(card: pd.DataFrame, labels: dict[str, str]) -> str:
         lines.append(f"**Metrics that pass every check run (checks run of 4): {names}.**")
     else:
         lines.append("**No metric passes every check that was run.**")
+    lines += _leads(card, labels)
     lines += [
         "",
         "Adaptation and echo: the calibration systems (stats/validity.csv of a calibration experiment); users: the "
@@ -80,14 +94,33 @@ def markdown(card: pd.DataFrame, labels: dict[str, str]) -> str:
         "declared direction, counts as passing); beats length: separates the verdicts better than reply length "
         "(bootstrap CI of the margin above 0). `not run`: that evidence was not available.",
         "",
-        "| metric | adaptation | echo | users (oriented AUC) | beats length | passes |",
-        "|---|---|---|---|---|---|",
+        "| metric | adaptation | echo | users (oriented AUC) | beats length | checks passed | passes |",
+        "|---|---|---|---|---|---|---|",
     ]
-    ordered = card.sort_values(["passes", "checks_run"], ascending=[False, False], kind="stable")
+    ordered = card.sort_values(["passes", "checks_passed", "checks_run"], ascending=False, kind="stable")
     for row in ordered.to_dict("records"):
         auc = "" if pd.isna(row["oriented_auc"]) else f" ({row['oriented_auc']:.2f})"
         lines.append(
             f"| {labels.get(row['metric'], row['metric'])} | {row['adaptation']} | {row['echo']} | "
-            f"{row['users']}{auc} | {row['beats_length']} | {'yes' if row['passes'] else 'no'} |"
+            f"{row['users']}{auc} | {row['beats_length']} | {row['checks_passed']} of {row['checks_run']} | "
+            f"{'yes' if row['passes'] else 'no'} |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _leads(card: pd.DataFrame, labels: dict[str, str]) -> list[str]:
+    """For each pair of rival variants in the card, which passes more of its checks (a tie leads neither)."""
+    lines = []
+    by_metric = card.set_index("metric")
+    for first, second in RIVALS:
+        if first not in by_metric.index or second not in by_metric.index:
+            continue
+        a, b = by_metric.loc[first], by_metric.loc[second]
+        name_a, name_b = labels.get(first, first), labels.get(second, second)
+        counts = f"{a['checks_passed']} of {a['checks_run']} checks against {b['checks_passed']} of {b['checks_run']}"
+        if a["checks_passed"] == b["checks_passed"]:
+            lines.append(f"\n{name_a} and {name_b} pass as many checks ({counts}): neither leads.")
+        else:
+            leader, other = (name_a, name_b) if a["checks_passed"] > b["checks_passed"] else (name_b, name_a)
+            lines.append(f"\n{leader} leads {other}: {name_a} passes {counts} for {name_b}.")
+    return lines
