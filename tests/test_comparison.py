@@ -58,6 +58,10 @@ def test_every_comparison_of_a_judged_experiment_is_written(tmp_path):
     assert anova.set_index("metric").loc["tas", "anova_p"] < 0.05  # the planted difference
     assert (pd.read_csv(paths["correlations"])["judge"] == "judge_coherence").all()
     assert paths["summary"].read_text().startswith("# Statistical comparison of systems")
+    # 10 sessions per system: ANOVA/Welch/Kruskal by the rule; a Mann-Whitney post-hoc shows the pairwise table's p
+    posthoc, pairwise = result.tables["posthoc"], result.tables["pairwise"]
+    mann = posthoc[posthoc["test"] == "Mann-Whitney"].merge(pairwise, on=["metric", "system_a", "system_b"])
+    assert (mann["p"] == mann["mannwhitney_p"]).all()
 
 
 def test_without_the_judge_no_reliability_and_no_judge_scores():

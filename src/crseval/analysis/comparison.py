@@ -43,8 +43,8 @@ def compare_systems(
     not_computed = sorted(set(settings["metrics"]) - set(metrics))
     compared = metrics + judges
     anova = stats.omnibus_table(sessions, compared, plan)
-    posthoc = stats.posthoc_table(sessions, anova, plan)
     pairwise = stats.pairwise_table(sessions, compared, plan)
+    posthoc = stats.posthoc_table(sessions, anova, plan, pairwise)
     pairs, pairing_reason = stats.pairing(sessions)
     if pairs:
         paired = stats.paired_table(sessions, compared, plan)

@@ -184,32 +184,37 @@ def omnibus_table(frame: pd.DataFrame, metrics: list[str], plan: Plan) -> pd.Dat
 # ------------------------------------------------------------------ post-hoc
 
 
-def posthoc_rows(frame: pd.DataFrame, metric: str, recommended: str, plan: Plan) -> pd.DataFrame:
+def posthoc_rows(
+    frame: pd.DataFrame, metric: str, recommended: str, plan: Plan, pairwise_rows: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """The post-hoc comparisons of the recommended omnibus test: Tukey HSD, Games-Howell (both simultaneous over
-    the metric's pairs by construction) or permutation Mann-Whitney tests (raw p, adjusted later)."""
+    the metric's pairs by construction) or permutation Mann-Whitney tests (raw p, adjusted later; taken from
+    `pairwise_rows`, the metric's rows of the pairwise table, when given, so both tables show one p per pair)."""
     groups, _, _ = included(frame, metric, plan)
     if recommended in ("anova", "welch"):
         run = posthoc.tukey_hsd if recommended == "anova" else posthoc.games_howell
         table = run(groups, plan.alpha)
         table = table.rename(columns={"p_adj": "p"}).assign(min_p=0.0, method=POSTHOC[recommended])
     else:
-        rows = []
-        for k, (a, b) in enumerate(itertools.combinations(sorted(groups), 2)):
-            test = exact.mann_whitney(groups[a], groups[b], seed=plan.seed + k, resamples=plan.permutations)
-            rows.append(
-                {
-                    "system_a": a,
-                    "system_b": b,
-                    "n_a": len(groups[a]),
-                    "n_b": len(groups[b]),
-                    "mean_diff": float(groups[a].mean() - groups[b].mean()),
-                    "statistic": test.statistic,
-                    "p": test.p,
-                    "min_p": test.min_p,
-                    "method": f"Mann-Whitney, {test.method}",
-                }
-            )
-        table = pd.DataFrame(rows)
+        if pairwise_rows is None:
+            pairwise_rows = pd.DataFrame(pairwise(frame, metric, plan))
+        columns = {
+            "system_a": "system_a",
+            "system_b": "system_b",
+            "n_a": "n_a",
+            "n_b": "n_b",
+            "mean_diff": "mean_diff",
+            "mannwhitney_p": "p",
+            "mannwhitney_min_p": "min_p",
+            "mannwhitney_method": "method",
+        }
+        table = (
+            pairwise_rows[list(columns)].rename(columns=columns).reset_index(drop=True)
+            if len(pairwise_rows)
+            else pd.DataFrame()
+        )
+        if len(table):
+            table["method"] = "Mann-Whitney, " + table["method"]
     if not len(table):
         return table
     table.insert(0, "metric", metric)
@@ -217,10 +222,19 @@ def posthoc_rows(frame: pd.DataFrame, metric: str, recommended: str, plan: Plan)
     return table
 
 
-def posthoc_table(frame: pd.DataFrame, omnibus_rows: pd.DataFrame, plan: Plan) -> pd.DataFrame:
-    """The post-hoc rows of every metric with a recommended test, adjusted and marked testable."""
+def posthoc_table(
+    frame: pd.DataFrame, omnibus_rows: pd.DataFrame, plan: Plan, pairwise_rows: pd.DataFrame | None = None
+) -> pd.DataFrame:
+    """The post-hoc rows of every metric with a recommended test, adjusted and marked testable (permutation
+    Mann-Whitney p taken from the pairwise table when it is given)."""
+
+    def of_metric(metric):
+        if pairwise_rows is None or not len(pairwise_rows):
+            return None
+        return pairwise_rows[pairwise_rows["metric"] == metric]
+
     parts = [
-        posthoc_rows(frame, r["metric"], r["recommended"], plan)
+        posthoc_rows(frame, r["metric"], r["recommended"], plan, of_metric(r["metric"]))
         for r in omnibus_rows.to_dict("records")
         if isinstance(r.get("recommended"), str)
     ]
