@@ -181,3 +181,12 @@ def test_resamples_where_an_effect_is_undefined_are_counted_not_hidden():
     (row,) = stats.pairwise(frame, "metric", plan)
     assert row["hedges_g_undefined_resamples"] / 4000 == pytest.approx(0.75**4, abs=0.03)
     assert row["cliffs_delta_undefined_resamples"] == 0
+
+
+def test_a_pair_without_any_spread_has_no_test_and_is_not_called_not_testable():
+    frame = frame_of({"a": np.zeros(12), "b": np.zeros(12), "c": np.arange(12.0)})
+    table = stats.pairwise_table(frame, ["metric"], PLAN)
+    ab = table[(table.system_a == "a") & (table.system_b == "b")].iloc[0]
+    assert math.isnan(ab["mannwhitney_p"]) and ab["mannwhitney_testable"] is None
+    assert math.isnan(ab["mannwhitney_sessions_to_test"])
+    assert table["mannwhitney_testable"].eq(False).sum() == 0  # 12 vs 12 reaches 2/C(24,12) easily

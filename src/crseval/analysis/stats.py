@@ -355,15 +355,32 @@ def _effect_columns(name: str, effect: effects.Effect) -> dict:
     }
 
 
+def _untied_min_p(table: pd.DataFrame, kind: str) -> list[float]:
+    """Per row, the smallest p of the test at its n without ties."""
+    if kind == "wilcoxon":
+        return [exact.min_p_wilcoxon(int(n)) if n >= 1 else math.nan for n in table["pairs"]]
+    return [
+        exact.min_p_mann_whitney(int(a), int(b)) if a >= 1 and b >= 1 else math.nan
+        for a, b in zip(table["n_a"], table["n_b"])
+    ]
+
+
 def _mark_testable(table: pd.DataFrame, p_column: str, min_p_column: str, kind: str, plan: Plan) -> pd.DataFrame:
     """`<p>_testable`: whether the comparison's smallest reachable p could pass its family's correction, and
     `<p>_sessions_to_test`: per system (or pairs) the sessions that would make a permutation test testable."""
     table = table.copy()
     sizes = plan.family_sizes(table, p_column)
-    testable = [plan.reachable(m, n) for m, n in zip(table[min_p_column], sizes)]
+    # a test that is undefined on the values (no spread at all) is neither testable nor not: it has no p
+    testable = [
+        None if not np.isfinite(m) or not np.isfinite(p) else plan.reachable(m, n)
+        for m, p, n in zip(table[min_p_column], table[p_column], sizes)
+    ]
+    # sessions that would make it testable: known when ties do not limit the smallest p (else more distinct values
+    # are needed, not only more sessions)
+    untied = _untied_min_p(table, kind)
     needed = [
-        math.nan if ok or not n else float(exact.sessions_to_reach(plan.threshold(n), kind))
-        for ok, n in zip(testable, sizes)
+        float(exact.sessions_to_reach(plan.threshold(n), kind)) if ok is False and m <= u * (1 + 1e-9) else math.nan
+        for ok, n, m, u in zip(testable, sizes, table[min_p_column], untied)
     ]
     prefix = p_column.removesuffix("_p") if p_column != "p" else ""
     name = f"{prefix}_testable" if prefix else "testable"
@@ -469,7 +486,7 @@ def _posthoc_section(table: pd.DataFrame, plan: Plan) -> list[str]:
     if not len(table):
         return []
     differ = table[table["differs"]]
-    untestable = table[~table["testable"]]
+    untestable = table[table["testable"].eq(False)]
     lines = [
         "",
         f"## Post-hoc comparisons: {len(differ)} of {len(table)} pairs differ, {len(untestable)} not testable at "
@@ -493,13 +510,14 @@ def _posthoc_section(table: pd.DataFrame, plan: Plan) -> list[str]:
 def _untestable_lines(untestable: pd.DataFrame, needed: str, unit: str) -> list[str]:
     if not len(untestable):
         return []
-    by_metric = untestable.groupby("metric", sort=False)[needed].max()
-    return [
-        "",
-        "Not testable at this n: "
-        + "; ".join(f"{m} ({_count(n)} {unit} would make it testable)" for m, n in by_metric.items())
-        + ".",
-    ]
+    by_metric = untestable.groupby("metric", sort=False)[needed].agg(lambda x: x.max() if x.notna().all() else math.nan)
+
+    def why(metric, n):
+        if isinstance(n, float) and math.isnan(n):
+            return f"{metric} (ties limit the smallest p: more distinct values are needed, not only more sessions)"
+        return f"{metric} ({_count(n)} {unit} would make it testable)"
+
+    return ["", "Not testable at this n: " + "; ".join(why(m, n) for m, n in by_metric.items()) + "."]
 
 
 def _count(value) -> str:
@@ -511,7 +529,7 @@ def _pairwise_section(table: pd.DataFrame, plan: Plan) -> list[str]:
         return []
     welch = int((table["welch_t_p_adj"] < plan.alpha).sum())
     mann = int((table["mannwhitney_p_adj"] < plan.alpha).sum())
-    untestable = int((~table["mannwhitney_testable"]).sum())
+    untestable = int(table["mannwhitney_testable"].eq(False).sum())
     return [
         "",
         "## Every pair (pairwise.csv)",
@@ -528,7 +546,7 @@ def _paired_section(table: pd.DataFrame, paired_reason: str, plan: Plan) -> list
         return [*lines, f"Not run: {paired_reason}."]
     differ = table[table["wilcoxon_p_adj"] < plan.alpha]
     t_differ = int((table["paired_t_p_adj"] < plan.alpha).sum())
-    untestable = table[~table["wilcoxon_testable"]]
+    untestable = table[table["wilcoxon_testable"].eq(False)]
     lines += [
         f"Sessions pair: {paired_reason}. Wilcoxon signed-rank (exact sign flips): {len(differ)} of {len(table)} "
         f"pairs differ, {len(untestable)} not testable at this n; paired t-test: {t_differ} differ.",
