@@ -1,0 +1,206 @@
+"""A recommender under test written as a Python class, loaded by import path (`agent: python`).
+
+The class a researcher writes (see examples/my_recommender.py for a complete one):
+
+    class MyRecommender:
+        def __init__(self, **options): ...
+            # the system's `options` from the config, as keyword arguments; load models, indexes here
+        def start_session(self, session_id: str, seed: int) -> None: ...
+            # a new conversation begins: forget the last one; `seed` makes a stochastic system repeatable
+        def respond(self, turn: int, user_text: str, history: list[dict]) -> str | dict: ...
+            # turn: 1, 2, ...; history: the conversation before this user turn,
+            # [{"role": "user" | "assistant", "content": str}, ...] (a copy: changing it changes nothing)
+
+`respond` returns the reply text, or a dict {"reply": str, "recommended": [str, ...], "constraints":
+[{"field": str, "value": str, "negated": bool}, ...]} where "recommended" (the titles the system means to
+recommend) and "constraints" (what it believes the user wants) are optional; no other keys are allowed.
+
+The config names the class as "package.module:Class" (`entry_point`); the module must be importable
+where the workflow runs (installed in its environment, or on PYTHONPATH). One instance holds one
+conversation at a time: `start_session`, then `respond` for each turn, in order.
+
+Anything the class does wrong is an error that stops the job (ExternalSystemError, not transient):
+a method that raises, a reply of the wrong type, or a call that does not return within `timeout`
+seconds. A timed-out call keeps running in its thread, which Python cannot stop; the job fails and
+the thread ends with the process.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+import threading
+from importlib.metadata import PackageNotFoundError, packages_distributions, version
+from typing import Any, Callable
+
+from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
+from crseval.simulate.external import ExternalReply, ExternalSystemError
+
+ENTRY_POINT = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+REPLY_KEYS = ("reply", "recommended", "constraints")
+CONSTRAINT_KEYS = ("field", "value", "negated")
+CONSTRAINT_FIELDS = (*CONCEPT_FIELDS, KEYWORD_FIELD)
+
+
+def load_class(name: str, entry_point: str) -> Callable:
+    """The class an entry point "package.module:Class" names (a dotted attribute path after the colon
+    reaches nested classes); errors name the config key and what is missing."""
+    where = f"system {name!r}: entry_point {entry_point!r}"
+    if not isinstance(entry_point, str) or not ENTRY_POINT.match(entry_point):
+        raise ExternalSystemError(f"{where} is not of the form 'package.module:Class'")
+    module_name, attribute_path = entry_point.split(":")
+    try:
+        target = importlib.import_module(module_name)
+    except ModuleNotFoundError as error:
+        if error.name and (module_name == error.name or module_name.startswith(error.name + ".")):
+            raise ExternalSystemError(
+                f"{where}: module {module_name!r} does not exist (no module named {error.name!r})"
+            ) from error
+        raise ExternalSystemError(f"{where}: importing module {module_name!r} failed: {_cause(error)}") from error
+    except Exception as error:
+        raise ExternalSystemError(f"{where}: importing module {module_name!r} failed: {_cause(error)}") from error
+    for attribute in attribute_path.split("."):
+        if not hasattr(target, attribute):
+            raise ExternalSystemError(f"{where}: module {module_name!r} has no attribute {attribute_path!r}")
+        target = getattr(target, attribute)
+    if not callable(target):
+        raise ExternalSystemError(f"{where}: {attribute_path!r} is a {type(target).__name__}, not a class")
+    return target
+
+
+def package_version(entry_point: str) -> str | None:
+    """The installed version of the distribution providing the entry point's top-level package, or
+    None when it is not installed as a distribution (a module on PYTHONPATH)."""
+    top = entry_point.split(":")[0].split(".")[0]
+    try:
+        return version(top)
+    except PackageNotFoundError:
+        pass
+    distributions = packages_distributions().get(top, [])
+    return version(distributions[0]) if len(distributions) == 1 else None
+
+
+class PythonSystem:
+    """An ExternalSystem answering through an instance of a researcher's class (module docstring)."""
+
+    def __init__(self, name: str, entry_point: str, *, options: dict | None = None, timeout: float | None = None):
+        self.name = name
+        self.entry_point = entry_point
+        self.options = dict(options or {})
+        self.timeout = timeout
+        self.session_id: str | None = None
+        self._stuck = False  # a call timed out and still runs: the instance is in an unknown state
+        cls = load_class(name, entry_point)
+        try:
+            self.instance = cls(**self.options)
+        except Exception as error:
+            raise ExternalSystemError(
+                f"system {name!r}: {entry_point}(**options) raised {_cause(error)} (options: {sorted(self.options)})"
+            ) from error
+        for method in ("start_session", "respond"):
+            if not callable(getattr(self.instance, method, None)):
+                raise ExternalSystemError(f"system {name!r}: {entry_point} has no method {method}()")
+
+    def start(self, session_id: str, seed: int) -> None:
+        self.session_id = session_id
+        self._call("start_session", None, session_id, seed)
+
+    def answer(self, turn: int, user_text: str, history: list[dict]) -> ExternalReply:
+        if self.session_id is None:
+            raise ExternalSystemError(f"system {self.name!r}: turn {turn} asked before start() began a session")
+        result = self._call("respond", turn, turn, user_text, [dict(message) for message in history])
+        return self._reply(turn, result)
+
+    def describe(self) -> dict:
+        return {
+            "agent": "python",
+            "entry_point": self.entry_point,
+            "package_version": package_version(self.entry_point),
+            "options": self.options,
+        }
+
+    def _where(self, turn: int | None) -> str:
+        moment = "at session start" if turn is None else f"turn {turn}"
+        return f"system {self.name!r} ({self.entry_point}), session {self.session_id}, {moment}"
+
+    def _call(self, method: str, turn: int | None, *args) -> Any:
+        """The instance's method called with `args`, within `timeout` seconds when one is set: the call
+        runs in a daemon thread, so a hung class cannot keep the process alive after the job fails."""
+        if self._stuck:
+            raise ExternalSystemError(f"{self._where(turn)}: an earlier call timed out and may still be running")
+        function = getattr(self.instance, method)
+        if self.timeout is None:
+            try:
+                return function(*args)
+            except Exception as error:
+                raise ExternalSystemError(f"{self._where(turn)}: {method}() raised {_cause(error)}") from error
+        outcome: dict[str, Any] = {}
+
+        def run():
+            try:
+                outcome["value"] = function(*args)
+            except BaseException as error:  # reported in the caller's thread, whatever it was
+                outcome["error"] = error
+
+        thread = threading.Thread(target=run, name=f"{self.name}.{method}", daemon=True)
+        thread.start()
+        thread.join(self.timeout)
+        if thread.is_alive():
+            self._stuck = True
+            raise ExternalSystemError(
+                f"{self._where(turn)}: {method}() did not return within {self.timeout:g} s "
+                "(the call cannot be stopped; it keeps running until the process ends)"
+            )
+        if "error" in outcome:
+            error = outcome["error"]
+            raise ExternalSystemError(f"{self._where(turn)}: {method}() raised {_cause(error)}") from error
+        return outcome["value"]
+
+    def _reply(self, turn: int, result: Any) -> ExternalReply:
+        """The reply checked against the protocol: a str, or a dict with a str "reply" and, optionally,
+        a list of str "recommended" and a list of {field, value, negated} "constraints"."""
+        wrong = f"{self._where(turn)}: respond() returned"
+        if isinstance(result, str):
+            return ExternalReply(result)
+        if not isinstance(result, dict):
+            raise ExternalSystemError(
+                f"{wrong} {type(result).__name__} ({result!r:.80}); expected a str or a dict with a str 'reply'"
+            )
+        unknown = sorted(str(key) for key in result if key not in REPLY_KEYS)
+        if unknown:
+            raise ExternalSystemError(f"{wrong} unknown keys {unknown}; allowed: {', '.join(REPLY_KEYS)}")
+        if not isinstance(result.get("reply"), str):
+            found = type(result["reply"]).__name__ if "reply" in result else "missing"
+            raise ExternalSystemError(f"{wrong} a dict whose 'reply' is {found}; expected a str")
+        recommended = result.get("recommended")
+        if recommended is not None:
+            if not isinstance(recommended, (list, tuple)) or not all(isinstance(t, str) for t in recommended):
+                raise ExternalSystemError(f"{wrong} 'recommended' {recommended!r:.80}; expected a list of str titles")
+            recommended = tuple(recommended)
+        constraints = result.get("constraints")
+        if constraints is not None:
+            if not isinstance(constraints, (list, tuple)):
+                raise ExternalSystemError(
+                    f"{wrong} 'constraints' {constraints!r:.80}; expected a list of {{field, value, negated}} dicts"
+                )
+            constraints = tuple(self._constraint(wrong, c) for c in constraints)
+        return ExternalReply(result["reply"], recommended, constraints)
+
+    @staticmethod
+    def _constraint(wrong: str, constraint: Any) -> dict:
+        if (
+            not isinstance(constraint, dict)
+            or set(constraint) != set(CONSTRAINT_KEYS)
+            or constraint["field"] not in CONSTRAINT_FIELDS
+            or not isinstance(constraint["value"], str)
+            or not isinstance(constraint["negated"], bool)
+        ):
+            raise ExternalSystemError(
+                f"{wrong} the constraint {constraint!r:.80}; expected {{'field': one of {', '.join(CONSTRAINT_FIELDS)}"
+                ", 'value': str, 'negated': bool}"
+            )
+        return dict(constraint)
+
+
+def _cause(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
