@@ -1,0 +1,228 @@
+"""A recommender under test that is a JSON HTTP service (`agent: http`).
+
+Each user turn is one POST of {"session_id", "seed", "turn", "user_text", "history"} to the system's
+URL; the answer is {"reply": str, "recommended": [title, ...]?, "constraints": [{field, value,
+negated}, ...]?}. A session begins with its turn 1 (no separate start call), and the whole history
+is sent every turn, so a stateless service needs no memory of its own. examples/crs_http_server.py
+is a reference service; docs/own_recommender.md describes the API for researchers.
+
+Failures a later attempt can get past (timeouts, refused connections, 5xx, 408, 429) are retried
+with the LLM clients' exponential backoff; anything else (another 4xx, a body that is not the
+agreed JSON) fails at once. The API key travels only in the Authorization header: messages name the
+URL with its secrets redacted and never the key.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import json
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
+from crseval.core.redact import redact_url, redact_urls
+from crseval.llm.base import retry_after, transient_status
+from crseval.llm.client import RetryPolicy
+from crseval.simulate.external import ExternalReply, ExternalSystemError
+
+CONSTRAINT_FIELDS = (*CONCEPT_FIELDS, KEYWORD_FIELD)
+_EXCERPT = 200  # characters of a bad body quoted in an error
+
+
+class HttpSystem:
+    """One system under test behind `url`; `start` per session, then `answer` per user turn."""
+
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        *,
+        timeout: float,
+        retries: int,
+        api_key_env: str | None = None,
+        headers: dict[str, str] | None = None,
+        backoff: float = 2.0,
+        sleep=time.sleep,
+    ):
+        self.name = name
+        self.url = url
+        self.shown_url = redact_url(url)
+        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).netloc:
+            raise ValueError(f"system {name!r}: url {self.shown_url!r} is not an http:// or https:// address")
+        if not timeout > 0:
+            raise ValueError(f"system {name!r}: timeout must be a positive number of seconds, got {timeout!r}")
+        if not isinstance(retries, int) or retries < 0:
+            raise ValueError(f"system {name!r}: retries must be a whole number >= 0, got {retries!r}")
+        self.timeout = timeout
+        self.retry = RetryPolicy(max_retries=retries, backoff_s=backoff)
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
+        self._auth, self._secrets = self._authorization(urlsplit(url), api_key_env)
+        self._request_url = urlunsplit(urlsplit(url)._replace(netloc=urlsplit(url).netloc.rpartition("@")[2]))
+        self._sleep = sleep
+        self.session_id: str | None = None
+        self.seed: int | None = None
+        self.requests = 0  # HTTP attempts made, retries included
+
+    def _authorization(self, parts, api_key_env: str | None) -> tuple[str | None, list[str]]:
+        """The Authorization header (a bearer key from `api_key_env`, or Basic from the URL's user part)
+        and the secrets no message may show."""
+        given = [h for h in self.headers if h.lower() == "authorization"]
+        ways = [w for w, used in (("the Authorization header", given), ("api_key_env", api_key_env),
+                                  ("a user:password in the url", "@" in parts.netloc)) if used]  # fmt: skip
+        if len(ways) > 1:
+            raise ValueError(f"system {self.name!r}: give one of {' and '.join(ways)}, not both")
+        if given:
+            return None, [self.headers[given[0]]]
+        if api_key_env is not None:
+            key = os.environ.get(api_key_env)
+            if not key:
+                raise ValueError(f"system {self.name!r}: environment variable {api_key_env} (api_key_env) is not set")
+            return f"Bearer {key}", [key]
+        if "@" in parts.netloc:
+            user, password = unquote(parts.username or ""), unquote(parts.password or "")
+            token = base64.b64encode(f"{user}:{password}".encode()).decode()
+            return f"Basic {token}", [s for s in (password, token) if s]
+        return None, []
+
+    def start(self, session_id: str, seed: int) -> None:
+        """Nothing is sent: the service learns of the session from its turn 1."""
+        self.session_id = session_id
+        self.seed = seed
+
+    def describe(self) -> dict:
+        """The URL without secrets and the settings; header values are left out (they may be keys)."""
+        settings = {
+            "timeout": self.timeout,
+            "retries": self.retry.max_retries,
+            "backoff": self.retry.backoff_s,
+            "headers": sorted(h for h in self.headers if h not in ("Content-Type", "Accept")),
+            "authorization": self._auth.split()[0] if self._auth else None,
+        }
+        return {"agent": "http", "url": self.shown_url, "settings": settings}
+
+    def answer(self, turn: int, user_text: str, history: list[dict]) -> ExternalReply:
+        if self.session_id is None:
+            raise ExternalSystemError(f"system {self.name!r}: answer() before start(): no session to answer in")
+        body = json.dumps(
+            {
+                "session_id": self.session_id,
+                "seed": self.seed,
+                "turn": turn,
+                "user_text": user_text,
+                "history": history,
+            }
+        ).encode()
+        where = f"system {self.name!r}, session {self.session_id}, turn {turn}: POST {self.shown_url}"
+        attempt = 0
+        while True:
+            try:
+                return self._parse(self._post(body, where), where)
+            except _Transient as failure:
+                if attempt >= self.retry.max_retries:
+                    raise ExternalSystemError(
+                        f"{where}: {failure} (gave up after {attempt + 1} attempts)", transient=True
+                    ) from None
+                self._sleep(self.retry.delay(attempt, f"{self.name}:{self.session_id}:{turn}", failure.wait))
+                attempt += 1
+
+    def _post(self, body: bytes, where: str) -> bytes:
+        """One attempt; `_Transient` for what a retry may get past, ExternalSystemError otherwise."""
+        headers = dict(self.headers)
+        if self._auth is not None:
+            headers["Authorization"] = self._auth
+        request = urllib.request.Request(self._request_url, data=body, headers=headers, method="POST")
+        self.requests += 1
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return response.read()
+        except urllib.error.HTTPError as error:
+            status = f"HTTP {error.code} {error.reason}{self._excerpt(error)}"
+            if transient_status(error.code):
+                raise _Transient(status, retry_after(error.headers.get("Retry-After"))) from None
+            raise ExternalSystemError(f"{where}: {status}", transient=False) from None
+        except (TimeoutError, socket.timeout):
+            raise _Transient(f"no reply within {self.timeout} s") from None
+        except urllib.error.URLError as error:
+            if isinstance(error.reason, (TimeoutError, socket.timeout)):
+                raise _Transient(f"no reply within {self.timeout} s") from None
+            if isinstance(error.reason, ConnectionError):
+                raise _Transient(f"cannot connect ({self._clean(str(error.reason))})") from None
+            reason = self._clean(str(error.reason))
+            raise ExternalSystemError(f"{where}: cannot reach the service ({reason})", transient=False) from None
+        except (ConnectionError, http.client.HTTPException) as error:
+            raise _Transient(f"connection broken ({self._clean(type(error).__name__ + ': ' + str(error))})") from None
+
+    def _parse(self, raw: bytes, where: str) -> ExternalReply:
+        """The agreed JSON, checked field by field; anything else names what is wrong."""
+
+        def wrong(what: str) -> ExternalSystemError:
+            return ExternalSystemError(f"{where}: {what}", transient=False)
+
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            excerpt = self._clean(raw[:_EXCERPT].decode(errors="replace"))
+            raise wrong(f"the reply is not JSON ({error}): {excerpt!r}") from None
+        if not isinstance(data, dict):
+            raise wrong(f"the reply is JSON {type(data).__name__}, not an object with a string 'reply'")
+        if not isinstance(data.get("reply"), str):
+            found = "missing" if "reply" not in data else f"a {type(data['reply']).__name__}"
+            raise wrong(f"the reply's 'reply' must be a string, it is {found}")
+        recommended = data.get("recommended")
+        if recommended is not None:
+            if not isinstance(recommended, list) or not all(isinstance(t, str) for t in recommended):
+                got = self._clean(repr(recommended))[:_EXCERPT]
+                raise wrong(f"'recommended' must be a list of title strings, got {got}")
+            recommended = tuple(recommended)
+        constraints = data.get("constraints")
+        if constraints is not None:
+            if not isinstance(constraints, list):
+                raise wrong(f"'constraints' must be a list, got a {type(constraints).__name__}")
+            for number, item in enumerate(constraints, 1):
+                problem = _constraint_problem(item)
+                if problem:
+                    raise wrong(f"constraint {number} of 'constraints' {problem}")
+            constraints = tuple({k: c[k] for k in ("field", "value", "negated")} for c in constraints)
+        return ExternalReply(data["reply"], recommended, constraints)
+
+    def _excerpt(self, error: urllib.error.HTTPError) -> str:
+        try:
+            text = error.read()[:_EXCERPT].decode(errors="replace").strip()
+        except (OSError, http.client.HTTPException):
+            return ""
+        return f": {self._clean(text)!r}" if text else ""
+
+    def _clean(self, text: str) -> str:
+        """`text` with URLs redacted and the secrets blanked, in case a server echoes them back."""
+        text = redact_urls(text)
+        for secret in self._secrets:
+            text = text.replace(secret, "***")
+        return text
+
+
+def _constraint_problem(item) -> str | None:
+    if not isinstance(item, dict):
+        return f"must be an object {{field, value, negated}}, got a {type(item).__name__}"
+    missing = [k for k in ("field", "value", "negated") if k not in item]
+    if missing:
+        return f"lacks {', '.join(missing)}"
+    if item["field"] not in CONSTRAINT_FIELDS:
+        return f"has field {item['field']!r}; the fields are {', '.join(CONSTRAINT_FIELDS)}"
+    if not isinstance(item["value"], str):
+        return f"has a value that is a {type(item['value']).__name__}, not a string"
+    if not isinstance(item["negated"], bool):
+        return f"has 'negated' {item['negated']!r}, not true or false"
+    return None
+
+
+class _Transient(Exception):
+    """One failed attempt a retry may get past; `wait` is the server's Retry-After in seconds, if any."""
+
+    def __init__(self, message: str, wait: float | None = None):
+        super().__init__(message)
+        self.wait = wait
