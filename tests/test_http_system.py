@@ -5,7 +5,9 @@ from __future__ import annotations
 import base64
 import importlib.util
 import json
+import re
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -296,3 +298,29 @@ def test_settings_that_cannot_work_are_refused(url, options, complaint):
 def test_answering_before_a_session_started_is_an_error():
     with pytest.raises(ExternalSystemError, match="before start"):
         HttpSystem("my-crs", "http://127.0.0.1:9/", timeout=5.0, retries=0).answer(1, "Hi", [])
+
+
+def test_the_documented_command_serves_a_catalog_and_checks_the_key(catalog_files, monkeypatch):
+    """`python examples/crs_http_server.py --port 0 --catalog DIR --api-key-env VAR`, as a researcher starts it."""
+    monkeypatch.setenv("SERVER_KEY", KEY)
+    command = [sys.executable, str(REPO / "examples" / "crs_http_server.py"), "--port", "0"]
+    command += ["--catalog", str(catalog_files), "--api-key-env", "SERVER_KEY"]
+    process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True)
+    try:
+        found = None
+        while found is None:
+            line = process.stderr.readline()
+            assert line, f"the server stopped before serving (exit {process.poll()})"
+            found = re.search(r"template recommender on (http://127\.0\.0\.1:\d+/)", line)
+        url = found.group(1)
+        monkeypatch.setenv("CLIENT_KEY", KEY)
+        reply = system(url, api_key_env="CLIENT_KEY").answer(1, "I would like a comedy, please.", [])
+        assert reply.constraints == ({"field": "genre", "value": "comedy", "negated": False},)
+        assert reply.recommended and reply.text.count("(") == len(reply.recommended)
+        monkeypatch.setenv("CLIENT_KEY", "wrong-key")
+        with pytest.raises(ExternalSystemError, match="HTTP 401"):
+            system(url, api_key_env="CLIENT_KEY").answer(1, "I would like a comedy, please.", [])
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        process.stderr.close()
