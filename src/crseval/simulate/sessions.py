@@ -103,11 +103,15 @@ class SessionContext:
 
 def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: int, seed: int, config_sha: str) -> dict:
     user = UserSimulator(ctx.index, ctx.simulator, ctx.templates, seed, ctx.matcher)
+    session_id = f"{system}/s{session_index:05d}"
+    if hasattr(agent, "begin_session"):  # systems under test from outside (crseval.simulate.external)
+        agent.begin_session(session_id)
     turns = []
     last_recommended: list[str] = []
     last_mentioned: list[str] = []
+    last_unknown: list[str] = []
     for number in range(1, ctx.turns + 1):
-        user_turn = user.turn(number, last_recommended, last_mentioned)
+        user_turn = user.turn(number, last_recommended, last_mentioned, last_unknown)
         text, paraphrase = user_turn.text, None
         if ctx.paraphraser is not None:
             required = [user_turn.meta["focus_value"]] + user_turn.meta["titles"]
@@ -134,14 +138,16 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
             }
         )
         last_recommended, last_mentioned = reply.recommended_titles, reply.mentioned_titles
+        last_unknown = reply.unknown_titles
     return {
-        "session_id": f"{system}/s{session_index:05d}",
+        "session_id": session_id,
         "session_index": session_index,
         "system": system,
         "seed": seed,
         "catalog_sha": ctx.catalog_sha,
         "config_sha": config_sha,
         "liked_titles": list(user.liked),
+        "unknown_title_turns": sum(t["user_meta"]["cannot_judge"] for t in turns),
         "turns": turns,
         "shift_events": user.shift_events,
     }
@@ -234,6 +240,7 @@ def run_shard(
         "simulated": len(indices) - resumed,
         "ordinary_turns": ordinary,
         "contradictions": stages["contradict"],
+        "unknown_title_reactions": stages["unknown_title"],
         "contradiction_rate_realised": round(stages["contradict"] / ordinary, 4) if ordinary else None,
     }
 

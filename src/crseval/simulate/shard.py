@@ -19,6 +19,7 @@ from crseval.llm.client import make_client
 from crseval.llm.prompts import PromptTemplate
 from crseval.simulate.agents import AgentSettings, LLMAgent, TemplateAgent
 from crseval.simulate.calibration import CALIBRATION_AGENTS, make_calibration_agent
+from crseval.simulate.external import EXTERNAL_AGENTS, ExternalAgent, ExternalCalls, ReplyCache
 from crseval.simulate.sessions import Paraphraser, SessionContext, run_shard
 from crseval.simulate.user import SimulatorSettings, Templates
 
@@ -35,9 +36,16 @@ class ShardRunner:
     prompt: PromptTemplate | None
     agent_matcher: ConceptMatcher | None = None  # the agents' tracker (plot keywords optional)
     concurrency: int = 1  # sessions in flight (crseval.core.experiment); changes speed, not results
+    reply_cache: ReplyCache | None = None  # replies of an external system (chat, http, python)
+    external: ExternalCalls | None = None
+    system_prompt_file: str | None = None  # a chat system's prompt, as the rule resolved it
 
     def make_agent(self, seed: int):
         matcher = self.agent_matcher or self.ctx.matcher
+        if self.system["agent"] in EXTERNAL_AGENTS:
+            # one system object per session: a system may keep per-session state, and sessions run in threads
+            system = make_external_system(self.system, self.client, self.system_prompt_file)
+            return ExternalAgent(system, self.ctx.index, self.ctx.matcher, seed, self.reply_cache, self.external)
         if self.system["agent"] == "template":
             return TemplateAgent(self.ctx.index, matcher, self.agent_settings, seed)
         if self.system["agent"] in CALIBRATION_AGENTS:
@@ -60,15 +68,45 @@ class ShardRunner:
             self.concurrency,
         )
 
+    def _counters(self) -> list:
+        """What asks a model or a system: the LLM system's client or the external system (a chat system's
+        client is counted through its replies), and the paraphraser's client."""
+        own = self.external if self.external is not None else self.client
+        return [c for c in (own, self.ctx.paraphraser.client if self.ctx.paraphraser else None) if c is not None]
+
     @property
     def calls(self) -> int:
-        clients = [self.client, self.ctx.paraphraser.client if self.ctx.paraphraser else None]
-        return sum(c.calls for c in clients if c is not None)
+        return sum(c.calls for c in self._counters())
 
     @property
     def cache_hits(self) -> int:
-        clients = [self.client, self.ctx.paraphraser.client if self.ctx.paraphraser else None]
-        return sum(c.cache_hits for c in clients if c is not None)
+        return sum(c.cache_hits for c in self._counters())
+
+
+def make_external_system(system: dict, client: LLMClient | None, system_prompt_file: str | None = None):
+    """The ExternalSystem of a `chat`, `http` or `python` system entry."""
+    name, agent = system["name"], system["agent"]
+    if agent == "chat":
+        from crseval.simulate.chat import ChatSystem
+
+        prompt = system_prompt_file or system.get("system_prompt")
+        return ChatSystem(name, client, system["backend"], system["options"], prompt)
+    if agent == "http":
+        from crseval.simulate.http_system import HttpSystem
+
+        return HttpSystem(
+            name,
+            system["url"],
+            timeout=system["timeout"],
+            retries=system["retries"],
+            api_key_env=system.get("api_key_env"),
+            headers=system.get("headers"),
+        )
+    try:
+        from crseval.simulate.python_system import PythonSystem
+    except ImportError as error:
+        raise RuntimeError(f"system {name!r}: agent 'python' needs crseval.simulate.python_system: {error}") from error
+    return PythonSystem(name, system["entry_point"], options=system.get("options", {}), timeout=system.get("timeout"))
 
 
 def build_shard_runner(
@@ -116,6 +154,12 @@ def build_shard_runner(
     if system["agent"] == "llm":
         client = make_client(system["backend"], llm_runtime, threads)
         prompt = PromptTemplate(prompt_file or system["prompt"])
+    external = reply_cache = None
+    if system["agent"] in EXTERNAL_AGENTS:
+        external = ExternalCalls()
+        reply_cache = ReplyCache(llm_runtime["cache_dir"]) if llm_runtime.get("cache_dir") else None
+        if system["agent"] == "chat":  # its replies are cached as the external system's, not twice
+            client = make_client(system["backend"], {**llm_runtime, "cache_dir": None}, threads)
     config_sha = canonical_sha(
         {
             "system": without_runtime(system),
@@ -126,6 +170,11 @@ def build_shard_runner(
             "catalog": catalog_sha,
             "templates": templates.version,
             "prompt": prompt.version if prompt else None,
+            **(
+                {"system_prompt": file_version(prompt_file or system["system_prompt"])}
+                if system.get("system_prompt")
+                else {}
+            ),
         }
     )
     return ShardRunner(
@@ -139,4 +188,12 @@ def build_shard_runner(
         prompt,
         agent_matcher,
         concurrency,
+        reply_cache,
+        external,
+        (prompt_file or system["system_prompt"]) if system.get("system_prompt") else None,
     )
+
+
+def file_version(path: str | Path) -> str:
+    """Content hash of a file the sessions depend on (a chat system's prompt)."""
+    return PromptTemplate(path).version

@@ -32,7 +32,7 @@ from crseval.language.text import lemma
 from crseval.language.tracker import Constraint, extract_statements
 
 MAX_REDRAWS = 40
-ORDINARY_STAGES = ("accept", "reject", "ask", "no_title", "contradict")
+ORDINARY_STAGES = ("accept", "reject", "ask", "no_title", "unknown_title", "contradict")
 
 
 class SimulatorTextError(RuntimeError):
@@ -206,9 +206,12 @@ class UserSimulator:
 
     # ------------------------------------------------------------ turns
 
-    def turn(self, number: int, last_recommended: list[str], last_mentioned: list[str] = ()) -> UserTurn:
+    def turn(
+        self, number: int, last_recommended: list[str], last_mentioned: list[str] = (), last_unknown: list[str] = ()
+    ) -> UserTurn:
         """The user's utterance at turn `number` (from 1), reacting to the titles the system
-        recommended in its previous reply."""
+        recommended in its previous reply; `last_unknown`: the films that reply named outside the
+        catalog (the user cannot judge them: it knows the catalog only)."""
         self.seen_titles.update(last_recommended)
         self.seen_titles.update(last_mentioned)
         candidates = list(last_recommended)
@@ -240,7 +243,7 @@ class UserSimulator:
                 [],
             )
         else:
-            stage, compose = self._react(last_recommended)
+            stage, compose = self._react(last_recommended, last_unknown)
         text, statements, titles = self._say(compose, candidates, number)
         self.seen_titles.update(titles)
         if stage == "accept" and titles[0] not in self.liked:
@@ -255,14 +258,28 @@ class UserSimulator:
             "stage": stage,
             "stated": [s.as_dict() for s in statements],
             "titles": titles,
+            "cannot_judge": stage == "unknown_title",
         }
         if shift_event is not None:
             self.shift_events.append({"turn": number, **shift_event})
         return UserTurn(text=text, meta=meta)
 
-    def _react(self, recommended: list[str]):
-        """Stage and composer of a reaction to the system's last recommendations."""
+    def _react(self, recommended: list[str], unknown: list[str] = ()):
+        """Stage and composer of a reaction to the system's last recommendations. A reply that named
+        films outside the catalog and none in it gets its own reaction: the user cannot tell whether
+        a film it does not know fits its wishes, and asks for another."""
         focus = [Statement(self.focus[0], self.focus[1], "wish")]
+        if not recommended and unknown:
+            if "unknown_title" not in self.templates.data:
+                raise SimulatorTextError(
+                    "the user templates have no 'unknown_title' group (the reaction to a reply naming only films "
+                    "outside the catalog); add one as in resources/templates/user.yaml"
+                )
+            return "unknown_title", lambda: (
+                self.templates.pick(self.text_rng, "unknown_title").format(focus=self._focus_phrase()),
+                focus,
+                [],
+            )
         if not recommended:
             return "no_title", lambda: (
                 self.templates.pick(self.text_rng, "no_title").format(focus=self._focus_phrase()),

@@ -1,0 +1,58 @@
+"""`agent: chat`: an LLM answers the conversation itself, the way a chat assistant would.
+
+No tracking and no catalog retrieval by us: the model sees an optional system prompt and the
+conversation, and its reply is whatever it says. It is the plainest system under test, and the
+one every researcher's own recommender can be compared with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from crseval.core.redact import redact_url
+from crseval.llm import LLMClient, LLMRequest
+from crseval.llm.base import LLMError, TransientLLMError
+from crseval.simulate.external import ExternalReply, ExternalSystemError
+
+
+class ChatSystem:
+    """An ExternalSystem on any configured LLM backend (crseval.llm)."""
+
+    def __init__(
+        self, name: str, client: LLMClient, backend: dict, options: dict, system_prompt: str | Path | None = None
+    ):
+        self.name = name
+        self.client = client
+        self.backend = backend
+        self.options = options
+        self.prompt_text = Path(system_prompt).read_text(encoding="utf-8").strip() if system_prompt else None
+        self.seed = 0
+
+    @property
+    def prompt_version(self) -> str | None:
+        """Content hash of the system prompt: editing it asks the model again."""
+        return hashlib.sha256(self.prompt_text.encode("utf-8")).hexdigest()[:16] if self.prompt_text else None
+
+    def start(self, session_id: str, seed: int) -> None:
+        self.seed = seed
+
+    def answer(self, turn: int, user_text: str, history: list[dict]) -> ExternalReply:
+        system = [{"role": "system", "content": self.prompt_text}] if self.prompt_text else []
+        request = LLMRequest.chat(
+            [*system, *history, {"role": "user", "content": user_text}],
+            temperature=self.options["temperature"],
+            top_p=self.options["top_p"],
+            max_tokens=self.options["max_tokens"],
+            seed=self.seed * 1000 + turn,
+            tag=f"chat@{self.prompt_version}",
+        )
+        try:
+            response = self.client.complete(request)
+        except LLMError as error:  # the client has retried already
+            raise ExternalSystemError(str(error), transient=isinstance(error.__cause__, TransientLLMError)) from error
+        return ExternalReply(response.text.strip())
+
+    def describe(self) -> dict:
+        backend = {k: redact_url(v) if k in ("host", "base_url") else v for k, v in self.backend.items()}
+        return {"agent": "chat", "backend": backend, "options": self.options, "system_prompt": self.prompt_version}
