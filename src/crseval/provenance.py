@@ -156,11 +156,32 @@ def prompts_used(config: dict) -> dict[str, list[str]]:
         for system in config.get("systems", []):
             if system.get("agent") == "llm":
                 prompts.setdefault(system["prompt"], []).append(f"systems.{system['name']}")
+            if system.get("agent") == "chat" and system.get("system_prompt"):
+                prompts.setdefault(system["system_prompt"], []).append(f"systems.{system['name']}")
     if config.get("judge", {}).get("enabled"):
         prompts.setdefault(config["judge"]["prompt"], []).append("judge")
     for user in scoring_backends(config):
         prompts.setdefault(TOPICS_PROMPT, []).append(user)
     return prompts
+
+
+def external_systems(config: dict, workflow_dir: str | Path) -> list[dict]:
+    """What each recommender under test from outside (`chat`, `http`, `python`) says it is: its
+    describe(), which names no secret (crseval.simulate.external)."""
+    if not simulating(config):
+        return []
+    from crseval.simulate.external import EXTERNAL_AGENTS
+    from crseval.simulate.shard import make_external_system
+
+    external = [system for system in config.get("systems", []) if system.get("agent") in EXTERNAL_AGENTS]
+    return [
+        {"system": s["name"], **make_external_system(s, None, _system_prompt(s, workflow_dir)).describe()}
+        for s in external
+    ]
+
+
+def _system_prompt(system: dict, workflow_dir: str | Path) -> str | None:
+    return input_path(system["system_prompt"], workflow_dir) if system.get("system_prompt") else None
 
 
 def _embedded(model: str) -> bool:
@@ -447,6 +468,8 @@ def build(
         "machine": machine(),
         "outputs": output_records(outputs, results_dir),
     }
+    if external := external_systems(config, source_dir):
+        record["external_systems"] = external
     cache.save()
     return record
 

@@ -129,8 +129,10 @@ def system_params(wildcards):
 
 
 def system_prompt(wildcards):
-    """The prompt file of an LLM system (none for the others)."""
+    """The prompt file of an LLM system, or the system prompt of a chat system (none for the others)."""
     system = SYSTEMS[wildcards.system]
+    if system["agent"] == "chat" and system.get("system_prompt"):
+        return input_path(system["system_prompt"])
     return input_path(system["prompt"]) if system["agent"] == "llm" else []
 
 
@@ -138,7 +140,8 @@ def system_llm_slots(wildcards):
     """Requests a simulate job of the system keeps in flight (0 without LLM calls)."""
     system = SYSTEMS[wildcards.system]
     uses_llm = experiment.uses_llm(experiment.system_backends(system, config))
-    return llm_slots(simulate_concurrency(system, config)) if uses_llm else 0
+    asks_a_service = system["agent"] == "http"
+    return llm_slots(simulate_concurrency(system, config)) if uses_llm or asks_a_service else 0
 
 
 def system_threads(wildcards):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import functools
 import glob
+import importlib
 import math
 import os
 from pathlib import Path
@@ -159,6 +160,7 @@ def _rule_problems(config: Any) -> Iterator[str]:
     yield from _import_votes(config)
     yield from _in_process_concurrency(config)
     yield from _one_calibration_source(config)
+    yield from _python_entry_points(config)
 
 
 def _at(config: Any, path: tuple) -> Any:
@@ -294,6 +296,26 @@ def _one_calibration_source(config: Any) -> Iterator[str]:
             "human_agreement.calibration_config: give either validity_table (a finished calibration run) or "
             "calibration_config (run it here), not both"
         )
+
+
+def _python_entry_points(config: Any) -> Iterator[str]:
+    """A `python` system's class is imported here, so that a typo in its module or class stops the run
+    before any job, named by its key (the import runs the module's top-level code, as the job would)."""
+    systems = _at(config, ("systems",))
+    for i, system in enumerate(systems if isinstance(systems, list) else []):
+        if not isinstance(system, dict) or system.get("agent") != "python":
+            continue
+        entry = system.get("entry_point")
+        if not isinstance(entry, str) or entry.count(":") != 1:
+            continue  # the schema's pattern reports it
+        module_name, class_name = entry.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as error:  # any failure of the import is the user's to see, by key
+            yield f"systems[{i}].entry_point: {entry!r}: module {module_name!r} does not import: {error!r}"
+            continue
+        if not isinstance(getattr(module, class_name, None), type):
+            yield f"systems[{i}].entry_point: {entry!r}: module {module_name!r} has no class {class_name!r}"
 
 
 def _in_process_concurrency(config: Any) -> Iterator[str]:

@@ -45,7 +45,7 @@ def system_backends(system: dict, config: dict) -> dict[str, dict]:
     """The LLMs a simulate job of `system` (an entry of config['systems']) calls: its own, if it is an
     LLM system, and the paraphraser's, which rewrites the simulated user's turns of every system."""
     backends = {}
-    if system.get("agent") == "llm":
+    if system.get("agent") in ("llm", "chat"):
         backends[f"systems.{system['name']}"] = system["backend"]
     paraphrase = config.get("simulator", {}).get("paraphrase", {})
     if paraphrase.get("enabled"):
@@ -189,7 +189,10 @@ def effective(requested: int, backends: dict[str, dict]) -> int:
 def simulate_concurrency(system: dict, config: dict) -> int:
     """Sessions in flight in one simulate job of `system` (an entry of config['systems'])."""
     requested = system.get("concurrency", config["llm"].get("concurrency", 1))
-    return effective(requested, system_backends(system, config))
+    backends = system_backends(system, config)
+    if system.get("agent") == "http" and not in_process(backends):  # a service answers many requests at a time
+        return max(1, int(requested))
+    return effective(requested, backends)
 
 
 def judge_concurrency(config: dict, name: str | None = None) -> int:
@@ -232,6 +235,8 @@ def config_inputs(config: dict) -> dict[str, str]:
         for i, system in enumerate(config.get("systems", [])):
             if system.get("agent") == "llm":
                 inputs[f"systems[{i}].prompt"] = system["prompt"]
+            if system.get("system_prompt"):
+                inputs[f"systems[{i}].system_prompt"] = system["system_prompt"]
     if config.get("judge", {}).get("enabled"):
         inputs["judge.prompt"] = config["judge"]["prompt"]
     return inputs
