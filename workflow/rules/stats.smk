@@ -34,7 +34,10 @@ rule stats:
     params:
         stats=config_slice("stats"),
         judged=JUDGE["enabled"],
-        judge=config_slice("judge"),
-        systems=config_slice("systems"),
+        # the models only (for the warning when a judge is also a system under test), not the judges' options
+        judge_backends=canonical(
+            [JUDGE["backend"], *(entry["backend"] for entry in JUDGE.get("panel", []))] if JUDGE["enabled"] else []
+        ),
+        system_backends=canonical([{"name": s["name"], "backend": s.get("backend")} for s in config["systems"]]),
     script:
         "../scripts/stats.py"

@@ -13,11 +13,8 @@ from crseval.judge import reliability
 
 log = log_to(snakemake.log[0])
 sessions = pd.read_parquet(snakemake.input.sessions)
-judge = json.loads(snakemake.params.judge)
-own_model = (
-    reliability.judged_by_own_model(reliability.judge_backends(judge), json.loads(snakemake.params.systems))
-    if snakemake.params.judged
-    else {}
+own_model = reliability.judged_by_own_model(
+    json.loads(snakemake.params.judge_backends), json.loads(snakemake.params.system_backends)
 )
 result = comparison.compare_systems(sessions, json.loads(snakemake.params.stats), snakemake.params.judged, own_model)
 if result.not_computed:
