@@ -78,18 +78,18 @@ def test_a_chat_system_runs_through_the_workflow(workflow_copy):
     config["llm"]["cache_dir"] = str(workflow_copy / ".cache" / "llm")
     path = write_config(workflow_copy, config)
     target = "results/own_systems/sessions/qwen-chat/shard-0.jsonl"
-    run_snakemake(workflow_copy, "--configfile", str(path), target)
+    run_snakemake(workflow_copy, target, "--configfile", str(path))
     records = [json.loads(line) for line in (workflow_copy / target).read_text().splitlines()]
     assert [r["session_id"] for r in records] == ["qwen-chat/s00000", "qwen-chat/s00001"]
     assert all(len(r["turns"]) == 3 and r["turns"][0]["system_text"] for r in records)
     assert all(t["candidate_titles"] == [] and t["system_constraints"] == [] for r in records for t in r["turns"])
     assert all("unknown_title_turns" in r for r in records)
-    log = (workflow_copy / "results/own_systems/logs/simulate/qwen-chat/shard-0.log").read_text()
+    log = (workflow_copy / "results/own_systems/logs/simulate/qwen-chat/shard-0.log").read_text(errors="replace")
     assert "LLM calls 6, cache hits 0" in log
     # the same sessions again from the reply cache: the model is not asked
     (workflow_copy / target).unlink()
-    run_snakemake(workflow_copy, "--configfile", str(path), target)
+    run_snakemake(workflow_copy, target, "--configfile", str(path))
     again = [json.loads(line) for line in (workflow_copy / target).read_text().splitlines()]
     assert again == records
-    log = (workflow_copy / "results/own_systems/logs/simulate/qwen-chat/shard-0.log").read_text()
+    log = (workflow_copy / "results/own_systems/logs/simulate/qwen-chat/shard-0.log").read_text(errors="replace")
     assert "LLM calls 0, cache hits 6" in log
