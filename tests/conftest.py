@@ -17,7 +17,7 @@ NON_GENRES = REPO / "resources" / "wordlists" / "non_genre_values.tsv"
 FULL_CATALOG = REPO.parent / "shared" / "data" / "opendialkg_movie_data.json"
 REFERENCE_LOGS = REPO.parent / "shared" / "data" / "reference_logs"
 
-WORKFLOW_PARTS = ("Snakefile", "workflow", "profiles", "config", "resources", "src", "envs")
+WORKFLOW_PARTS = ("Snakefile", "workflow", "profiles", "config", "resources", "src", "envs", "examples")
 
 
 def default_config() -> dict:
