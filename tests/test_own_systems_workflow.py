@@ -81,8 +81,8 @@ def dialogue(records: list[dict]) -> list[tuple]:
 
 
 @pytest.mark.workflow
-def test_the_template_agent_served_three_ways_holds_the_same_sessions(workflow_copy, monkeypatch):
-    monkeypatch.setenv("PYTHONPATH", str(workflow_copy))  # `examples` importable by the simulate jobs
+def test_the_template_agent_served_three_ways_holds_the_same_sessions(workflow_copy):
+    # no PYTHONPATH: `examples` is importable because the workflow runs from the copy's top folder
     index_config = write_config(workflow_copy, three_ways_config(workflow_copy, "http://127.0.0.1:9/"), "index.yaml")
     run_snakemake(workflow_copy, "index_catalog", "--configfile", str(index_config))
     config = yaml.safe_load(index_config.read_text())
