@@ -4,7 +4,8 @@ Run it on an indexed catalog (the folder the `index_catalog` rule writes, e.g. r
 
     python examples/crs_http_server.py --port 8765 --catalog results/demo/catalog
 
-and put it under test with a system `{name: my-crs, agent: http, url: "http://127.0.0.1:8765/", timeout: 30, retries: 2}`.
+and put it under test with a system
+`{name: my-crs, agent: http, url: "http://127.0.0.1:8765/", timeout: 30, retries: 2}`.
 
 The API (what any service under test implements)
 ------------------------------------------------
