@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import mannwhitneyu, wilcoxon
 from statsmodels.stats.power import TTestIndPower
 
 from crseval.analysis import effects, power, stats
@@ -106,7 +107,10 @@ def test_pairwise_rows_carry_tests_and_effects_with_cis():
     ab = rows[(rows.system_a == "a") & (rows.system_b == "b")].iloc[0]
     assert ab.welch_t_p_adj < 1e-3 and ab.hedges_g_ci_high < 0 and ab.cliffs_delta_ci_high < 0
     assert ab.welch_t_p <= ab.welch_t_p_adj and ab.mean_diff == pytest.approx(ab.mean_a - ab.mean_b)
-    assert ab.mannwhitney_p == pytest.approx(1 / 301) and "Monte Carlo" in ab.mannwhitney_method
+    # 40 vs 40 is far beyond exact enumeration: the tie-corrected normal approximation, as scipy computes it
+    expected = mannwhitneyu(frame[frame.system == "a"].m, frame[frame.system == "b"].m, method="asymptotic").pvalue
+    assert ab.mannwhitney_p == pytest.approx(expected) and "normal approximation" in ab.mannwhitney_method
+    assert ab.mannwhitney_min_p == pytest.approx(2 / math.comb(80, 40)) and ab.mannwhitney_testable
     assert rows.equals(stats.pairwise_table(frame, ["m"], plan))
 
 
@@ -125,9 +129,12 @@ def test_paired_effects_follow_a_constant_shift():
     frame = frame_of({"a": base + 0.5 + rng.normal(0, 0.05, 30), "b": base})
     plan = stats.default_plan(resamples=200, permutations=2000, seed=1)
     (row,) = stats.paired_table(frame, ["m"], plan).to_dict("records")
-    # 30 positive differences: far beyond exact enumeration, so Monte Carlo sign flips: p = 1 / (R + 1)
+    # 30 positive differences: far beyond exact enumeration, so the normal approximation, as scipy computes it
     assert row["rank_biserial"] == pytest.approx(1.0) and row["cohens_dz"] > 5
-    assert row["wilcoxon_p_adj"] == pytest.approx(1 / 2001) and row["wilcoxon_testable"]
+    diff = frame[frame.system == "a"].m.to_numpy() - frame[frame.system == "b"].m.to_numpy()
+    expected = wilcoxon(diff, method="approx").pvalue
+    assert row["wilcoxon_p_adj"] == pytest.approx(expected) and row["wilcoxon_testable"]
+    assert row["wilcoxon_min_p"] == pytest.approx(2 / 2**30) and "normal approximation" in row["wilcoxon_method"]
 
 
 def test_tukey_runs_after_anova_only_and_keeps_full_precision():

@@ -126,6 +126,12 @@ def _extreme_split_share(ranks: np.ndarray, n_x: int) -> float:
     return count / math.comb(n, n_x)
 
 
+def smallest_mann_whitney_p(x, y) -> float:
+    """The smallest two-sided p any split of these values could give (the share of the most extreme splits)."""
+    x, y = _values(x, "x"), _values(y, "y")
+    return _extreme_split_share(rankdata(np.concatenate([x, y])), len(x))
+
+
 def mann_whitney(x, y, *, seed: int = 0, resamples: int = 10_000, max_enumeration: int = 200_000) -> TestResult:
     """Two-sided Mann-Whitney test on midranks, exact over all C(n_x + n_y, n_x) splits when feasible.
 

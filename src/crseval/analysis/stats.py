@@ -37,6 +37,8 @@ from crseval.analysis import effects, exact, posthoc
 from crseval.analysis.plan import Plan
 
 ALPHA = 0.05
+EXACT_SPLITS = 200_000  # Mann-Whitney: every split enumerated up to this many (6 vs 6: 924; 9 vs 9: 48,620)
+EXACT_FLIPS = 2**16  # Wilcoxon: every sign flip enumerated up to 16 non-zero differences
 POSTHOC = {"anova": "Tukey HSD", "welch": "Games-Howell", "kruskal": "Mann-Whitney", "permutation": "Mann-Whitney"}
 OMNIBUS = {"anova": "ANOVA", "welch": "Welch ANOVA", "kruskal": "Kruskal-Wallis", "permutation": "permutation F"}
 
@@ -301,8 +303,7 @@ def pairwise(frame: pd.DataFrame, metric: str, plan: Plan | None = None, seed: i
         row["mean_diff"] = row["mean_a"] - row["mean_b"]
         spread = np.ptp(np.concatenate([x, y])) > 0
         row["welch_t_p"] = _two_sided(lambda u, v: sps.ttest_ind(u, v, equal_var=False), x, y) if spread else math.nan
-        test = exact.mann_whitney(x, y, seed=seed + 2 * k, resamples=plan.permutations)
-        row.update(mannwhitney_p=test.p, mannwhitney_min_p=test.min_p, mannwhitney_method=test.method)
+        row.update(_mann_whitney(x, y, seed + 2 * k, plan))
         g = effects.two_sample_counted(effects.hedges_g_batch, x, y, plan.resamples, seed + 2 * k)
         delta = effects.two_sample_counted(effects.cliffs_delta_batch, x, y, plan.resamples, seed + 2 * k + 1)
         row.update(_effect_columns("hedges_g", g))
@@ -335,14 +336,42 @@ def paired(frame: pd.DataFrame, metric: str, plan: Plan | None = None, seed: int
         row["paired_t_p"] = (
             _two_sided(sps.ttest_rel, both[a], both[b]) if len(diff) >= 2 and np.ptp(diff) > 0 else math.nan
         )
-        test = exact.wilcoxon_signed_rank(diff, seed=seed + 2 * k, resamples=plan.permutations)
-        row.update(wilcoxon_p=test.p, wilcoxon_min_p=test.min_p, wilcoxon_method=test.method)
+        row.update(_wilcoxon(diff, seed + 2 * k, plan))
         dz = effects.paired_sample_counted(effects.cohens_dz_batch, diff, plan.resamples, seed + 2 * k)
         r = effects.paired_sample_counted(effects.rank_biserial_paired_batch, diff, plan.resamples, seed + 2 * k + 1)
         row.update(_effect_columns("cohens_dz", dz))
         row.update(_effect_columns("rank_biserial", r))
         rows.append(row)
     return rows
+
+
+def _mann_whitney(x: np.ndarray, y: np.ndarray, seed: int, plan: Plan) -> dict:
+    """Exact permutation Mann-Whitney up to EXACT_SPLITS splits; beyond, where a Monte Carlo p could not go below
+    1 / (resamples + 1) and so could not pass a correction over hundreds of pairs, the tie-corrected normal
+    approximation, which is accurate at such sizes (its smallest p is that of the most extreme split)."""
+    if math.comb(len(x) + len(y), len(x)) <= EXACT_SPLITS or np.ptp(np.concatenate([x, y])) == 0:
+        test = exact.mann_whitney(x, y, seed=seed, resamples=plan.permutations, max_enumeration=EXACT_SPLITS)
+        return {"mannwhitney_p": test.p, "mannwhitney_min_p": test.min_p, "mannwhitney_method": test.method}
+    p = _two_sided(lambda u, v: sps.mannwhitneyu(u, v, alternative="two-sided", method="asymptotic"), x, y)
+    return {
+        "mannwhitney_p": p,
+        "mannwhitney_min_p": exact.smallest_mann_whitney_p(x, y),
+        "mannwhitney_method": f"normal approximation with tie correction (more than {EXACT_SPLITS:,} splits)",
+    }
+
+
+def _wilcoxon(diff: np.ndarray, seed: int, plan: Plan) -> dict:
+    """Exact sign-flip Wilcoxon up to EXACT_FLIPS flips; beyond, the normal approximation (as for Mann-Whitney)."""
+    nonzero = diff[diff != 0]
+    if 2 ** len(nonzero) <= EXACT_FLIPS:
+        test = exact.wilcoxon_signed_rank(diff, seed=seed, resamples=plan.permutations, max_enumeration=EXACT_FLIPS)
+        return {"wilcoxon_p": test.p, "wilcoxon_min_p": test.min_p, "wilcoxon_method": test.method}
+    p = _two_sided(lambda d: sps.wilcoxon(d, zero_method="wilcox", method="approx"), nonzero)
+    return {
+        "wilcoxon_p": p,
+        "wilcoxon_min_p": exact.min_p_wilcoxon(len(nonzero)),
+        "wilcoxon_method": f"normal approximation with tie correction (more than {EXACT_FLIPS:,} sign flips)",
+    }
 
 
 def _effect_columns(name: str, effect: effects.Effect) -> dict:
@@ -534,7 +563,8 @@ def _pairwise_section(table: pd.DataFrame, plan: Plan) -> list[str]:
         "",
         "## Every pair (pairwise.csv)",
         "",
-        f"Welch's t-test: {welch} of {len(table)} pairs differ after adjustment; permutation Mann-Whitney: {mann} "
+        f"Welch's t-test: {welch} of {len(table)} pairs differ after adjustment; Mann-Whitney (exact permutation, "
+        f"normal approximation beyond {EXACT_SPLITS:,} splits): {mann} "
         f"differ, {untestable} not testable at this n. Each with its effect (Hedges' g, Cliff's delta; a over b) "
         "and a bootstrap CI. The headline comparisons are the post-hoc ones above.",
     ]
@@ -548,7 +578,8 @@ def _paired_section(table: pd.DataFrame, paired_reason: str, plan: Plan) -> list
     t_differ = int((table["paired_t_p_adj"] < plan.alpha).sum())
     untestable = table[table["wilcoxon_testable"].eq(False)]
     lines += [
-        f"Sessions pair: {paired_reason}. Wilcoxon signed-rank (exact sign flips): {len(differ)} of {len(table)} "
+        f"Sessions pair: {paired_reason}. Wilcoxon signed-rank (exact sign flips up to {EXACT_FLIPS.bit_length() - 1}"
+        f" differences, else the normal approximation): {len(differ)} of {len(table)} "
         f"pairs differ, {len(untestable)} not testable at this n; paired t-test: {t_differ} differ.",
         "",
         "| metric | system a | system b | pairs | mean diff (a - b) | Wilcoxon p (adjusted) | rank-biserial [95% CI] | "
