@@ -162,3 +162,26 @@ def test_an_empty_reply_is_an_error(catalog_files, tmp_path):
     agent.begin_session("scripted/s00009")
     with pytest.raises(ExternalSystemError, match="session scripted/s00009, turn 1: the reply has no text"):
         agent.respond(1, "I'd like a drama.")
+
+
+def test_an_error_that_already_says_where_is_not_prefixed_twice(catalog_files, tmp_path):
+    runner = runner_for(catalog_files, tmp_path)
+    where = "system 'scripted', session scripted/s00009, turn 1"
+
+    class Placed(ScriptedSystem):
+        def answer(self, turn, user_text, history):
+            raise ExternalSystemError(f"{where}: POST http://127.0.0.1/ failed: HTTP 401", transient=False)
+
+    class Unplaced(ScriptedSystem):
+        def answer(self, turn, user_text, history):
+            raise ExternalSystemError("HTTP 401", transient=False)
+
+    for system, expected in (
+        (Placed("x"), f"{where}: POST http://127.0.0.1/ failed: HTTP 401"),
+        (Unplaced("x"), f"{where}: HTTP 401"),
+    ):
+        agent = ExternalAgent(system, runner.ctx.index, runner.ctx.matcher, 1)
+        agent.begin_session("scripted/s00009")
+        with pytest.raises(ExternalSystemError) as error:
+            agent.respond(1, "I'd like a drama.")
+        assert str(error.value) == expected

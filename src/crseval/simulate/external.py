@@ -223,7 +223,9 @@ class ExternalAgent:
                 }
             )
         except ExternalSystemError as error:
-            raise ExternalSystemError(f"{self._where(turn)}: {error}", error.transient) from error
+            where = self._where(turn)  # named once: a system's own error may already say where
+            message = str(error) if str(error).startswith(where) else f"{where}: {error}"
+            raise ExternalSystemError(message, error.transient) from error
         except Exception as error:  # a researcher's class may raise anything: name it, it is not transient
             raise ExternalSystemError(f"{self._where(turn)}: {type(error).__name__}: {error}") from error
         if not reply.text.strip():
