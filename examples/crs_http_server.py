@@ -32,8 +32,11 @@ characters of the body. With `api_key_env` set in the system's config the evalua
 `Authorization: Bearer <key>`.
 
 This server keeps one template agent per session_id (created at turn 1 with the session's seed, as
-the `simulate` rule creates its agents), answers turn n+1 after turn n, repeats its stored answer
-for a repeated turn and refuses anything else with 409. Standard library only besides crseval.
+the `simulate` rule creates its agents), answers turn n+1 after turn n and repeats its stored answer
+for a repeated turn. A session it does not hold at that turn (the server restarted, or the evaluator
+resumed a session cut mid-way) is rebuilt from `history`: a new agent with the session's seed is
+replayed through the earlier user turns, and must give back the replies `history` holds; a history
+this agent would not have answered that way is refused with 409. Standard library only besides crseval.
 
 Arguments: --catalog DIR (films.parquet and concepts.parquet from index_catalog), --host (default
 127.0.0.1), --port (default 8765; 0 picks a free one), --candidates and --track-plot-keywords (the
@@ -87,27 +90,44 @@ class TemplateRecommender:
             return 400, {"error": problem}
         session_id, turn = request["session_id"], request["turn"]
         with self._lock:
-            if turn == 1 and (session_id not in self.sessions or self.sessions[session_id].turn != 1):
-                agent = TemplateAgent(self.index, self.matcher, self.settings, request["seed"])
-                self.sessions[session_id] = _Session(agent)
             session = self.sessions.get(session_id)
-        if session is None:
-            return 409, {"error": f"session {session_id!r} is unknown: a session starts with turn 1"}
+            if session is None or turn not in (session.turn, session.turn + 1):
+                session = _Session(TemplateAgent(self.index, self.matcher, self.settings, request["seed"]))
+                self.sessions[session_id] = session
         with session.lock:
             if turn == session.turn:
                 return 200, session.answer
-            if turn != session.turn + 1:
-                return 409, {"error": f"session {session_id!r} is at turn {session.turn}; turn {turn} cannot follow"}
-            reply = session.agent.respond(turn, request["user_text"])
-            session.turn, session.answer = (
-                turn,
-                {
-                    "reply": reply.text,
-                    "recommended": reply.recommended_titles,
-                    "constraints": [c.as_dict() for c in reply.tracked],
-                },
-            )
+            if session.turn < turn - 1:
+                problem = self._replay(session, request)
+                if problem:
+                    return 409, {"error": f"session {session_id!r}, turn {turn}: {problem}"}
+            session.answer = _answer_of(session.agent.respond(turn, request["user_text"]))
+            session.turn = turn
             return 200, session.answer
+
+    @staticmethod
+    def _replay(session: _Session, request: dict) -> str | None:
+        """Bring a fresh agent to the request's turn by replaying `history`; what is wrong, if it cannot."""
+        history, turn = request["history"], request["turn"]
+        if len(history) != 2 * (turn - 1):
+            return f"'history' holds {len(history)} messages; turn {turn} needs the {2 * (turn - 1)} before it"
+        for earlier in range(1, turn):
+            user, assistant = history[2 * earlier - 2], history[2 * earlier - 1]
+            if (user["role"], assistant["role"]) != ("user", "assistant"):
+                return f"'history' must alternate user and assistant messages (turn {earlier} does not)"
+            answer = _answer_of(session.agent.respond(earlier, user["content"]))
+            if answer["reply"] != assistant["content"]:
+                return f"'history' does not hold this service's reply at turn {earlier}: cannot resume the session"
+            session.turn, session.answer = earlier, answer
+        return None
+
+
+def _answer_of(reply) -> dict:
+    return {
+        "reply": reply.text,
+        "recommended": reply.recommended_titles,
+        "constraints": [c.as_dict() for c in reply.tracked],
+    }
 
 
 def _request_problem(request) -> str | None:

@@ -121,6 +121,28 @@ def test_a_rerun_asks_the_system_nothing(catalog_files, tmp_path):
     assert again == records and all(not s.started for s in systems)
 
 
+def test_transport_settings_are_recorded_but_do_not_key_the_cache(catalog_files, tmp_path):
+    """A longer timeout or more retries fetch the same answer: the cache keeps serving it. Anything
+    else the system describes (its URL, its settings) asks again."""
+    runner = runner_for(catalog_files, tmp_path)
+    index, matcher = runner.ctx.index, runner.ctx.matcher
+    title = index.title(int(index.films["film_id"].iloc[0]))
+    cache = ReplyCache(tmp_path / "cache")
+
+    def ask(describe: dict) -> ExternalCalls:
+        system = ScriptedSystem(title)
+        system.describe = lambda: describe
+        counter = ExternalCalls()
+        ExternalAgent(system, index, matcher, 3, cache, counter).respond(1, "A drama, please.")
+        return counter
+
+    base = {"agent": "http", "url": "http://127.0.0.1:9/crs", "settings": {"headers": []}}
+    assert ask({**base, "transport": {"timeout": 5.0, "retries": 1}}).calls == 1
+    assert ask({**base, "transport": {"timeout": 60.0, "retries": 4}}).cache_hits == 1
+    assert ask({**base, "settings": {"headers": ["X-Model"]}, "transport": {"timeout": 5.0}}).calls == 1
+    assert ask({**base, "url": "http://127.0.0.1:9/crs2", "transport": {"timeout": 5.0}}).calls == 1
+
+
 def test_a_failing_system_is_named_and_the_finished_sessions_are_kept(catalog_files, tmp_path):
     runner = runner_for(catalog_files, tmp_path)
     title = runner.ctx.index.title(int(runner.ctx.index.films["film_id"].iloc[0]))

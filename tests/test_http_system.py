@@ -145,13 +145,37 @@ def test_a_real_session_through_the_reference_server_matches_the_template_agent(
     assert http.requests == 12
 
 
-def test_the_reference_server_refuses_a_turn_out_of_order(template_server):
-    http = HttpSystem("template-over-http", template_server, timeout=10.0, retries=3)
-    http.start("never-started", 1)
-    with pytest.raises(ExternalSystemError) as caught:
-        http.answer(3, "A comedy, please.", [])
-    assert not caught.value.transient and "HTTP 409" in str(caught.value) and "starts with turn 1" in str(caught.value)
-    assert http.requests == 1
+def test_a_restarted_server_resumes_a_session_from_its_history(index):
+    """The API makes a service stateless through `history`: a server that lost its sessions (a restart)
+    rebuilds the session cut mid-way and answers as if it had never stopped; a history it would not
+    have answered that way, or of the wrong length, is refused with 409 naming why."""
+    module = load_example_server()
+    config = default_config()
+    matcher = ConceptMatcher(index.concepts, index.films, CONCEPT_FIELDS)
+    templates = Templates.load(REPO / config["simulator"]["templates"])
+    user = UserSimulator(index, SimulatorSettings.from_config(config["simulator"]), templates, 55, matcher)
+    local = TemplateAgent(index, matcher, AgentSettings(), 55)
+    history, recommended, servers = [], [], []
+    for turn in range(1, 6):
+        if turn in (1, 4):  # a fresh server at turn 1 and again at turn 4: the sessions it held are gone
+            servers.append(module.make_server(module.TemplateRecommender(index, AgentSettings()), "127.0.0.1", 0))
+            http = HttpSystem("template-over-http", serve(servers[-1]), timeout=10.0, retries=0)
+            http.start("s0001", 55)
+        text = user.turn(turn, recommended).text
+        reply = http.answer(turn, text, list(history))
+        assert reply.text == local.respond(turn, text).text
+        history += [{"role": "user", "content": text}, {"role": "assistant", "content": reply.text}]
+        recommended = list(reply.recommended)
+    tampered = [*history[:3], {"role": "assistant", "content": "Something I never said."}]
+    short = history[:2]
+    for wrong, complaint in ((tampered, "reply at turn 2: cannot resume"), (short, "holds 2 messages")):
+        http.start("another", 55)
+        with pytest.raises(ExternalSystemError) as caught:
+            http.answer(3, "A comedy, please.", wrong)
+        assert "HTTP 409" in str(caught.value) and complaint in str(caught.value) and not caught.value.transient
+    for server in servers:
+        server.shutdown()
+        server.server_close()
 
 
 @pytest.mark.parametrize(
@@ -251,7 +275,8 @@ def test_a_refused_key_is_permanent_and_the_key_is_never_shown(fake, monkeypatch
     assert http.describe() == {
         "agent": "http",
         "url": url.replace("abc123", "***"),
-        "settings": {"timeout": 5.0, "retries": 2, "backoff": 0.5, "headers": ["X-Team"], "authorization": "Bearer"},
+        "settings": {"headers": ["X-Team"], "authorization": "Bearer"},
+        "transport": {"timeout": 5.0, "retries": 2, "backoff": 0.5},
     }
 
 

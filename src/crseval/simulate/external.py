@@ -55,8 +55,9 @@ class ExternalSystem(Protocol):
 
     def describe(self) -> dict:
         """For provenance.json and the reply cache key: e.g. {"agent": "http", "url": <URL without secrets>,
-        "settings": {...}} or {"agent": "python", "entry_point": "pkg.mod:Class", "package_version": "1.2"};
-        never a secret."""
+        "settings": {...}, "transport": {...}} or {"agent": "python", "entry_point": "pkg.mod:Class",
+        "package_version": "1.2"}; never a secret. Everything but "transport" (timeouts, retries: how
+        the reply is fetched, never what it says) is part of the cache key."""
         ...
 
 
@@ -197,7 +198,7 @@ class ExternalAgent:
     def _reply(self, turn: int, user_text: str) -> ExternalReply:
         key = canonical_sha(
             {
-                "system": self.system.describe(),
+                "system": {k: v for k, v in self.system.describe().items() if k != "transport"},
                 "history": self.history,
                 "user_text": user_text,
                 "turn": turn,

@@ -95,15 +95,15 @@ class HttpSystem:
         self.seed = seed
 
     def describe(self) -> dict:
-        """The URL without secrets and the settings; header values are left out (they may be keys)."""
+        """The URL without secrets, the settings that may change an answer (header names, the kind of
+        authorization; header values are left out, they may be keys) and the transport settings that
+        cannot (timeout, retries, backoff: recorded, but not part of the reply cache's key)."""
         settings = {
-            "timeout": self.timeout,
-            "retries": self.retry.max_retries,
-            "backoff": self.retry.backoff_s,
             "headers": sorted(h for h in self.headers if h not in ("Content-Type", "Accept")),
             "authorization": self._auth.split()[0] if self._auth else None,
         }
-        return {"agent": "http", "url": self.shown_url, "settings": settings}
+        transport = {"timeout": self.timeout, "retries": self.retry.max_retries, "backoff": self.retry.backoff_s}
+        return {"agent": "http", "url": self.shown_url, "settings": settings, "transport": transport}
 
     def answer(self, turn: int, user_text: str, history: list[dict]) -> ExternalReply:
         if self.session_id is None:
