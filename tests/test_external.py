@@ -163,14 +163,20 @@ def test_a_failing_system_is_named_and_the_finished_sessions_are_kept(catalog_fi
 
 
 def test_malformed_replies_are_errors_naming_the_field():
-    with pytest.raises(ValueError, match="'text'"):
+    with pytest.raises(ValueError, match="has no 'text'"):
         reply_from_record({"recommended": []})
-    with pytest.raises(ValueError, match="'recommended'"):
+    with pytest.raises(ValueError, match="has 'recommended' 'Heat'"):
         reply_from_record({"text": "hi", "recommended": "Heat"})
-    with pytest.raises(ValueError, match="field 'mood'"):
-        reply_from_record({"text": "hi", "constraints": [{"field": "mood", "value": "dark"}]})
-    reply = reply_from_record({"text": "hi", "constraints": [{"field": "actor", "value": "Al Pacino"}]})
-    assert reply.constraints == ({"field": "actor", "value": "Al Pacino", "negated": False},)
+    with pytest.raises(ValueError, match="with field 'mood'"):
+        reply_from_record({"text": "hi", "constraints": [{"field": "mood", "value": "dark", "negated": False}]})
+    with pytest.raises(ValueError, match="it lacks negated"):
+        reply_from_record({"text": "hi", "constraints": [{"field": "actor", "value": "Al Pacino"}]})
+    with pytest.raises(ValueError, match=r"unknown keys \['score'\]"):
+        reply_from_record({"text": "hi", "score": 3}, strict=True)
+    reply = reply_from_record(
+        {"reply": "hi", "constraints": [{"field": "actor", "value": "Al Pacino", "negated": True}]}, "reply"
+    )
+    assert reply == ExternalReply("hi", None, ({"field": "actor", "value": "Al Pacino", "negated": True},))
 
 
 def test_an_empty_reply_is_an_error(catalog_files, tmp_path):

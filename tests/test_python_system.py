@@ -169,24 +169,29 @@ WHERE = "system 'mine' (toy_recommenders:Returns), session mine/s00003, turn 1: 
 @pytest.mark.parametrize(
     "reply, message",
     [
-        ({"text": "Heat"}, "unknown keys ['text']; allowed: reply, recommended, constraints"),
-        ({"recommended": ["Heat"]}, "a dict whose 'reply' is missing; expected a str"),
-        ({"reply": ["Heat"]}, "a dict whose 'reply' is list; expected a str"),
-        ({"reply": "Heat", "recommended": "Heat"}, "'recommended' 'Heat'; expected a list of str titles"),
-        ({"reply": "Heat", "recommended": [1995]}, "'recommended' [1995]; expected a list of str titles"),
+        ({"text": "Heat"}, "a dict that has unknown keys ['text']; allowed: reply, recommended, constraints"),
+        ({"recommended": ["Heat"]}, "a dict that has no 'reply'; it must be a string"),
+        ({"reply": ["Heat"]}, "a dict that has 'reply' of type list; it must be a string"),
+        (
+            {"reply": "Heat", "recommended": "Heat"},
+            "a dict that has 'recommended' 'Heat'; it must be a list of title strings",
+        ),
+        (
+            {"reply": "Heat", "recommended": [1995]},
+            "a dict that has 'recommended' [1995]; it must be a list of title strings",
+        ),
         (
             {"reply": "Heat", "constraints": {"field": "genre"}},
-            "'constraints' {'field': 'genre'}; expected a list of {field, value, negated} dicts",
+            "a dict that has 'constraints' {'field': 'genre'}; it must be a list of {field, value, negated}",
         ),
         (
             {"reply": "Heat", "constraints": [{"field": "mood", "value": "dark", "negated": False}]},
-            "the constraint {'field': 'mood', 'value': 'dark', 'negated': False}; expected {'field': one of "
-            "genre, actor, director, writer, language, year, plot_keyword, 'value': str, 'negated': bool}",
+            "a dict that has constraint 1 of 'constraints' with field 'mood'; the fields are "
+            "genre, actor, director, writer, language, year, plot_keyword",
         ),
         (
             {"reply": "Heat", "constraints": [{"field": "genre", "value": "Crime"}]},
-            "the constraint {'field': 'genre', 'value': 'Crime'}; expected {'field': one of "
-            "genre, actor, director, writer, language, year, plot_keyword, 'value': str, 'negated': bool}",
+            "a dict that has constraint 1 of 'constraints' {'field': 'genre', 'value': 'Crime'}: it lacks negated",
         ),
     ],
 )

@@ -105,40 +105,55 @@ class ReplyCache:
             temporary.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
 
 
-def reply_from_record(data: dict) -> ExternalReply:
-    """An ExternalReply from its JSON form ({text, recommended?, constraints?}), checked: a field of
-    the wrong type raises ValueError naming it."""
+REPLY_KEYS = ("recommended", "constraints")  # besides the text
+CONSTRAINT_KEYS = ("field", "value", "negated")
+CONSTRAINT_FIELDS = (*CONCEPT_FIELDS, KEYWORD_FIELD)
+
+
+def reply_from_record(data: object, text_key: str = "text", strict: bool = False) -> ExternalReply:
+    """An ExternalReply from its JSON form ({<text_key>: str, recommended?, constraints?}), checked the
+    same way wherever a reply comes from (an HTTP body, a Python class, the cache). A field of the
+    wrong type raises ValueError naming it; `strict` also refuses keys the protocol does not know."""
     if not isinstance(data, dict):
-        raise ValueError(f"a reply must be a JSON object, got {type(data).__name__}")
-    text = data.get("text")
-    if not isinstance(text, str):
-        raise ValueError(f"reply 'text' must be a string, got {text!r:.60}")
+        raise ValueError(f"is a {type(data).__name__} ({data!r:.80}), not an object with a string {text_key!r}")
+    if strict:
+        unknown = sorted(str(key) for key in data if key not in (text_key, *REPLY_KEYS))
+        if unknown:
+            raise ValueError(f"has unknown keys {unknown}; allowed: {', '.join((text_key, *REPLY_KEYS))}")
+    if not isinstance(data.get(text_key), str):
+        found = f"no {text_key!r}" if text_key not in data else f"{text_key!r} of type {type(data[text_key]).__name__}"
+        raise ValueError(f"has {found}; it must be a string")
     recommended = data.get("recommended")
     if recommended is not None:
-        if not isinstance(recommended, list) or not all(isinstance(t, str) for t in recommended):
-            raise ValueError(f"reply 'recommended' must be a list of titles, got {recommended!r:.80}")
+        if not isinstance(recommended, (list, tuple)) or not all(isinstance(t, str) for t in recommended):
+            raise ValueError(f"has 'recommended' {recommended!r:.80}; it must be a list of title strings")
         recommended = tuple(recommended)
     constraints = data.get("constraints")
     if constraints is not None:
-        if not isinstance(constraints, list):
-            raise ValueError(f"reply 'constraints' must be a list, got {constraints!r:.80}")
-        constraints = tuple(check_constraint(c) for c in constraints)
-    return ExternalReply(text, recommended, constraints)
+        if not isinstance(constraints, (list, tuple)):
+            raise ValueError(f"has 'constraints' {constraints!r:.80}; it must be a list of {{field, value, negated}}")
+        for number, item in enumerate(constraints, 1):
+            problem = constraint_problem(item)
+            if problem:
+                raise ValueError(f"has constraint {number} of 'constraints' {problem}")
+        constraints = tuple({key: c[key] for key in CONSTRAINT_KEYS} for c in constraints)
+    return ExternalReply(data[text_key], recommended, constraints)
 
 
-TRACKABLE_FIELDS = frozenset(CONCEPT_FIELDS + (KEYWORD_FIELD,))
-
-
-def check_constraint(item: object) -> dict:
-    """A reported constraint as {field, value, negated}; anything else raises ValueError naming it."""
-    if not isinstance(item, dict) or not isinstance(item.get("field"), str) or not isinstance(item.get("value"), str):
-        raise ValueError(f"a reported constraint needs string 'field' and 'value', got {item!r:.80}")
-    if item["field"] not in TRACKABLE_FIELDS:
-        raise ValueError(f"reported constraint field {item['field']!r} is not one of {sorted(TRACKABLE_FIELDS)}")
-    negated = item.get("negated", False)
-    if not isinstance(negated, bool):
-        raise ValueError(f"reported constraint 'negated' must be true or false, got {negated!r}")
-    return {"field": item["field"], "value": item["value"], "negated": negated}
+def constraint_problem(item: object) -> str | None:
+    """What is wrong with a reported constraint {field, value, negated}, or None."""
+    if not isinstance(item, dict):
+        return f"{item!r:.80}: a constraint is an object {{field, value, negated}}"
+    missing = [key for key in CONSTRAINT_KEYS if key not in item]
+    if missing:
+        return f"{item!r:.80}: it lacks {', '.join(missing)}"
+    if item["field"] not in CONSTRAINT_FIELDS:
+        return f"with field {item['field']!r}; the fields are {', '.join(CONSTRAINT_FIELDS)}"
+    if not isinstance(item["value"], str):
+        return f"with a value that is a {type(item['value']).__name__}, not a string"
+    if not isinstance(item["negated"], bool):
+        return f"with 'negated' {item['negated']!r}, not true or false"
+    return None
 
 
 class ExternalAgent:
@@ -216,13 +231,12 @@ class ExternalAgent:
             reply = self.system.answer(turn, user_text, list(self.history))
             if not isinstance(reply, ExternalReply):
                 raise ExternalSystemError(f"answer() returned {type(reply).__name__}, not an ExternalReply")
-            reply = reply_from_record(
-                {
-                    "text": reply.text,
-                    "recommended": None if reply.recommended is None else list(reply.recommended),
-                    "constraints": None if reply.constraints is None else list(reply.constraints),
-                }
-            )
+            try:
+                reply = reply_from_record(
+                    {"text": reply.text, "recommended": reply.recommended, "constraints": reply.constraints}
+                )
+            except ValueError as problem:
+                raise ExternalSystemError(f"answer() returned a reply that {problem}") from None
         except ExternalSystemError as error:
             where = self._where(turn)  # named once: a system's own error may already say where
             message = str(error) if str(error).startswith(where) else f"{where}: {error}"

@@ -28,7 +28,7 @@ from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.core.redact import redact_url, redact_urls
 from crseval.llm.base import retry_after, transient_status
 from crseval.llm.client import RetryPolicy
-from crseval.simulate.external import ExternalReply, ExternalSystemError
+from crseval.simulate.external import ExternalReply, ExternalSystemError, reply_from_record
 
 CONSTRAINT_FIELDS = (*CONCEPT_FIELDS, KEYWORD_FIELD)
 _EXCERPT = 200  # characters of a bad body quoted in an error
@@ -168,27 +168,10 @@ class HttpSystem:
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             excerpt = self._clean(raw[:_EXCERPT].decode(errors="replace"))
             raise wrong(f"the reply is not JSON ({error}): {excerpt!r}") from None
-        if not isinstance(data, dict):
-            raise wrong(f"the reply is JSON {type(data).__name__}, not an object with a string 'reply'")
-        if not isinstance(data.get("reply"), str):
-            found = "missing" if "reply" not in data else f"a {type(data['reply']).__name__}"
-            raise wrong(f"the reply's 'reply' must be a string, it is {found}")
-        recommended = data.get("recommended")
-        if recommended is not None:
-            if not isinstance(recommended, list) or not all(isinstance(t, str) for t in recommended):
-                got = self._clean(repr(recommended))[:_EXCERPT]
-                raise wrong(f"'recommended' must be a list of title strings, got {got}")
-            recommended = tuple(recommended)
-        constraints = data.get("constraints")
-        if constraints is not None:
-            if not isinstance(constraints, list):
-                raise wrong(f"'constraints' must be a list, got a {type(constraints).__name__}")
-            for number, item in enumerate(constraints, 1):
-                problem = _constraint_problem(item)
-                if problem:
-                    raise wrong(f"constraint {number} of 'constraints' {problem}")
-            constraints = tuple({k: c[k] for k in ("field", "value", "negated")} for c in constraints)
-        return ExternalReply(data["reply"], recommended, constraints)
+        try:
+            return reply_from_record(data, text_key="reply")
+        except ValueError as problem:
+            raise wrong(self._clean(f"the reply {problem}")) from None
 
     def _excerpt(self, error: urllib.error.HTTPError) -> str:
         try:
@@ -203,21 +186,6 @@ class HttpSystem:
         for secret in self._secrets:
             text = text.replace(secret, "***")
         return text
-
-
-def _constraint_problem(item) -> str | None:
-    if not isinstance(item, dict):
-        return f"must be an object {{field, value, negated}}, got a {type(item).__name__}"
-    missing = [k for k in ("field", "value", "negated") if k not in item]
-    if missing:
-        return f"lacks {', '.join(missing)}"
-    if item["field"] not in CONSTRAINT_FIELDS:
-        return f"has field {item['field']!r}; the fields are {', '.join(CONSTRAINT_FIELDS)}"
-    if not isinstance(item["value"], str):
-        return f"has a value that is a {type(item['value']).__name__}, not a string"
-    if not isinstance(item["negated"], bool):
-        return f"has 'negated' {item['negated']!r}, not true or false"
-    return None
 
 
 class _Transient(Exception):

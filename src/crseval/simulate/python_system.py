@@ -33,13 +33,9 @@ import threading
 from importlib.metadata import PackageNotFoundError, packages_distributions, version
 from typing import Any, Callable
 
-from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
-from crseval.simulate.external import ExternalReply, ExternalSystemError
+from crseval.simulate.external import ExternalReply, ExternalSystemError, reply_from_record
 
 ENTRY_POINT = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
-REPLY_KEYS = ("reply", "recommended", "constraints")
-CONSTRAINT_KEYS = ("field", "value", "negated")
-CONSTRAINT_FIELDS = (*CONCEPT_FIELDS, KEYWORD_FIELD)
 
 
 def load_class(name: str, entry_point: str) -> Callable:
@@ -166,40 +162,10 @@ class PythonSystem:
             raise ExternalSystemError(
                 f"{wrong} {type(result).__name__} ({result!r:.80}); expected a str or a dict with a str 'reply'"
             )
-        unknown = sorted(str(key) for key in result if key not in REPLY_KEYS)
-        if unknown:
-            raise ExternalSystemError(f"{wrong} unknown keys {unknown}; allowed: {', '.join(REPLY_KEYS)}")
-        if not isinstance(result.get("reply"), str):
-            found = type(result["reply"]).__name__ if "reply" in result else "missing"
-            raise ExternalSystemError(f"{wrong} a dict whose 'reply' is {found}; expected a str")
-        recommended = result.get("recommended")
-        if recommended is not None:
-            if not isinstance(recommended, (list, tuple)) or not all(isinstance(t, str) for t in recommended):
-                raise ExternalSystemError(f"{wrong} 'recommended' {recommended!r:.80}; expected a list of str titles")
-            recommended = tuple(recommended)
-        constraints = result.get("constraints")
-        if constraints is not None:
-            if not isinstance(constraints, (list, tuple)):
-                raise ExternalSystemError(
-                    f"{wrong} 'constraints' {constraints!r:.80}; expected a list of {{field, value, negated}} dicts"
-                )
-            constraints = tuple(self._constraint(wrong, c) for c in constraints)
-        return ExternalReply(result["reply"], recommended, constraints)
-
-    @staticmethod
-    def _constraint(wrong: str, constraint: Any) -> dict:
-        if (
-            not isinstance(constraint, dict)
-            or set(constraint) != set(CONSTRAINT_KEYS)
-            or constraint["field"] not in CONSTRAINT_FIELDS
-            or not isinstance(constraint["value"], str)
-            or not isinstance(constraint["negated"], bool)
-        ):
-            raise ExternalSystemError(
-                f"{wrong} the constraint {constraint!r:.80}; expected {{'field': one of {', '.join(CONSTRAINT_FIELDS)}"
-                ", 'value': str, 'negated': bool}"
-            )
-        return dict(constraint)
+        try:
+            return reply_from_record(result, text_key="reply", strict=True)
+        except ValueError as problem:
+            raise ExternalSystemError(f"{wrong} a dict that {problem}") from None
 
 
 def _cause(error: BaseException) -> str:
