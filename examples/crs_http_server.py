@@ -111,14 +111,11 @@ class TemplateRecommender:
         history, turn = request["history"], request["turn"]
         if len(history) != 2 * (turn - 1):
             return f"'history' holds {len(history)} messages; turn {turn} needs the {2 * (turn - 1)} before it"
-        for earlier in range(1, turn):
-            user, assistant = history[2 * earlier - 2], history[2 * earlier - 1]
-            if (user["role"], assistant["role"]) != ("user", "assistant"):
-                return f"'history' must alternate user and assistant messages (turn {earlier} does not)"
-            answer = _answer_of(session.agent.respond(earlier, user["content"]))
-            if answer["reply"] != assistant["content"]:
-                return f"'history' does not hold this service's reply at turn {earlier}: cannot resume the session"
-            session.turn, session.answer = earlier, answer
+        try:
+            reply = session.agent.catch_up(history)
+        except ValueError as problem:
+            return f"{problem}: cannot resume the session"
+        session.turn, session.answer = turn - 1, _answer_of(reply)
         return None
 
 

@@ -40,8 +40,9 @@ def load_catalog(films: str, concepts: str, track_plot_keywords: bool) -> tuple[
 
 
 class MyRecommender:
-    """The template agent, one per session: it tracks the user's wishes from the user's turns alone,
-    so `history` (the same conversation as the agent has seen) is not read."""
+    """The template agent, one per session. It tracks the user's wishes from the user's turns alone, so
+    `history` is read only when the instance is new to a session already under way (a run resumed
+    after an interruption asks a fresh instance for turn n > 1): the agent then catches up on it."""
 
     def __init__(self, *, films: str, concepts: str, **agent):
         """`films`, `concepts`: the catalog index files; `agent`: the settings of AgentSettings
@@ -56,6 +57,9 @@ class MyRecommender:
     def respond(self, turn: int, user_text: str, history: list[dict]) -> dict:
         if self.agent is None:
             raise RuntimeError("respond() before start_session()")
+        if len(history) != 2 * (turn - 1):
+            raise ValueError(f"turn {turn} needs the {2 * (turn - 1)} messages before it; history holds {len(history)}")
+        self.agent.catch_up(history)
         reply = self.agent.respond(turn, user_text)
         return {
             "reply": reply.text,

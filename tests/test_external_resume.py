@@ -1,6 +1,7 @@
-"""An `http` system under test, served by the reference server (examples/crs_http_server.py) on
-loopback: sessions in flight give the records of one at a time, and a shard stopped mid-way
-resumes without losing or repeating a session."""
+"""Systems under test from outside: the reference server (examples/crs_http_server.py) on loopback
+and the example class (examples/my_recommender.py). Sessions in flight give the records of one at
+a time, and a shard stopped mid-way (a failure, or kill -9) resumes without losing or repeating a
+session."""
 
 from __future__ import annotations
 
@@ -40,9 +41,22 @@ def http_system(url: str) -> dict:
     return {"name": "served", "agent": "http", "url": url, "timeout": 30, "retries": 2}
 
 
-def shard_arguments(catalog_files, url: str, folder) -> dict:
-    """build_shard_runner's arguments for the served system, with a reply cache of its own under `folder`."""
-    return arguments(catalog_files, http_system(url), folder, turns=TURNS)
+def python_system(catalog_files) -> dict:
+    agent = arguments(catalog_files, {}, catalog_files)["agent"]
+    films, concepts = str(catalog_files / "films.parquet"), str(catalog_files / "concepts.parquet")
+    options = {"films": films, "concepts": concepts, **agent}
+    return {
+        "name": "served",
+        "agent": "python",
+        "entry_point": "examples.my_recommender:MyRecommender",
+        "options": options,
+    }
+
+
+def shard_arguments(catalog_files, url: str, folder, system: dict | None = None) -> dict:
+    """build_shard_runner's arguments for the served system (or `system`), with a reply cache of its own
+    under `folder`."""
+    return arguments(catalog_files, system or http_system(url), folder, turns=TURNS)
 
 
 def test_three_sessions_in_flight_write_the_shard_of_one_at_a_time(catalog_files, served, tmp_path):
@@ -114,13 +128,18 @@ def test_a_shard_stopped_mid_session_resumes_without_losing_or_repeating_one(
     assert [r["session_index"] for r in read_jsonl(output)] == list(range(SESSIONS))
 
 
-def test_kill_9_of_a_shard_in_flight_loses_and_repeats_nothing(catalog_files, served, tmp_path):
+@pytest.mark.parametrize("kind", ["http", "python"])
+def test_kill_9_of_a_shard_in_flight_loses_and_repeats_nothing(catalog_files, served, tmp_path, kind):
     sessions = 40  # enough that the shard is still running when the first sessions are written
-    args = shard_arguments(catalog_files, served, tmp_path)
+    system = python_system(catalog_files) if kind == "python" else None
+    args = shard_arguments(catalog_files, served, tmp_path, system)
     progress, output = tmp_path / "progress.jsonl", tmp_path / "shard.jsonl"
     child_args = {**args, "concurrency": 3, "indices": [0, sessions], "progress": str(progress), "output": str(output)}
     command = [sys.executable, str(HERE / "shard_child.py"), json.dumps(child_args)]
-    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(HERE.parent), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, env=environment
+    )
     deadline = time.time() + 120
     while time.time() < deadline and (not progress.exists() or progress.read_text().count("\n") < 4):
         time.sleep(0.005)
@@ -131,13 +150,13 @@ def test_kill_9_of_a_shard_in_flight_loses_and_repeats_nothing(catalog_files, se
     kept = [r["session_index"] for r in finished]
     assert len(kept) == len(set(kept)) and 4 <= len(kept) < sessions
 
-    resumed = subprocess.run(command, capture_output=True, text=True, check=True)
+    resumed = subprocess.run(command, capture_output=True, text=True, check=True, env=environment)
     counts = json.loads(resumed.stdout)
     assert counts["resumed"] == len(kept) and counts["simulated"] == sessions - len(kept)
     # only unfinished sessions ask the server (those cut off mid-way take their first turns from the cache)
     assert counts["calls"] + counts["cache_hits"] == (sessions - len(kept)) * TURNS and counts["calls"] > 0
 
-    clean_args = shard_arguments(catalog_files, served, tmp_path / "clean")
+    clean_args = shard_arguments(catalog_files, served, tmp_path / "clean", system)
     clean = tmp_path / "clean.jsonl"
     build_shard_runner(**clean_args).run(range(sessions), progress=tmp_path / "clean.p", output=clean)
     assert output.read_bytes() == clean.read_bytes()

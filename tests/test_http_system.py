@@ -168,7 +168,7 @@ def test_a_restarted_server_resumes_a_session_from_its_history(index):
         recommended = list(reply.recommended)
     tampered = [*history[:3], {"role": "assistant", "content": "Something I never said."}]
     short = history[:2]
-    for wrong, complaint in ((tampered, "reply at turn 2: cannot resume"), (short, "holds 2 messages")):
+    for wrong, complaint in ((tampered, "holds another reply than this agent"), (short, "holds 2 messages")):
         http.start("another", 55)
         with pytest.raises(ExternalSystemError) as caught:
             http.answer(3, "A comedy, please.", wrong)

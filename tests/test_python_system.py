@@ -322,3 +322,27 @@ def test_the_example_class_gives_the_template_agents_replies(small_catalog_files
     assert len({t["system_text"] for s in recorded for t in s["turns"]}) > 4  # replies that differ, not one stock text
     assert any(t["recommended_titles"] for s in recorded for t in s["turns"])
     assert any(t["system_constraints"] for s in recorded for t in s["turns"])
+
+
+def test_a_fresh_instance_picks_a_session_up_from_its_history(small_catalog_files, tmp_path, monkeypatch):
+    """A resumed run asks a new instance for turn n > 1: the example class catches up on `history` and
+    answers as the instance that never stopped; a history it would not have had is an error."""
+    monkeypatch.syspath_prepend(str(REPO))
+    session = template_sessions(small_catalog_files, tmp_path, sessions=1, turns=5)[0]
+    options = {
+        "films": str(small_catalog_files / "films.parquet"),
+        "concepts": str(small_catalog_files / "concepts.parquet"),
+        **default_config()["agent"],
+    }
+    history = []
+    for turn in session["turns"]:
+        fresh = PythonSystem("my-recommender", "examples.my_recommender:MyRecommender", options=options, timeout=60)
+        fresh.start(session["session_id"], session["seed"])
+        reply = fresh.answer(turn["turn"], turn["user_text"], list(history))
+        assert reply.text == turn["system_text"] and list(reply.recommended) == turn["recommended_titles"]
+        history += [{"role": "user", "content": turn["user_text"]}, {"role": "assistant", "content": reply.text}]
+    tampered = [*history[:3], {"role": "assistant", "content": "A reply this agent never gave."}]
+    fresh = PythonSystem("my-recommender", "examples.my_recommender:MyRecommender", options=options, timeout=60)
+    fresh.start(session["session_id"], session["seed"])
+    with pytest.raises(ExternalSystemError, match="holds another reply than this agent's at turn 2"):
+        fresh.answer(3, "A comedy, please.", tampered)

@@ -85,6 +85,23 @@ class Agent(ABC):
         self.history += [{"role": "user", "content": user_text}, {"role": "assistant", "content": text}]
         return Reply(text, tracked, titles.recommended, titles.mentioned, candidates, llm, titles.unknown)
 
+    def catch_up(self, history: list[dict]) -> Reply | None:
+        """Replay the user turns of `history` this agent has not answered, so that a new agent picks up
+        a session cut mid-way (its state comes from its seed and the user's turns alone); the last reply
+        replayed, if any. ValueError when `history` is not a conversation this agent would have had:
+        not alternating user and assistant, not continuing what it has said, or holding a different reply."""
+        if len(history) % 2 or any(m.get("role") != r for m, r in zip(history, ("user", "assistant") * len(history))):
+            raise ValueError("'history' must alternate user and assistant messages, starting with the user")
+        if history[: len(self.history)] != self.history:
+            raise ValueError("'history' does not continue the conversation this agent has had")
+        reply = None
+        for position in range(len(self.history), len(history), 2):
+            turn = position // 2 + 1
+            reply = self.respond(turn, history[position]["content"])
+            if reply.text != history[position + 1]["content"]:
+                raise ValueError(f"'history' holds another reply than this agent's at turn {turn}")
+        return reply
+
     def _title(self, film_id: int) -> str:
         return self.index.title(film_id)
 
