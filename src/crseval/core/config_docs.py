@@ -64,6 +64,9 @@ def _rows(node: dict, schema: dict, prefix: str, reruns: str | None) -> list[tup
         if sub.get("type") == "array" and "$ref" in sub.get("items", {}):  # the list of systems
             rows += _rows(_resolve(sub["items"], schema), schema, f"{path}[*]", here)
         elif sub.get("type") == "object" and "properties" in sub:
+            if sub.get("additionalProperties", True) is not False and sub.get("description"):  # open: say so
+                meaning = " ".join(sub["description"].split())
+                rows.append((f"`{path}`", "map", _status(key, sub, node, branches), meaning, here or ""))
             rows += _rows(sub, schema, path, here)
         else:
             if not sub.get("description"):
