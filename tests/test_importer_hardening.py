@@ -17,7 +17,8 @@ from crseval.catalog.build import CatalogError, load_catalog
 from crseval.core.io import write_parquet
 from crseval.core.session_records import load_schema
 from crseval.corpora import thesis_logs as importer
-from crseval.corpora.thesis_logs import LogImportError, import_logs, read_log, repair_user_text, sessions_per_system
+from crseval.corpora.formats import sessions_per_system as count_sessions
+from crseval.corpora.thesis_logs import LogImportError, import_logs, read_log, repair_user_text
 from crseval.simulate.sessions import n_shards
 
 SCRIPT = REPO / "workflow" / "scripts" / "import_logs.py"
@@ -106,7 +107,7 @@ def test_one_unsafe_name_in_several_files_is_counted_per_file(tmp_path):
     assert list(sessions) == ["my-model-v1"]
     assert report["renamed_systems"] == {"my model/v1": "my-model-v1"}
     assert report["rules_applied"][RENAMED] == 2
-    assert sessions_per_system(list(map(str, files))) == {"my-model-v1": 2}
+    assert count_sessions(list(map(str, files)), "thesis_logs") == {"my-model-v1": 2}
 
 
 def test_safe_model_names_are_unchanged_and_records_match_the_schema(tmp_path):
@@ -132,7 +133,7 @@ def test_cli_refuses_a_system_path_outside_the_output_folder(tmp_path, index_dir
 def fake_snakemake(tmp_path, index_dir, logs, shard_size=2):
     """The `snakemake` object of the import_logs rule, its shards planned as workflow/rules/common.smk plans them."""
     results = tmp_path / "results" / "exp"
-    counts = sessions_per_system([str(p) for p in logs])
+    counts = count_sessions([str(p) for p in logs], "thesis_logs")
     shards = [[system, shard] for system, count in counts.items() for shard in range(n_shards(count, shard_size))]
     return SimpleNamespace(
         input=SimpleNamespace(

@@ -164,68 +164,127 @@ def pair_turns(conversation: list[dict], report: Counter) -> list[dict]:
     return dialogue.pair_turns(messages, report)
 
 
-def import_logs(
-    paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str
-) -> tuple[dict[str, list[dict]], dict]:
-    """system -> session records (ordered by session number), and the import report."""
+FILE_PER_SESSION = True  # one session per log file: planned file by file (crseval.corpora.manifest)
+
+
+def plan_file(path: str | Path) -> dict:
+    """What planning needs of one log, read without recognising films: its model name, the digest that
+    finds a duplicate, the number in its name, its turn count and the rules applied to it (its repairs).
+    Cached per file by crseval.corpora.manifest, so a re-plan reads only the files that changed."""
+    path = Path(path)
+    data = read_log(path)
+    file_report: Counter = Counter()
+    turns = _import_turns(data["conversation"], None, file_report)
+    digest = hashlib.sha256(json.dumps([data["model_name"], data["conversation"]], sort_keys=True).encode())
+    match = _INDEX.search(path.name)
+    return {
+        "model_name": data["model_name"],
+        "digest": digest.hexdigest(),
+        "number": int(match.group(1)) if match else None,
+        "turns": len(turns),
+        "report": dict(sorted(file_report.items())),
+        "true_genre_invalid": data.get("true_genre") is not None and not isinstance(data["true_genre"], str),
+    }
+
+
+def assign(plans: list[tuple[str, dict]]) -> tuple[dict[str, list[dict]], dict]:
+    """The sessions an import of the planned files yields: system -> [{path, session_index, session_id,
+    turns}] in session order, and the import report (without films). Duplicates and files without a
+    USER/SYSTEM pair are skipped, model names become folder names and sessions are numbered exactly as
+    one import of every file would do it: this is the only place those rules are applied."""
     report: Counter = Counter()
-    seen: dict[str, str] = {}
+    seen: set[str] = set()
     folders = SystemFolders("model names", "rename one of them in its log files")
     renamed: dict[str, str] = {}
     sessions: dict[str, list[dict]] = {}
     numbers: dict[str, list[int | None]] = {}  # the number in each session's file name, in path order
-    for path in sorted(Path(p) for p in paths):
-        data = read_log(path)
-        model_name = data["model_name"]
-        system = folders.folder(model_name, str(path))
-        digest = hashlib.sha256(json.dumps([model_name, data["conversation"]], sort_keys=True).encode()).hexdigest()
-        if digest in seen:
+    for path, plan in sorted(plans, key=lambda item: Path(item[0])):
+        system = folders.folder(plan["model_name"], str(path))
+        if plan["digest"] in seen:
             report["duplicate file skipped"] += 1
             continue
-        seen[digest] = path.name
-        file_report: Counter = Counter()
-        turns = _import_turns(data["conversation"], matcher, file_report)
-        report.update(file_report)
-        if not turns:
+        seen.add(plan["digest"])
+        report.update(plan["report"])
+        if not plan["turns"]:
             report["file without any USER/SYSTEM pair skipped"] += 1
             continue
-        if system != model_name:
+        if system != plan["model_name"]:
             report[RENAMED] += 1
-            renamed[model_name] = system
-        true_genre = data.get("true_genre")
-        if true_genre is not None and not isinstance(true_genre, str):
+            renamed[plan["model_name"]] = system
+        if plan["true_genre_invalid"]:
             report["true_genre not a string: set to null"] += 1
-            true_genre = None
-        match = _INDEX.search(path.name)
-        numbers.setdefault(system, []).append(int(match.group(1)) if match else None)
-        sessions.setdefault(system, []).append(
-            session_record(
-                session_id="",  # both set by _number_sessions once every file of the system is read
-                session_index=0,
-                system=system,
-                turns=turns,
-                catalog_sha=catalog_sha,
-                config_sha=config_sha,
-                provenance={
-                    "source_file": printable(path.name),
-                    "format": FORMAT,
-                    "model_name": model_name,
-                    "true_genre": true_genre,
-                    "repairs": {k: v for k, v in sorted(file_report.items())},
-                },
-            )
-        )
-    for system, records in sessions.items():
-        if renumbered := _number_sessions(system, records, numbers[system]):
+        numbers.setdefault(system, []).append(plan["number"])
+        source = {"source_file": printable(Path(path).name)}
+        sessions.setdefault(system, []).append({"path": str(path), "turns": plan["turns"], "provenance": source})
+    for system, entries in sessions.items():
+        if renumbered := _number_sessions(system, entries, numbers[system]):
             report[RENUMBERED] += renumbered
-        records.sort(key=lambda r: r["session_index"])
+        entries.sort(key=lambda e: e["session_index"])
+        for entry in entries:
+            del entry["provenance"]
     summary = {
         "format": FORMAT,
-        "files": len(paths),
-        "sessions": {system: len(records) for system, records in sorted(sessions.items())},
-        "turns": sum(len(r["turns"]) for records in sessions.values() for r in records),
+        "files": len(plans),
+        "sessions": {system: len(entries) for system, entries in sorted(sessions.items())},
+        "turns": sum(e["turns"] for entries in sessions.values() for e in entries),
         "rules_applied": {k: v for k, v in sorted(report.items()) if isinstance(v, int)},
         "renamed_systems": dict(sorted(renamed.items())),
+    }
+    return sessions, summary
+
+
+def import_file(
+    path: str | Path,
+    matcher: ConceptMatcher | None,
+    *,
+    system: str,
+    session_index: int,
+    session_id: str,
+    catalog_sha: str,
+    config_sha: str,
+) -> dict:
+    """The session record of one planned log (`assign` gave its system, number and id)."""
+    path = Path(path)
+    data = read_log(path)
+    file_report: Counter = Counter()
+    turns = _import_turns(data["conversation"], matcher, file_report)
+    true_genre = data.get("true_genre")
+    return session_record(
+        session_id=session_id,
+        session_index=session_index,
+        system=system,
+        turns=turns,
+        catalog_sha=catalog_sha,
+        config_sha=config_sha,
+        provenance={
+            "source_file": printable(path.name),
+            "format": FORMAT,
+            "model_name": data["model_name"],
+            "true_genre": true_genre if isinstance(true_genre, str) else None,
+            "repairs": {k: v for k, v in sorted(file_report.items())},
+        },
+    )
+
+
+def import_logs(
+    paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str
+) -> tuple[dict[str, list[dict]], dict]:
+    """system -> session records (ordered by session number), and the import report."""
+    planned, summary = assign([(str(path), plan_file(path)) for path in paths])
+    sessions = {
+        system: [
+            import_file(
+                entry["path"],
+                matcher,
+                system=system,
+                session_index=entry["session_index"],
+                session_id=entry["session_id"],
+                catalog_sha=catalog_sha,
+                config_sha=config_sha,
+            )
+            for entry in entries
+        ]
+        for system, entries in planned.items()
     }
     return sessions, summary
 
@@ -269,9 +328,3 @@ def _number_sessions(system: str, records: list[dict], numbers: list[int | None]
         used.add(session_id)
         record["session_id"] = session_id
     return len(waiting)
-
-
-def sessions_per_system(paths: list[str]) -> dict[str, int]:
-    """How many sessions an import of `paths` yields per system (for planning the workflow)."""
-    sessions, _ = import_logs(paths, None, "0" * 64, "0" * 64)
-    return {system: len(records) for system, records in sessions.items()}
