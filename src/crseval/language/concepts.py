@@ -21,20 +21,23 @@ the catalog value. A person's full name typed with one letter wrong ("michsel ba
 when no other catalog name is as close.
 
 Matching walks the text's tokens and looks token runs up in dictionaries, so its cost grows
-with the text, not with the size of the catalog (a regex alternation of 10,000 names does not).
+with the text, not with the size of the catalog (a regex alternation of 10,000 names does not); the
+tokens come from one `AnalysedText`, which the title recognizer and the metrics read too.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable
 
 import pandas as pd
 
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD, PEOPLE_FIELDS
 from crseval.language.lexicon import is_common_phrase, is_common_word
 from crseval.language.text import STOP_WORDS, lemma
-from crseval.language.tokens import tokenize
+from crseval.language.tokens import AnalysedText, tokenize
 
 # Words right before a value that say which field a name belongs to.
 FIELD_CUES: dict[str, tuple[str, ...]] = {
@@ -116,16 +119,17 @@ class _RunIndex:
 
     def scan(self, keys: list[str]):
         """Yield (start token, end token, payload), longest first, non-overlapping."""
-        i = 0
-        while i < len(keys):
-            for length in self.lengths.get(keys[i], ()):
+        lengths, entries = self.lengths, self.entries
+        free = 0  # the first token no earlier run covers
+        for i in [i for i, key in enumerate(keys) if key in lengths]:  # only where some run may start
+            if i < free:
+                continue
+            for length in lengths[keys[i]]:
                 run = tuple(keys[i : i + length])
-                if len(run) == length and run in self.entries:
-                    yield i, i + length, self.entries[run]
-                    i += length
+                if len(run) == length and run in entries:
+                    yield i, i + length, entries[run]
+                    free = i + length
                     break
-            else:
-                i += 1
 
 
 class ConceptMatcher:
@@ -168,19 +172,19 @@ class ConceptMatcher:
         self._people = _NearNames(counts, fields)
         self.title_recognizer = TitleRecognizer(films)
 
-    def values(self, text: str, titles=()) -> list[Mention]:
-        """Field values in `text`, left to right, non-overlapping, longest first, outside film
-        titles (`titles`: films the text may name, a cue for ambiguous ones). A name that is a
-        value of several fields takes the field its cue words name ("directed by X"), else the
-        field where the catalog uses it most; an everyday word needs a cue (module docstring)."""
-        tokens = tokenize(text)
-        inside_title = self.title_recognizer.spans(text, titles)
+    def values(self, text: str | AnalysedText, titles=()) -> list[Mention]:
+        """Field values in `text` (or its analysis, whose tokens are reused), left to right,
+        non-overlapping, longest first, outside film titles (`titles`: films the text may name, a
+        cue for ambiguous ones). A name that is a value of several fields takes the field its cue
+        words name ("directed by X"), else the field where the catalog uses it most; an everyday
+        word needs a cue (module docstring)."""
+        analysed = AnalysedText.of(text)
+        text, tokens, lowered = analysed.text, analysed.tokens, analysed.lowered
+        inside_title = _TitleSpans(self.title_recognizer, analysed, titles)
         mentions = []
-        for first, last, candidates in self._values.scan([t.lower() for t, _, _ in tokens]):
+        for first, last, candidates in self._values.scan(lowered):
             start, end = tokens[first][1], tokens[last - 1][2]
-            if any(a <= start < b or a < end <= b for a, b in inside_title):
-                continue
-            key = tuple(t.lower() for t, _, _ in tokens[first:last])
+            key = tuple(lowered[first:last])
             after_value = bool(mentions) and not text[mentions[-1].end : start].strip()  # "Mandarin Chinese"
             if self._everyday[key] and len(key) == 1 and not after_value:
                 # "Star Wars", "Twin Towers", "the German Army": an everyday word capitalised as part of a
@@ -193,10 +197,12 @@ class ConceptMatcher:
                 candidates = [c for c in candidates if self._cued(text, start, end, c[0], c[1])]
                 if not candidates:
                     continue
+            if inside_title.overlap(start, end):  # asked last: reading the titles costs the most
+                continue
             field, value = self._choose_field(text, start, candidates)
             mentions.append(Mention(field, value, start, end))
-        taken = [(m.start, m.end) for m in mentions] + inside_title
-        for start, end, candidates in self._people.find(text, tokens, taken):
+        values = [(m.start, m.end) for m in mentions]
+        for start, end, candidates in self._people.find(analysed, lambda: values + inside_title.spans):
             field, value = self._choose_field(text, start, candidates)
             mentions.append(Mention(field, value, start, end))
         mentions.sort(key=lambda m: m.start)
@@ -206,24 +212,24 @@ class ConceptMatcher:
             )
         return mentions
 
-    def _keyword_mentions(self, text, tokens, mentions, inside_title) -> list[Mention]:
+    def _keyword_mentions(self, text, tokens, mentions, inside_title: _TitleSpans) -> list[Mention]:
         """Plot keywords: a content word whose lemma is a keyword ("murders" -> murder), outside
         other values and titles; an everyday word needs a cue ("a movie about murder")."""
-        taken = [(m.start, m.end) for m in mentions] + inside_title
+        values = [(m.start, m.end) for m in mentions]
         found = []
         for token, start, end in tokens:
             if not token.isalpha() or len(token) < 3 or token.lower() in STOP_WORDS:
                 continue
-            if any(a <= start < b for a, b in taken):
-                continue
             keyword = lemma(token.lower())
-            if keyword in self._keywords and (
-                not is_common_word(token) or self._cued(text, start, end, KEYWORD_FIELD, keyword)
-            ):
+            if keyword not in self._keywords:
+                continue
+            if any(a <= start < b for a, b in values) or any(a <= start < b for a, b in inside_title.spans):
+                continue
+            if not is_common_word(token) or self._cued(text, start, end, KEYWORD_FIELD, keyword):
                 found.append(Mention(KEYWORD_FIELD, keyword, start, end))
         return found
 
-    def titles(self, text: str, candidates=()) -> list[str]:
+    def titles(self, text: str | AnalysedText, candidates=()) -> list[str]:
         """Catalog films `text` refers to (recommended or mentioned), in order, each once."""
         return self.title_recognizer.recognise(text, candidates=candidates).all
 
@@ -311,36 +317,55 @@ class _NearNames:
                 if len(key[i]) >= 4:
                     self.masked.setdefault((*key[:i], "*", *key[i + 1 :]), []).append(key)
 
-    def find(self, text: str, tokens, taken: list[tuple[int, int]]):
-        """(start, end, candidates) of near names outside `taken` spans, left to right."""
-        words = [(t.lower(), start, end) for t, start, end in tokens]
-        i = 0
-        while i < len(words):
-            hit = None
-            for length in (3, 2):
-                window = words[i : i + length]
-                if len(window) < length or not all(w.isalpha() for w, _, _ in window):
-                    continue
-                start, end = window[0][1], window[-1][2]
-                if any(a < end and start < b for a, b in taken):
-                    continue
-                keys = {
-                    key
-                    for j in range(length)
-                    for key in self.masked.get(tuple(w if k != j else "*" for k, (w, _, _) in enumerate(window)), ())
-                    if _one_edit(window[j][0], key[j])
-                }
-                if len(keys) == 1:
-                    key = keys.pop()
-                    typed = next(w for (w, _, _), k in zip(window, key) if w != k)
-                    if not is_common_word(typed) and typed not in self.name_words:  # "Michael Hanks": two names
-                        hit = (start, end, self.names[key], length)
-                        break
-            if hit is None:
-                i += 1
+    def find(self, analysed: AnalysedText, taken: Callable[[], list[tuple[int, int]]]):
+        """(start, end, candidates) of near names outside the spans `taken()` gives (asked only when a
+        near name is found), left to right.
+
+        In a near name every word but the typed one is a word of the catalog name, and the typed one is
+        no name's word and no English word, with three letters or more (one letter from a name word
+        of four or more); so only windows around such a word are looked at, masked at its place."""
+        words, tokens, name_words = analysed.lowered, analysed.tokens, self.name_words
+        # per word: 0 a catalog name's word, 1 a word that may be a name's typed wrong, 2 neither (the
+        # sum of a window of two or three is 1 exactly when it is all name words but one that may be typed)
+        kinds = [
+            0 if w in name_words else 1 if len(w) >= 3 and w.isalpha() and not is_common_word(w) else 2 for w in words
+        ]
+        starts = sorted({i for q, kind in enumerate(kinds) if kind == 1 for i in (q - 2, q - 1, q) if i >= 0})
+        free = 0  # the first word no earlier hit covers
+        for i in starts:
+            if i < free:
                 continue
-            yield hit[:3]
-            i += hit[3]
+            for length in (3, 2):
+                window = kinds[i : i + length]
+                if len(window) < length or sum(window) != 1:
+                    continue
+                typed_at = window.index(1)
+                typed = words[i + typed_at]
+                masked = (*words[i : i + typed_at], "*", *words[i + typed_at + 1 : i + length])
+                keys = {key for key in self.masked.get(masked, ()) if _one_edit(typed, key[typed_at])}
+                if len(keys) != 1:
+                    continue
+                start, end = tokens[i][1], tokens[i + length - 1][2]
+                if not any(a < end and start < b for a, b in taken()):
+                    yield start, end, self.names[keys.pop()]
+                    free = i + length
+                    break
+
+
+class _TitleSpans:
+    """The film-title spans of a text (TitleRecognizer.spans), read on first use: most candidate
+    values are settled by cheaper rules, and most texts never need them."""
+
+    def __init__(self, recognizer, analysed: AnalysedText, titles):
+        self.recognizer, self.analysed, self.titles = recognizer, analysed, titles
+
+    @cached_property
+    def spans(self) -> list[tuple[int, int]]:
+        return self.recognizer.spans(self.analysed, self.titles)
+
+    def overlap(self, start: int, end: int) -> bool:
+        """Whether text[start:end] starts or ends inside a title."""
+        return any(a <= start < b or a < end <= b for a, b in self.spans)
 
 
 def _in_proper_name(text: str, start: int, end: int, before: bool = True) -> bool:

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -42,18 +43,22 @@ import pandas as pd
 from crseval.core.fields import PEOPLE_FIELDS
 from crseval.language.concepts import GENRE_NAMES
 from crseval.language.lexicon import is_common_phrase, is_common_word
-from crseval.language.tokens import tokenize
+from crseval.language.tokens import AnalysedText, tokenize
+
+# A pattern that opens with a lookahead of the characters a match can start with, "(?=[...])", matches
+# what it would match without: the lookahead only lets a scan skip the other places fast.
 
 # Spans the writer marked as a name: quotes, bold, italics.
 _FORMATTED = re.compile(
-    r"\*\*(?P<b>[^*\n]{1,90}?)\*\*"
+    r"(?=[*_\"“‘'])"
+    r"(?:\*\*(?P<b>[^*\n]{1,90}?)\*\*"
     r"|__(?P<u>[^_\n]{1,90}?)__"
     r"|(?<![\w*])\*(?P<i>[^*\s][^*\n]{0,88}?)\*(?![\w*])"
     r"|(?<!\w)_(?P<e>[^_\s][^_\n]{0,88}?)_(?!\w)"
     r"|\"(?P<q>[^\"\n]{1,90}?)\""
     r"|“(?P<c>[^”\n]{1,90}?)”"
     r"|‘(?P<s>[^’\n]{1,90}?)’(?!\w)"
-    r"|(?<!\w)'(?P<a>[^\n]{1,90}?)'(?!\w)"
+    r"|(?<!\w)'(?P<a>[^\n]{1,90}?)'(?!\w))"
 )
 _TRAILING_YEAR = re.compile(r"\s*[\(\[]\s*(?:18|19|20)\d\d[^)\]]{0,20}[\)\]]\s*$|,\s*(?:18|19|20)\d\d\s*$")
 _YEAR_AFTER = re.compile(r"^\s*[\"'”’*_]*\s*[\(\[]\s*(?:18|19|20)\d\d\b")
@@ -150,7 +155,7 @@ _SMALL_WORDS = frozenset(
 )
 # A word, a number or one mark; a word keeps its inner marks ("A.I.", "Sorcerer's", "Startup.com", "Live!").
 _WORD_TOKEN = re.compile(r"[^\W_][\w'’.&-]*[!?]?|[^\w\s]")
-_YEAR_PARENS = re.compile(r"[ \t]*[\(\[]\s*(?:18|19|20)\d\d\s*[\)\]]")
+_YEAR_PARENS = re.compile(r"(?=[ \t(\[])[ \t]*[\(\[]\s*(?:18|19|20)\d\d\s*[\)\]]")
 _ITEM_LINE = re.compile(r"^[ \t]*(?:\d{1,2}\s*[.):]|[-*•+])[ \t]+(?P<item>[^\n]+)", re.M)
 _ITEM_SEPARATOR = re.compile(r"\s[-–—]\s|:\s|\s\(|\s*\|")
 _ITEM_LABEL = re.compile(r"^(?:title|film|movie)\s*:\s*", re.I)  # "- Title: Taken (2008) | Plot: ..."
@@ -170,6 +175,7 @@ _LEAD_WORDS = frozenset(
 )
 # After these a capitalised name is put forward as a film ("Have you seen Zombian?").
 _PROPOSAL_CUE = re.compile(
+    r"(?=[hdwrsytc])"
     r"\b(?:have\s+you\s+(?:ever\s+|already\s+)?(?:seen|watched|heard\s+of)|did\s+you\s+(?:see|watch)|how\s+about"
     r"|what\s+about|recommend(?:\s+you)?|suggest(?:\s+you)?|you\s+(?:might|may|could|would|will)\s+(?:also\s+)?"
     r"(?:like|love|enjoy)|you\s+should\s+(?:also\s+)?(?:watch|try|see|check\s+out)|try|check\s+out)"
@@ -178,6 +184,7 @@ _PROPOSAL_CUE = re.compile(
 )
 # "the movie It", "a thriller called High Sierra"; not "a girl named Anna", nor "Film Festival" (a name)
 _NAME_CUE = re.compile(
+    r"(?=[mftcds])"
     r"\b(?:(?:movie|film|flick)(?:\s+(?:titled|called|named))?|(?:thriller|comedy|drama|documentary|show|series)\s+"
     r"(?:titled|called|named))[ \t]+(?=[\"'“‘*_]*[A-Z0-9])"
 )
@@ -193,7 +200,7 @@ _CARD_LABEL = re.compile(r"\b(?:keywords?|genres?|starring|cast|directors?|stars
 _FILM_LIST_INTRO = re.compile(r"\b(?:recommend\w*|suggest\w*|movies?|films?|titles?|items?|watch\w*|picks?)\b", re.I)
 _PRONOUNS = frozenset("i i'd i'm i've i'll you we they he she".split())  # "one movie I'd recommend"
 # After these a capitalised name is a film the writer saw or liked ("I haven't watched Coco").
-_SEEN_CUE = re.compile(r"\b(?:seen|watched|saw|liked|loved|enjoyed)[ \t]+(?=[A-Z0-9])", re.I)
+_SEEN_CUE = re.compile(r"(?=[swle])\b(?:seen|watched|saw|liked|loved|enjoyed)[ \t]+(?=[A-Z0-9])", re.I)
 # What joins the next item of a list of films: ", ", " and ", ", or " (after an optional year).
 _JOIN_AFTER = re.compile(
     r"^[\s\"'”’*_]*(?:[\(\[]\s*(?:18|19|20)\d\d\s*[\)\]])?[\s\"'”’*_]*(?:,\s*(?:and\s+|or\s+)?|\s(?:and|or|&)\s+)"
@@ -285,6 +292,12 @@ class TitleRecognizer:
         # what a list item or quoted name may be without being a film: a person, a language, a genre
         languages = [v for values in films["language"] for v in values] if "language" in films else []
         self.not_titles = frozenset(title_key(v) for v in [*people, *languages, *GENRE_NAMES])
+        self._title_words: dict[str, tuple[str, ...]] = {}
+        # the first two tokens of the longer titles (every loose title has two words or more), and the
+        # one-token titles, to skip the places where no title starts
+        self._title_starts = frozenset(key[:2] for key in self.titles if len(key) > 1)
+        self._loose_starts = frozenset(key[:2] for key in self.loose)
+        self._one_token_titles = frozenset(key[0] for key in self.titles if len(key) == 1)
 
     @staticmethod
     def _classify(title: str, name_words: set[str]) -> str:
@@ -314,19 +327,28 @@ class TitleRecognizer:
     # ------------------------------------------------------------------ recognition
 
     def recognise(
-        self, text: str, *, candidates=(), user_text: str = "", context_titles=(), by_user: bool = False
+        self,
+        text: str | AnalysedText,
+        *,
+        candidates=(),
+        user_text: str | AnalysedText = "",
+        context_titles=(),
+        by_user: bool = False,
     ) -> RecognisedTitles:
         """The films `text` refers to, and the films it names that the catalog does not hold.
         `candidates`: titles the writer was given (a cue for ambiguous titles); `user_text`: the
         message the text answers (films named there and not proposed again are mentioned; read as
         typed by a person); `context_titles`: other films the user named before; `by_user`: the
-        text is a user's (titles typed in any case count)."""
+        text is a user's (titles typed in any case count). Either text may be given analysed
+        (crseval.language.tokens.AnalysedText), so that its tokens are reused."""
         candidates = set(candidates)
         named_by_user = set(context_titles)
         if user_text:
-            named_by_user |= {r.title for r in self._read(user_text, candidates, True)[0]}
+            named_by_user |= {r.title for r in self._read(AnalysedText.of(user_text), candidates, True)[0]}
         # a film the user named is a cue in the reply, as a candidate is ("the mood of X")
-        references, marked = self._read(text, candidates | named_by_user, by_user)
+        analysed = AnalysedText.of(text)
+        text = analysed.text
+        references, marked = self._read(analysed, candidates | named_by_user, by_user)
         result = RecognisedTitles(references=[])
         for number, ref in enumerate(references):
             previous = result.references[-1] if result.references else None
@@ -353,20 +375,30 @@ class TitleRecognizer:
                 result.unknown.append(surface)
         return result
 
-    def spans(self, text: str, candidates=(), by_user: bool = False) -> list[tuple[int, int]]:
+    def spans(self, text: str | AnalysedText, candidates=(), by_user: bool = False) -> list[tuple[int, int]]:
         """Character spans of film references, catalog or not, an out-of-catalog film's with its
         "(Year)" (for extractors that must not read inside titles)."""
-        references, marked = self._read(text, set(candidates), by_user)
+        references, marked = self._read(AnalysedText.of(text), set(candidates), by_user)
         return sorted([(r.start, r.end) for r in references] + [(m.start, m.end_with_year) for m in marked])
 
-    def _read(self, text: str, candidates: set[str], by_user: bool) -> tuple[list[TitleReference], list[_Marked]]:
+    def _read(
+        self, analysed: AnalysedText, candidates: set[str], by_user: bool
+    ) -> tuple[list[TitleReference], list[_Marked]]:
         """Catalog references and the out-of-catalog titles the text marks, neither overlapping the other."""
-        return self._resolve(text, self._references(text, candidates, by_user), self._marked(text))
+        text = analysed.text
+        formatted = list(_FORMATTED.finditer(text))
+        references = self._references(analysed, formatted, candidates, by_user)
+        return self._resolve(text, references, self._marked(text, formatted))
 
-    def _references(self, text: str, candidates: set[str], by_user: bool = False) -> list[TitleReference]:
+    def _references(
+        self, analysed: AnalysedText, formatted: list[re.Match], candidates: set[str], by_user: bool = False
+    ) -> list[TitleReference]:
+        """Catalog films the text names: formatted spans (`formatted`: the text's _FORMATTED matches)
+        that are titles, then verbatim and loosely typed titles with a cue."""
+        text = analysed.text
         found: list[TitleReference] = []
         covered: list[tuple[int, int]] = []
-        for match in _FORMATTED.finditer(text):
+        for match in formatted:
             group = next(g for g in match.groupdict() if match.group(g) is not None)
             inner_start = match.start(group)
             inner = match.group(group)
@@ -380,32 +412,44 @@ class TitleRecognizer:
                 start = inner_start + max(offset, 0)
                 found.append(TitleReference(title, start, start + len(core), "", "formatted"))
                 covered.append((match.start(), match.end()))
-        tokens = tokenize(text)
-        keys = [t for t, _, _ in tokens]
-        lowered = [k.lower() for k in keys]
+        tokens, keys, lowered = analysed.tokens, analysed.keys, analysed.lowered
+        lengths, loose_lengths = self._lengths, self._loose_lengths
+        # the words people do not leave out when they type a title, and where they stand
+        kept = [j for j, word in enumerate(lowered) if word not in _LOOSE_MARKS]
+        kept_words = [lowered[j] for j in kept]
+        # where a title may start (its first token, or first two), as written or typed loosely (at kept[r])
+        longer = {i for i, pair in enumerate(zip(keys, keys[1:])) if pair in self._title_starts}
+        single = [i for i, key in enumerate(keys) if key in self._one_token_titles]
+        loose_at = {kept[r]: r for r, pair in enumerate(zip(kept_words, kept_words[1:])) if pair in self._loose_starts}
         weak: list[TitleReference] = []
-        i = 0
-        while i < len(tokens):
+        free = 0  # the first token no earlier title covers
+        for i in sorted(longer.union(single, loose_at)):
+            if i < free:
+                continue
             hit = None
-            for length in self._lengths.get(keys[i], ()):
+            for length in lengths.get(keys[i], ()):
+                if length > 1 and i not in longer:
+                    continue
                 run = tuple(keys[i : i + length])
                 if len(run) == length and run in self.titles:
                     hit = (length, self.titles[run], False)
                     break
             else:
-                # the next words, over the marks people leave out ("Monsters, Inc." typed "monsters inc")
-                places = [j for j in range(i, min(len(tokens), i + 40)) if lowered[j] not in _LOOSE_MARKS]
-                for length in self._loose_lengths.get(lowered[i], ()):
-                    run = tuple(lowered[j] for j in places[:length])
-                    if len(run) == length and run in self.loose:
-                        hit = (places[length - 1] - i + 1, self.loose[run], True)
-                        break
+                first = loose_at.get(i)
+                if first is not None:
+                    # the next words up to 40 tokens on, over the marks people leave out ("Monsters, Inc."
+                    # typed "monsters inc")
+                    stop = bisect_left(kept, i + 40, first)
+                    for length in loose_lengths[lowered[i]]:
+                        run = tuple(kept_words[first : first + length])
+                        if first + length <= stop and run in self.loose:
+                            hit = (kept[first + length - 1] - i + 1, self.loose[run], True)
+                            break
             if hit is None:
-                i += 1
                 continue
             length, title, loose = hit
             start, end = tokens[i][1], tokens[i + length - 1][2]
-            i += length
+            free = i + length
             if any(a <= start < b for a, b in covered):
                 continue
             if loose:
@@ -435,7 +479,7 @@ class TitleRecognizer:
         """A title that is part of a longer title the text refers to ("Spider-Man" beside "The
         Amazing Spider-Man", "Die Hard" beside "Die Hard 2") names its character or franchise;
         it counts on its own only when formatted or followed by a year."""
-        keys = {r.title: tuple(t.lower() for t, _, _ in tokenize(r.title)) for r in found}
+        keys = {r.title: self._lower_words(r.title) for r in found}
         longer = [keys[r.title] for r in found]
 
         def inside(short: tuple, long: tuple) -> bool:
@@ -448,6 +492,13 @@ class TitleRecognizer:
             for r in found
             if r.cue in ("formatted", "year") or not any(inside(keys[r.title], other) for other in longer)
         ]
+
+    def _lower_words(self, title: str) -> tuple[str, ...]:
+        """A title's tokens in lower case (remembered: the same films come up in text after text)."""
+        words = self._title_words.get(title)
+        if words is None:
+            words = self._title_words[title] = tuple(t.lower() for t, _, _ in tokenize(title))
+        return words
 
     def _loose_cue(self, text: str, title: str, start: int, end: int, by_user: bool) -> str | None:
         """Why a title written in another case or without its article is a reference, or None.
@@ -466,10 +517,11 @@ class TitleRecognizer:
             return "film word"  # "have you seen the lord of the rings"
         return _WEAK  # "The Matrix, Blade runner and ...": read when a list joins it to a film
 
-    def _marked(self, text: str) -> list[_Marked]:
-        """Spans the text marks as titles, whether the catalog holds them or not."""
+    def _marked(self, text: str, formatted: list[re.Match]) -> list[_Marked]:
+        """Spans the text marks as titles, whether the catalog holds them or not (`formatted`: the
+        text's _FORMATTED matches)."""
         marked = []
-        for match in _FORMATTED.finditer(text):
+        for match in formatted:
             group = next(g for g in match.groupdict() if match.group(g) is not None)
             inner = match.group(group)
             core = _TRAILING_YEAR.sub("", inner).strip().rstrip(",.;").strip()
@@ -523,7 +575,7 @@ class TitleRecognizer:
                         "list item",
                     )
                 )
-        for year in _YEAR_PARENS.finditer(text):
+        for year in _YEAR_PARENS.finditer(text) if "(" in text or "[" in text else ():
             start = self._title_before_year(text, year.start())
             if start is not None:
                 end = len(text[: year.start()].rstrip())

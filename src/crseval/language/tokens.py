@@ -1,12 +1,75 @@
-"""Token runs with character offsets, shared by the concept matcher and the title recognizer."""
+"""Token runs with character offsets, shared by the concept matcher and the title recognizer, and the
+word tokens the metrics count; `AnalysedText` computes each of them once per text for every reader."""
 
 from __future__ import annotations
 
 import re
+from functools import cached_property
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 
 def tokenize(text: str) -> list[tuple[str, int, int]]:
     """(token, start, end) for word runs and single punctuation marks."""
     return [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (letters and digits, inner apostrophes kept)."""
+    return _WORD.findall(text.lower())
+
+
+class AnalysedText:
+    """One text and its tokens, each kind computed on first use and then kept: the concept matcher,
+    the title recognizer and the metric families read the same text, and share one analysis of it
+    instead of tokenising it once each. Pass it wherever a text is read (ConceptMatcher.values,
+    TitleRecognizer.recognise and .spans take either)."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    @classmethod
+    def of(cls, text: str | AnalysedText) -> AnalysedText:
+        """`text` itself when it is analysed already, else a fresh analysis of it."""
+        return text if isinstance(text, AnalysedText) else cls(text)
+
+    @cached_property
+    def tokens(self) -> list[tuple[str, int, int]]:
+        """`tokenize(text)`."""
+        return tokenize(self.text)
+
+    @cached_property
+    def keys(self) -> list[str]:
+        """The tokens' strings, as written."""
+        return [token for token, _, _ in self.tokens]
+
+    @cached_property
+    def lowered(self) -> list[str]:
+        """The tokens' strings in lower case."""
+        return [token.lower() for token in self.keys]
+
+    @cached_property
+    def words(self) -> list[str]:
+        """`words(text)`: what the metrics count as words (n-grams, lexical statistics, the plot LM)."""
+        return words(self.text)
+
+
+class TextAnalyses:
+    """The analyses of the texts read together (a shard's), one per distinct text; `clear` between
+    shards so that memory stays bounded by one shard's texts."""
+
+    def __init__(self):
+        self._analyses: dict[str, AnalysedText] = {}
+
+    def __call__(self, text: str) -> AnalysedText:
+        analysed = self._analyses.get(text)
+        if analysed is None:
+            analysed = self._analyses[text] = AnalysedText(text)
+        return analysed
+
+    def __len__(self) -> int:
+        return len(self._analyses)
+
+    def clear(self) -> None:
+        self._analyses.clear()

@@ -4,10 +4,7 @@ in one place: the Jaccard of two empty sets is 0 (nothing shared), a zero vector
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
-
-_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 
 
 def jaccard(a: set, b: set) -> float:
@@ -22,11 +19,6 @@ def cosine(a: dict, b: dict) -> float:
     dot = sum(weight * b.get(key, 0.0) for key, weight in a.items())
     norm = math.sqrt(sum(w * w for w in a.values())) * math.sqrt(sum(w * w for w in b.values()))
     return dot / norm if norm else 0.0
-
-
-def words(text: str) -> list[str]:
-    """Lower-cased word tokens (letters and digits, inner apostrophes kept)."""
-    return _WORD.findall(text.lower())
 
 
 def ngrams(tokens: list[str], n: int) -> list[tuple[str, ...]]:

@@ -2,7 +2,8 @@
 
 A family turns a shard of session records into, per session, its session columns and its per-turn
 columns. Families are registered by name in crseval.metrics.scorer (`FAMILIES`); adding one is a module
-with a class like those below and one registry line.
+with a class like those below and one registry line. A family reads a text's tokens from the shared
+`ScoringContext.texts`, so that every text of a shard is tokenised once for all families.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Protocol
 
 from crseval.catalog.index import CatalogIndex
+from crseval.language.tokens import TextAnalyses
 from crseval.llm.prompts import PromptTemplate
 
 SessionScores = tuple[dict, list[dict]]  # session columns, and one dict of columns per turn
@@ -37,6 +39,7 @@ class ScoringContext:
     topics_prompt: str | Path | None  # the LLM topic extractors' prompt file (crseval.core.experiment.TOPICS_PROMPT)
     make_tfidf: Callable[[], object]
     make_embedder: Callable[[], object]
+    texts: TextAnalyses = field(default_factory=TextAnalyses)  # the shard's texts, each analysed once
     _models: dict = field(default_factory=dict)
 
     def tfidf(self):

@@ -36,7 +36,8 @@ from crseval.catalog.index import CatalogIndex
 from crseval.core.columns import Column
 from crseval.language.concepts import CONCEPT_FIELDS, ConceptMatcher
 from crseval.language.titles import title_key
-from crseval.metrics.basic import cosine, jaccard, ngrams, safe_mean, words
+from crseval.language.tokens import TextAnalyses, words
+from crseval.metrics.basic import cosine, jaccard, ngrams, safe_mean
 
 NAN = math.nan
 
@@ -113,12 +114,17 @@ class TasSettings:
 
 
 class ConceptSpace:
-    """E(x) and the TF-IDF weights of concepts, from the catalog index."""
+    """E(x) and the TF-IDF weights of concepts, from the catalog index. Texts are read through
+    `texts`, the analyses the scorer shares between families (a fresh set when none is given), so
+    that the matcher and the copying measure tokenise each text once."""
 
-    def __init__(self, index: CatalogIndex, matcher: ConceptMatcher, settings: TasSettings):
+    def __init__(
+        self, index: CatalogIndex, matcher: ConceptMatcher, settings: TasSettings, texts: TextAnalyses | None = None
+    ):
         self.index = index
         self.matcher = matcher
         self.settings = settings
+        self.texts = texts if texts is not None else TextAnalyses()
         n_films = len(index.films)
         df = index.concepts.groupby(["field", "value"]).size()
         self.idf = {key: math.log((1 + n_films) / (1 + int(n))) + 1.0 for key, n in df.items()}
@@ -130,9 +136,10 @@ class ConceptSpace:
         """Concept -> number of mentions in `text` (memoised: texts repeat across metrics)."""
         if text in self._mentions:
             return self._mentions[text]
-        counts = Counter((m.field, m.value) for m in self.matcher.values(text) if m.field in self.settings.fields)
+        analysed = self.texts(text)
+        counts = Counter((m.field, m.value) for m in self.matcher.values(analysed) if m.field in self.settings.fields)
         if self.settings.include_titles:
-            counts.update(("title", t) for t in self.matcher.titles(text))
+            counts.update(("title", t) for t in self.matcher.titles(analysed))
         self._mentions[text] = counts
         return counts
 
@@ -156,7 +163,11 @@ def tas_value(cc: float, cr: float, copy: float, settings: TasSettings) -> float
 
 def copying(system_text: str, user_text: str) -> float:
     """I(t): the largest share of the system's word 3- or 4-grams that the user said too."""
-    s_tokens, u_tokens = words(system_text), words(user_text)
+    return copying_of_words(words(system_text), words(user_text))
+
+
+def copying_of_words(s_tokens: list[str], u_tokens: list[str]) -> float:
+    """`copying` of the two texts' words (`words`), for a caller that has them already."""
     best = 0.0
     for n in (3, 4):
         s_grams = set(ngrams(s_tokens, n))
@@ -189,7 +200,7 @@ def score_turn(turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth
     u_counts, s_counts = space.mentions(turn["user_text"]), space.mentions(turn["system_text"])
     concepts = TurnConcepts(set(u_counts), set(s_counts), space.vector(u_counts), space.vector(s_counts))
     cc, cr = jaccard(concepts.user, concepts.system), cosine(concepts.user_vector, concepts.system_vector)
-    copy = copying(turn["system_text"], turn["user_text"])
+    copy = copying_of_words(space.texts(turn["system_text"]).words, space.texts(turn["user_text"]).words)
     recommended = list(turn.get("recommended_titles") or [])
     row = {
         "turn": turn["turn"],

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from crseval.core.columns import Column
-from crseval.metrics.basic import ngram_counts, words
+from crseval.language.tokens import words
+from crseval.metrics.basic import ngram_counts
 
 NAN = math.nan
 
@@ -283,7 +284,11 @@ def score_session(system_texts: list[str], lm: TrigramLM, sample: int, seed: int
 def score_sessions(sessions: list[list[str]], lm: TrigramLM, sample: int, seeds: list[int]) -> list[dict]:
     """`score_session` of many sessions (each its system texts, with its self-BLEU seed); the LM
     reads the responses of all of them in one vectorised pass."""
-    tokenised = [[words(t) for t in texts] for texts in sessions]
+    return score_tokenised([[words(t) for t in texts] for texts in sessions], lm, sample, seeds)
+
+
+def score_tokenised(tokenised: list[list[list[str]]], lm: TrigramLM, sample: int, seeds: list[int]) -> list[dict]:
+    """`score_sessions` of sessions given as the words (`words`) of each of their system texts."""
     bits = iter(lm.surprisal_many([r for responses in tokenised for r in responses]))
     return [
         _statistics(responses, [next(bits) for _ in responses], sample, seed)
@@ -415,6 +420,7 @@ class ResponseStatsFamily:
         from crseval.metrics.similarity import EmbeddingSimilarity
 
         self.index = context.index
+        self.texts = context.texts
         self.settings = context.settings["response_stats"]
         lm = self.settings["lm"]
         self.lm = TrigramLM(k=lm["k"], lambdas=tuple(lm["lambdas"]))
@@ -436,8 +442,11 @@ class ResponseStatsFamily:
             [profiles[r["session_id"]] for r in liking] + [t["system_text"] for r in liking for t in r["turns"]]
         )
         seeds = [self.settings["seed"] + (r.get("session_index") or 0) for r in records]
-        statistics = score_sessions(
-            [[t["system_text"] for t in r["turns"]] for r in records], self.lm, self.settings["self_bleu_sample"], seeds
+        statistics = score_tokenised(
+            [[self.texts(t["system_text"]).words for t in r["turns"]] for r in records],
+            self.lm,
+            self.settings["self_bleu_sample"],
+            seeds,
         )
         scores = []
         for number, record in enumerate(records):

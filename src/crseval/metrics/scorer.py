@@ -2,14 +2,16 @@
 
 Each family (crseval.metrics.family) sees all texts of the shard at once (one TF-IDF transform,
 one batch of LDA inference or embeddings, each distinct text once) and returns per-session and
-per-turn columns. Output: one row per session and one row per turn. Families are chosen by name in
-`scoring.metrics`; `FAMILIES` lists them in the order their columns appear.
+per-turn columns. The families share one analysis of each distinct text of the shard (its tokens
+and words, crseval.language.tokens.TextAnalyses), dropped when the shard is scored. Output: one
+row per session and one row per turn. Families are chosen by name in `scoring.metrics`; `FAMILIES`
+lists them in the order their columns appear.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -17,6 +19,7 @@ from crseval.catalog.index import CatalogIndex
 from crseval.core.columns import Column
 from crseval.core.fields import CONCEPT_FIELDS
 from crseval.language.concepts import ConceptMatcher
+from crseval.language.tokens import TextAnalyses
 from crseval.metrics.adherence import AdherenceFamily
 from crseval.metrics.family import MetricFamily, ScoringContext
 from crseval.metrics.grounded import ConceptSpace, TasFamily, TasSettings
@@ -35,9 +38,13 @@ SESSION_COLUMNS = (
 @dataclass
 class Scorer:
     families: list[MetricFamily]
+    texts: TextAnalyses = field(default_factory=TextAnalyses)  # the families' shared analyses of a shard's texts
 
     def score(self, records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
-        scored = [family.score_shard(records) for family in self.families]
+        try:
+            scored = [family.score_shard(records) for family in self.families]
+        finally:
+            self.texts.clear()
         session_rows, turn_rows = [], []
         for number, record in enumerate(records):
             turns = record["turns"]
@@ -94,10 +101,11 @@ def build_scorer(
     index = CatalogIndex.read(films, concepts)
     tas_settings = TasSettings.from_config(settings["tas"])
     matcher = ConceptMatcher(index.concepts, index.films, tuple(dict.fromkeys(CONCEPT_FIELDS + tas_settings.fields)))
+    texts = TextAnalyses()
     context = ScoringContext(
         index=index,
         settings=settings,
-        space=ConceptSpace(index, matcher, tas_settings),
+        space=ConceptSpace(index, matcher, tas_settings, texts),
         lda_dir=lda_dir,
         llm_factory=llm_factory,
         topics_prompt=topics_prompt,
@@ -105,8 +113,9 @@ def build_scorer(
         make_embedder=lambda: SentenceEmbedder(
             EmbeddingCache(embedding_cache) if embedding_cache else None, threads=threads
         ),
+        texts=texts,
     )
     unknown = sorted(set(settings["metrics"]) - set(FAMILIES))
     if unknown:
         raise ValueError(f"scoring.metrics: unknown metric families {unknown}; known: {sorted(FAMILIES)}")
-    return Scorer([family(context) for name, family in FAMILIES.items() if name in settings["metrics"]])
+    return Scorer([family(context) for name, family in FAMILIES.items() if name in settings["metrics"]], texts)
