@@ -112,19 +112,26 @@ class _RunIndex:
     def __init__(self, entries: dict[tuple[str, ...], object]):
         self.entries = entries
         self.lengths: dict[str, list[int]] = {}
+        seconds: dict[str, set[str]] = {}
         for key in entries:
             self.lengths.setdefault(key[0], []).append(len(key))
+            if len(key) > 1:
+                seconds.setdefault(key[0], set()).add(key[1])
         for first in self.lengths:
             self.lengths[first] = sorted(set(self.lengths[first]), reverse=True)
+        self.seconds = {first: frozenset(second) for first, second in seconds.items()}
 
     def scan(self, keys: list[str]):
         """Yield (start token, end token, payload), longest first, non-overlapping."""
-        lengths, entries = self.lengths, self.entries
+        lengths, entries, seconds, none = self.lengths, self.entries, self.seconds, frozenset()
         free = 0  # the first token no earlier run covers
         for i in [i for i, key in enumerate(keys) if key in lengths]:  # only where some run may start
             if i < free:
                 continue
+            longer = i + 1 < len(keys) and keys[i + 1] in seconds.get(keys[i], none)
             for length in lengths[keys[i]]:
+                if length > 1 and not longer:
+                    continue
                 run = tuple(keys[i : i + length])
                 if len(run) == length and run in entries:
                     yield i, i + length, entries[run]
@@ -179,11 +186,11 @@ class ConceptMatcher:
         words name ("directed by X"), else the field where the catalog uses it most; an everyday
         word needs a cue (module docstring)."""
         analysed = AnalysedText.of(text)
-        text, tokens, lowered = analysed.text, analysed.tokens, analysed.lowered
+        text, lowered = analysed.text, analysed.lowered
         inside_title = _TitleSpans(self.title_recognizer, analysed, titles)
         mentions = []
         for first, last, candidates in self._values.scan(lowered):
-            start, end = tokens[first][1], tokens[last - 1][2]
+            start, end = analysed.span(first, last)
             key = tuple(lowered[first:last])
             after_value = bool(mentions) and not text[mentions[-1].end : start].strip()  # "Mandarin Chinese"
             if self._everyday[key] and len(key) == 1 and not after_value:
@@ -208,7 +215,7 @@ class ConceptMatcher:
         mentions.sort(key=lambda m: m.start)
         if self._keywords:
             mentions = sorted(
-                mentions + self._keyword_mentions(text, tokens, mentions, inside_title), key=lambda m: m.start
+                mentions + self._keyword_mentions(text, analysed.tokens, mentions, inside_title), key=lambda m: m.start
             )
         return mentions
 
@@ -312,40 +319,58 @@ class _NearNames:
             candidates.sort(key=lambda c: (-c[2], PEOPLE_FIELDS.index(c[0])))
         self.name_words = frozenset(w for key in self.names for w in key)
         self.masked: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
+        # name word -> where a word typed wrong may stand from it, in words (-2 .. 2): "tom" -> {1}
+        self.typed_offsets: dict[str, set[int]] = {}
         for key in self.names:
             for i in range(len(key)):
                 if len(key[i]) >= 4:
                     self.masked.setdefault((*key[:i], "*", *key[i + 1 :]), []).append(key)
+                    for k, word in enumerate(key):
+                        if k != i:
+                            self.typed_offsets.setdefault(word, set()).add(i - k)
 
     def find(self, analysed: AnalysedText, taken: Callable[[], list[tuple[int, int]]]):
         """(start, end, candidates) of near names outside the spans `taken()` gives (asked only when a
         near name is found), left to right.
 
-        In a near name every word but the typed one is a word of the catalog name, and the typed one is
-        no name's word and no English word, with three letters or more (one letter from a name word
-        of four or more); so only windows around such a word are looked at, masked at its place."""
-        words, tokens, name_words = analysed.lowered, analysed.tokens, self.name_words
-        # per word: 0 a catalog name's word, 1 a word that may be a name's typed wrong, 2 neither (the
-        # sum of a window of two or three is 1 exactly when it is all name words but one that may be typed)
-        kinds = [
-            0 if w in name_words else 1 if len(w) >= 3 and w.isalpha() and not is_common_word(w) else 2 for w in words
-        ]
-        starts = sorted({i for q, kind in enumerate(kinds) if kind == 1 for i in (q - 2, q - 1, q) if i >= 0})
+        In a near name every word but the typed one is a word of the catalog name, and the typed one
+        stands where a name word allows (`typed_offsets`), is no name's word and no English word, and
+        has three letters or more (one letter from a name word of four or more); so only the windows
+        around such a word are looked at, masked at its place."""
+        words, name_words, offsets = analysed.lowered, self.name_words, self.typed_offsets
+        spots = {p + d for p, w in enumerate(words) if w in offsets for d in offsets[w]}
+        typed = {
+            q
+            for q in spots
+            if 0 <= q < len(words)
+            and words[q] not in name_words
+            and len(words[q]) >= 3
+            and words[q].isalpha()
+            and not is_common_word(words[q])
+        }
+        # per word: 0 a catalog name's word, 1 a word that may be a name's typed wrong, 2 neither (the sum
+        # of a window of two or three is 1 exactly when it is all name words but one that may be typed)
+        kinds = {}
         free = 0  # the first word no earlier hit covers
-        for i in starts:
+        for i in sorted({i for q in typed for i in (q - 2, q - 1, q) if i >= 0}):
             if i < free:
                 continue
             for length in (3, 2):
-                window = kinds[i : i + length]
-                if len(window) < length or sum(window) != 1:
+                if i + length > len(words):
+                    continue
+                for j in range(i, i + length):
+                    if j not in kinds:
+                        kinds[j] = 0 if words[j] in name_words else 1 if j in typed else 2
+                window = [kinds[j] for j in range(i, i + length)]
+                if sum(window) != 1:
                     continue
                 typed_at = window.index(1)
-                typed = words[i + typed_at]
+                word = words[i + typed_at]
                 masked = (*words[i : i + typed_at], "*", *words[i + typed_at + 1 : i + length])
-                keys = {key for key in self.masked.get(masked, ()) if _one_edit(typed, key[typed_at])}
+                keys = {key for key in self.masked.get(masked, ()) if _one_edit(word, key[typed_at])}
                 if len(keys) != 1:
                     continue
-                start, end = tokens[i][1], tokens[i + length - 1][2]
+                start, end = analysed.span(i, i + length)
                 if not any(a < end and start < b for a, b in taken()):
                     yield start, end, self.names[keys.pop()]
                     free = i + length

@@ -43,7 +43,7 @@ import pandas as pd
 from crseval.core.fields import PEOPLE_FIELDS
 from crseval.language.concepts import GENRE_NAMES
 from crseval.language.lexicon import is_common_phrase, is_common_word
-from crseval.language.tokens import AnalysedText, tokenize
+from crseval.language.tokens import AnalysedText, token_strings, tokenize
 
 # A pattern that opens with a lookahead of the characters a match can start with, "(?=[...])", matches
 # what it would match without: the lookahead only lets a scan skip the other places fast.
@@ -155,6 +155,7 @@ _SMALL_WORDS = frozenset(
 )
 # A word, a number or one mark; a word keeps its inner marks ("A.I.", "Sorcerer's", "Startup.com", "Live!").
 _WORD_TOKEN = re.compile(r"[^\W_][\w'’.&-]*[!?]?|[^\w\s]")
+_SPACE = re.compile(r"\s")
 _YEAR_PARENS = re.compile(r"(?=[ \t(\[])[ \t]*[\(\[]\s*(?:18|19|20)\d\d\s*[\)\]]")
 _ITEM_LINE = re.compile(r"^[ \t]*(?:\d{1,2}\s*[.):]|[-*•+])[ \t]+(?P<item>[^\n]+)", re.M)
 _ITEM_SEPARATOR = re.compile(r"\s[-–—]\s|:\s|\s\(|\s*\|")
@@ -209,6 +210,54 @@ _JOIN_AFTER = re.compile(
 _PERSON_JOIN = re.compile(r"(?:\b(?:in|with|by|from|starring|featuring|and)|:)\s+$", re.I)
 # Before a title typed in lower case by a user: "have you seen the lord of the rings".
 _LOOSE_CUE = re.compile(r"\b(?:seen|watched|watch|liked|loved|enjoyed|like|love|about|movie|film)\s+$", re.I)
+
+
+def _second_tokens(keys) -> dict[str, frozenset[str]]:
+    """First token -> the second tokens of the keys (token runs of two or more) that start with it."""
+    seconds: dict[str, set[str]] = {}
+    for key in keys:
+        seconds.setdefault(key[0], set()).add(key[1])
+    return {first: frozenset(second) for first, second in seconds.items()}
+
+
+# The words a match of each cue starts with, as a whole token (as written for _NAME_CUE; in lower case for
+# the others, which ignore case).
+_CUE_WORDS = {
+    _NAME_CUE: frozenset("movie film flick thriller comedy drama documentary show series".split()),
+    _PROPOSAL_CUE: frozenset("have did how what recommend suggest you try check".split()),
+    _SEEN_CUE: frozenset("seen watched saw liked loved enjoyed".split()),
+}
+
+
+def _cue_matches(cue: re.Pattern, analysed: AnalysedText) -> list[re.Match]:
+    """`cue.finditer(text)`, tried only where one of its words (_CUE_WORDS) starts a token. A cue that
+    ignores case is looked up in lower case, which in ASCII text is how the pattern ignores case;
+    other text (where Unicode folds letters further: "ſ" is "s") is scanned whole."""
+    text = analysed.text
+    ignore_case = bool(cue.flags & re.IGNORECASE)
+    if ignore_case and not text.isascii():
+        return list(cue.finditer(text))
+    words, first_words = analysed.lowered if ignore_case else analysed.keys, _CUE_WORDS[cue]
+    matches, free = [], 0  # free: where the last match ended (matches do not overlap)
+    for i in [i for i, word in enumerate(words) if word in first_words]:
+        match = cue.match(text, analysed.starts[i])
+        if match and match.start() >= free:
+            matches.append(match)
+            free = match.end()
+    return matches
+
+
+def _last_word_tokens(text: str, start: int, end: int, keep: int = 18) -> list[re.Match]:
+    """The _WORD_TOKEN matches in text[start:end], or, of a long stretch, only its last ones (at least
+    `keep`): a token holds no white space, so a scan begun just after one reads the same tokens from
+    there as a scan of the whole stretch."""
+    cut = end - 160
+    space = _SPACE.search(text, cut, end) if cut > start else None
+    if space:
+        tokens = list(_WORD_TOKEN.finditer(text, space.end(), end))
+        if len(tokens) >= keep:
+            return tokens
+    return list(_WORD_TOKEN.finditer(text, start, end))
 
 
 def _with_year(text: str, end: int) -> int:
@@ -293,10 +342,10 @@ class TitleRecognizer:
         languages = [v for values in films["language"] for v in values] if "language" in films else []
         self.not_titles = frozenset(title_key(v) for v in [*people, *languages, *GENRE_NAMES])
         self._title_words: dict[str, tuple[str, ...]] = {}
-        # the first two tokens of the longer titles (every loose title has two words or more), and the
-        # one-token titles, to skip the places where no title starts
-        self._title_starts = frozenset(key[:2] for key in self.titles if len(key) > 1)
-        self._loose_starts = frozenset(key[:2] for key in self.loose)
+        # first token -> the second tokens of the longer titles (every loose title has two words or more),
+        # and the one-token titles, to skip the places where no title starts
+        self._title_starts = _second_tokens(key for key in self.titles if len(key) > 1)
+        self._loose_starts = _second_tokens(self.loose)
         self._one_token_titles = frozenset(key[0] for key in self.titles if len(key) == 1)
 
     @staticmethod
@@ -388,7 +437,7 @@ class TitleRecognizer:
         text = analysed.text
         formatted = list(_FORMATTED.finditer(text))
         references = self._references(analysed, formatted, candidates, by_user)
-        return self._resolve(text, references, self._marked(text, formatted))
+        return self._resolve(text, references, self._marked(analysed, formatted))
 
     def _references(
         self, analysed: AnalysedText, formatted: list[re.Match], candidates: set[str], by_user: bool = False
@@ -399,7 +448,7 @@ class TitleRecognizer:
         found: list[TitleReference] = []
         covered: list[tuple[int, int]] = []
         for match in formatted:
-            group = next(g for g in match.groupdict() if match.group(g) is not None)
+            group = match.lastgroup  # each alternative has one group
             inner_start = match.start(group)
             inner = match.group(group)
             core = _TRAILING_YEAR.sub("", inner).strip()
@@ -412,15 +461,18 @@ class TitleRecognizer:
                 start = inner_start + max(offset, 0)
                 found.append(TitleReference(title, start, start + len(core), "", "formatted"))
                 covered.append((match.start(), match.end()))
-        tokens, keys, lowered = analysed.tokens, analysed.keys, analysed.lowered
+        keys, lowered = analysed.keys, analysed.lowered
         lengths, loose_lengths = self._lengths, self._loose_lengths
         # the words people do not leave out when they type a title, and where they stand
         kept = [j for j, word in enumerate(lowered) if word not in _LOOSE_MARKS]
         kept_words = [lowered[j] for j in kept]
         # where a title may start (its first token, or first two), as written or typed loosely (at kept[r])
-        longer = {i for i, pair in enumerate(zip(keys, keys[1:])) if pair in self._title_starts}
+        starts, loose_starts, none = self._title_starts, self._loose_starts, frozenset()
+        longer = {i for i, (a, b) in enumerate(zip(keys, keys[1:])) if b in starts.get(a, none)}
         single = [i for i, key in enumerate(keys) if key in self._one_token_titles]
-        loose_at = {kept[r]: r for r, pair in enumerate(zip(kept_words, kept_words[1:])) if pair in self._loose_starts}
+        loose_at = {
+            kept[r]: r for r, (a, b) in enumerate(zip(kept_words, kept_words[1:])) if b in loose_starts.get(a, none)
+        }
         weak: list[TitleReference] = []
         free = 0  # the first token no earlier title covers
         for i in sorted(longer.union(single, loose_at)):
@@ -448,7 +500,7 @@ class TitleRecognizer:
             if hit is None:
                 continue
             length, title, loose = hit
-            start, end = tokens[i][1], tokens[i + length - 1][2]
+            start, end = analysed.span(i, i + length)
             free = i + length
             if any(a <= start < b for a, b in covered):
                 continue
@@ -479,6 +531,8 @@ class TitleRecognizer:
         """A title that is part of a longer title the text refers to ("Spider-Man" beside "The
         Amazing Spider-Man", "Die Hard" beside "Die Hard 2") names its character or franchise;
         it counts on its own only when formatted or followed by a year."""
+        if len(found) < 2:
+            return found
         keys = {r.title: self._lower_words(r.title) for r in found}
         longer = [keys[r.title] for r in found]
 
@@ -517,19 +571,20 @@ class TitleRecognizer:
             return "film word"  # "have you seen the lord of the rings"
         return _WEAK  # "The Matrix, Blade runner and ...": read when a list joins it to a film
 
-    def _marked(self, text: str, formatted: list[re.Match]) -> list[_Marked]:
+    def _marked(self, analysed: AnalysedText, formatted: list[re.Match]) -> list[_Marked]:
         """Spans the text marks as titles, whether the catalog holds them or not (`formatted`: the
         text's _FORMATTED matches)."""
+        text = analysed.text
         marked = []
         for match in formatted:
-            group = next(g for g in match.groupdict() if match.group(g) is not None)
+            group = match.lastgroup  # each alternative has one group
             inner = match.group(group)
             core = _TRAILING_YEAR.sub("", inner).strip().rstrip(",.;").strip()
             if not core or core.endswith(":") or text[match.end() : match.end() + 1] == ":":
                 continue  # "**Plot:**", "**Genre**:" are labels
             start = match.start(group) + inner.find(core)
             year = _YEAR_PARENS.match(text, match.end())
-            cued = bool(year) or _FILM_WORD.search(text[: match.start()][-40:]) is not None
+            cued = bool(year) or _FILM_WORD.search(text[max(0, match.start() - 40) : match.start()]) is not None
             marked.append(
                 _Marked(start, start + len(core), year.end() if year else start + len(core), True, cued, "formatted")
             )
@@ -585,7 +640,7 @@ class TitleRecognizer:
             (_PROPOSAL_CUE, False, "proposal"),
             (_SEEN_CUE, False, "seen"),
         ):
-            for match in cue.finditer(text):
+            for match in _cue_matches(cue, analysed):
                 run = self._run(text, match.end())
                 if run is not None and (name == "film word" or _NAME_END.match(text[run[1] :])):
                     marked.append(_Marked(*run, _with_year(text, run[1]), False, lone_word, name))
@@ -679,7 +734,7 @@ class TitleRecognizer:
         """Where the title before "(Year)" starts in running text: the capitalised words (and the
         small words between them) back to the clause, a list number or a possessive ("Nolan's")."""
         line_start = text.rfind("\n", 0, year_start) + 1
-        tokens = list(_WORD_TOKEN.finditer(text, line_start, year_start))
+        tokens = _last_word_tokens(text, line_start, year_start)
         start = None
         for i in range(len(tokens) - 1, max(-1, len(tokens) - 16), -1):
             token = tokens[i].group()
@@ -740,7 +795,7 @@ class TitleRecognizer:
         return len(words) > 1 or lone_word or not (is_common_word(words[0]) or len(words[0]) < 3)
 
     def _title_of(self, span: str) -> str | None:
-        key = tuple(t for t, _, _ in tokenize(span))
+        key = tuple(token_strings(span))
         if key in self.titles:
             return self.titles[key]
         if span == span.lower() and len(key) == 1:

@@ -15,6 +15,11 @@ def tokenize(text: str) -> list[tuple[str, int, int]]:
     return [(m.group(0), m.start(), m.end()) for m in _TOKEN.finditer(text)]
 
 
+def token_strings(text: str) -> list[str]:
+    """The tokens of `tokenize`, without their offsets."""
+    return _TOKEN.findall(text)
+
+
 def words(text: str) -> list[str]:
     """Lower-cased word tokens (letters and digits, inner apostrophes kept)."""
     return _WORD.findall(text.lower())
@@ -35,14 +40,29 @@ class AnalysedText:
         return text if isinstance(text, AnalysedText) else cls(text)
 
     @cached_property
-    def tokens(self) -> list[tuple[str, int, int]]:
-        """`tokenize(text)`."""
-        return tokenize(self.text)
-
-    @cached_property
     def keys(self) -> list[str]:
         """The tokens' strings, as written."""
-        return [token for token, _, _ in self.tokens]
+        return token_strings(self.text)
+
+    @cached_property
+    def starts(self) -> list[int]:
+        """Where each token starts in the text. Only white space lies between two tokens, so each is
+        the first occurrence of its string after the one before."""
+        starts, position, find = [], 0, self.text.index
+        for key in self.keys:
+            position = find(key, position)
+            starts.append(position)
+            position += len(key)
+        return starts
+
+    def span(self, first: int, last: int) -> tuple[int, int]:
+        """Character offsets of the run of tokens first .. last - 1."""
+        return self.starts[first], self.starts[last - 1] + len(self.keys[last - 1])
+
+    @cached_property
+    def tokens(self) -> list[tuple[str, int, int]]:
+        """`tokenize(text)`."""
+        return [(key, start, start + len(key)) for key, start in zip(self.keys, self.starts)]
 
     @cached_property
     def lowered(self) -> list[str]:

@@ -37,7 +37,7 @@ from crseval.core.columns import Column
 from crseval.language.concepts import CONCEPT_FIELDS, ConceptMatcher
 from crseval.language.titles import title_key
 from crseval.language.tokens import TextAnalyses, words
-from crseval.metrics.basic import cosine, jaccard, ngrams, safe_mean
+from crseval.metrics.basic import cosine, jaccard, safe_mean
 
 NAN = math.nan
 
@@ -167,12 +167,18 @@ def copying(system_text: str, user_text: str) -> float:
 
 
 def copying_of_words(s_tokens: list[str], u_tokens: list[str]) -> float:
-    """`copying` of the two texts' words (`words`), for a caller that has them already."""
+    """`copying` of the two texts' words (`words`), for a caller that has them already. A 4-gram both
+    said holds a 3-gram both said: without a shared 3-gram, I is 0 and the 4-grams need no look."""
     best = 0.0
     for n in (3, 4):
-        s_grams = set(ngrams(s_tokens, n))
-        if s_grams:
-            best = max(best, len(s_grams & set(ngrams(u_tokens, n))) / len(s_grams))
+        u_grams = set(zip(*(u_tokens[i:] for i in range(n))))
+        s_grams = set(zip(*(s_tokens[i:] for i in range(n)))) if u_grams else None
+        if not s_grams:
+            break
+        shared = len(s_grams & u_grams)
+        if not shared:
+            break
+        best = max(best, shared / len(s_grams))
     return best
 
 
