@@ -37,6 +37,7 @@ import re
 import unicodedata
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from itertools import compress
 
 import pandas as pd
 
@@ -229,21 +230,39 @@ _CUE_WORDS = {
 }
 
 
-def _cue_matches(cue: re.Pattern, analysed: AnalysedText) -> list[re.Match]:
-    """`cue.finditer(text)`, tried only where one of its words (_CUE_WORDS) starts a token. A cue that
-    ignores case is looked up in lower case, which in ASCII text is how the pattern ignores case;
-    other text (where Unicode folds letters further: "ſ" is "s") is scanned whole."""
+_ANY_CUE_WORD = frozenset().union(*_CUE_WORDS.values())
+_IGNORES_CASE = {cue: bool(cue.flags & re.IGNORECASE) for cue in _CUE_WORDS}
+
+
+def _cue_matches(cue: re.Pattern, analysed: AnalysedText, places: list[int]) -> list[re.Match]:
+    """`cue.finditer(text)`, tried only where one of its words (_CUE_WORDS) starts a token (`places`:
+    the tokens that are any cue's word in lower case). A cue that ignores case is looked up in lower
+    case, which in ASCII text is how the pattern ignores case; other text (where Unicode folds letters
+    further: "ſ" is "s") is scanned whole."""
     text = analysed.text
-    ignore_case = bool(cue.flags & re.IGNORECASE)
+    ignore_case = _IGNORES_CASE[cue]
     if ignore_case and not text.isascii():
         return list(cue.finditer(text))
     words, first_words = analysed.lowered if ignore_case else analysed.keys, _CUE_WORDS[cue]
     matches, free = [], 0  # free: where the last match ended (matches do not overlap)
-    for i in [i for i, word in enumerate(words) if word in first_words]:
+    for i in [i for i in places if words[i] in first_words]:
         match = cue.match(text, analysed.starts[i])
         if match and match.start() >= free:
             matches.append(match)
             free = match.end()
+    return matches
+
+
+def _item_lines(text: str) -> list[re.Match]:
+    """`_ITEM_LINE.finditer(text)`, tried at the line starts only (the pattern starts with "^"), skipping
+    those inside a match as finditer would."""
+    matches, free, start = [], 0, 0
+    while start >= 0:
+        match = _ITEM_LINE.match(text, start) if start >= free else None
+        if match:
+            matches.append(match)
+            free = match.end()
+        start = text.find("\n", start) + 1 or -1
     return matches
 
 
@@ -342,11 +361,13 @@ class TitleRecognizer:
         languages = [v for values in films["language"] for v in values] if "language" in films else []
         self.not_titles = frozenset(title_key(v) for v in [*people, *languages, *GENRE_NAMES])
         self._title_words: dict[str, tuple[str, ...]] = {}
+        self._span_titles: dict[str, str | None] = {}
         # first token -> the second tokens of the longer titles (every loose title has two words or more),
         # and the one-token titles, to skip the places where no title starts
         self._title_starts = _second_tokens(key for key in self.titles if len(key) > 1)
         self._loose_starts = _second_tokens(self.loose)
         self._one_token_titles = frozenset(key[0] for key in self.titles if len(key) == 1)
+        self._first_tokens = frozenset(key[0] for key in self.titles)
 
     @staticmethod
     def _classify(title: str, name_words: set[str]) -> str:
@@ -464,12 +485,13 @@ class TitleRecognizer:
         keys, lowered = analysed.keys, analysed.lowered
         lengths, loose_lengths = self._lengths, self._loose_lengths
         # the words people do not leave out when they type a title, and where they stand
-        kept = [j for j, word in enumerate(lowered) if word not in _LOOSE_MARKS]
-        kept_words = [lowered[j] for j in kept]
+        is_kept = [word not in _LOOSE_MARKS for word in lowered]
+        kept, kept_words = list(compress(range(len(lowered)), is_kept)), list(compress(lowered, is_kept))
         # where a title may start (its first token, or first two), as written or typed loosely (at kept[r])
         starts, loose_starts, none = self._title_starts, self._loose_starts, frozenset()
-        longer = {i for i, (a, b) in enumerate(zip(keys, keys[1:])) if b in starts.get(a, none)}
-        single = [i for i, key in enumerate(keys) if key in self._one_token_titles]
+        firsts = [i for i, key in enumerate(keys) if key in self._first_tokens]
+        longer = {i for i in firsts if i + 1 < len(keys) and keys[i + 1] in starts.get(keys[i], none)}
+        single = [i for i in firsts if keys[i] in self._one_token_titles]
         loose_at = {
             kept[r]: r for r, (a, b) in enumerate(zip(kept_words, kept_words[1:])) if b in loose_starts.get(a, none)
         }
@@ -588,7 +610,7 @@ class TitleRecognizer:
             marked.append(
                 _Marked(start, start + len(core), year.end() if year else start + len(core), True, cued, "formatted")
             )
-        items = list(_ITEM_LINE.finditer(text))
+        items = _item_lines(text)
         if items:
             intro = text[: items[0].start()].rstrip().rsplit("\n", 1)[-1]
             film_list = bool(_FILM_LIST_INTRO.search(intro)) or any(
@@ -635,12 +657,13 @@ class TitleRecognizer:
             if start is not None:
                 end = len(text[: year.start()].rstrip())
                 marked.append(_Marked(start, end, year.end(), True, True, "year"))
+        places = [i for i, word in enumerate(analysed.lowered) if word in _ANY_CUE_WORD]
         for cue, lone_word, name in (
             (_NAME_CUE, True, "film word"),
             (_PROPOSAL_CUE, False, "proposal"),
             (_SEEN_CUE, False, "seen"),
         ):
-            for match in _cue_matches(cue, analysed):
+            for match in _cue_matches(cue, analysed, places):
                 run = self._run(text, match.end())
                 if run is not None and (name == "film word" or _NAME_END.match(text[run[1] :])):
                     marked.append(_Marked(*run, _with_year(text, run[1]), False, lone_word, name))
@@ -795,13 +818,20 @@ class TitleRecognizer:
         return len(words) > 1 or lone_word or not (is_common_word(words[0]) or len(words[0]) < 3)
 
     def _title_of(self, span: str) -> str | None:
+        """The catalog film a marked span names, if one (remembered: a reply's quoted titles and list
+        items are read up to three times, and the same films come up in text after text)."""
+        if span in self._span_titles:
+            return self._span_titles[span]
         key = tuple(token_strings(span))
         if key in self.titles:
-            return self.titles[key]
-        if span == span.lower() and len(key) == 1:
-            return None  # 'river' in quotes is a word being quoted, not "The River"
-        matches = self.folded.get(_fold(span), [])
-        return matches[0] if len(set(matches)) == 1 else None
+            title = self.titles[key]
+        elif span == span.lower() and len(key) == 1:
+            title = None  # 'river' in quotes is a word being quoted, not "The River"
+        else:
+            matches = self.folded.get(_fold(span), [])
+            title = matches[0] if len(set(matches)) == 1 else None
+        self._span_titles[span] = title
+        return title
 
     def _cue(self, text: str, title: str, start: int, end: int, candidates: set[str]) -> str | None:
         """Why a verbatim occurrence is a film reference, or None when it is not one."""

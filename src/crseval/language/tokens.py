@@ -66,8 +66,9 @@ class AnalysedText:
 
     @cached_property
     def lowered(self) -> list[str]:
-        """The tokens' strings in lower case."""
-        return [token.lower() for token in self.keys]
+        """The tokens' strings in lower case: lowered at once, joined by a space (which no token holds,
+        and which stops the one rule of lower-casing that reads neighbours, a Greek word's final sigma)."""
+        return " ".join(self.keys).lower().split(" ") if self.keys else []
 
     @cached_property
     def words(self) -> list[str]:

@@ -222,15 +222,16 @@ def score_turn(turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth
         "unknown_titles": len(turn.get("unknown_titles") or []),
     }
     seen_titles.update(recommended)
-    named = recommended + list(turn.get("mentioned_titles") or [])
-    supported = set().union(*(space.film_concepts(t) for t in named)) if named else set()
+    # what the reply says that the user did not and no film it names carries
+    named = [space.film_concepts(t) for t in recommended + list(turn.get("mentioned_titles") or [])]
+    unsupported = {c for c in concepts.system - concepts.user if not any(c in carried for carried in named)}
     if has_truth:
-        row.update(_against_gold(turn, space, concepts, recommended, supported))
+        row.update(_against_gold(turn, space, concepts, recommended, unsupported))
     else:
         row.update(
             shift=None,
             missing_concepts=NAN,
-            hallucinated_concepts=len(concepts.system - concepts.user - supported),
+            hallucinated_concepts=len(unsupported),
             dst_tp=NAN,
             dst_pred=NAN,
             dst_gold=NAN,
@@ -253,8 +254,10 @@ def _recommended_overlap(
     return jaccard(concepts.user, kept), cosine(concepts.user_vector, vector)
 
 
-def _against_gold(turn: dict, space: ConceptSpace, concepts: TurnConcepts, recommended: list, supported: set) -> dict:
-    """A turn's reply against the simulator's gold constraints: missing, hallucinated, tracked, satisfied."""
+def _against_gold(turn: dict, space: ConceptSpace, concepts: TurnConcepts, recommended: list, unsupported: set) -> dict:
+    """A turn's reply against the simulator's gold constraints: missing, hallucinated (`unsupported`: the
+    reply's concepts that neither the user nor a film it names carries, less the wanted ones), tracked,
+    satisfied."""
     meta = turn["user_meta"]
     gold = {(c["field"], c["value"], c["negated"]) for c in meta["constraints"]}
     wanted = {(f, v) for f, v, negated in gold if not negated and f in space.settings.fields}
@@ -268,7 +271,7 @@ def _against_gold(turn: dict, space: ConceptSpace, concepts: TurnConcepts, recom
     return {
         "shift": bool(meta["shift_event"]),
         "missing_concepts": len(wanted - concepts.system),
-        "hallucinated_concepts": len(concepts.system - wanted - concepts.user - supported),
+        "hallucinated_concepts": len(unsupported - wanted),
         "dst_tp": len(tracked & gold),
         "dst_pred": len(tracked),
         "dst_gold": len(gold),
