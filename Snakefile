@@ -84,7 +84,8 @@ rule all:
     input:
         rules.index_catalog.output,
         rules.train_lda.output,
-        rules.import_logs.output if IMPORTING else per_shard(rules.simulate.output[0]),
+        rules.import_report.output if IMPORTING else [],
+        per_shard(SESSION_SHARD),
         per_shard(rules.score.output.sessions),
         per_shard(rules.score.output.turns),
         per_shard(rules.judge.output[0]) if JUDGE["enabled"] else [],

@@ -208,6 +208,11 @@ def other_inputs(config: dict) -> dict[str, list[str]]:
     return inputs
 
 
+def corpus_manifest(config: dict) -> str:
+    """Where the workflow keeps the manifest of an imported corpus (workflow/rules/common.smk)."""
+    return f"results/{config['experiment']}/sessions/corpus_manifest.json"
+
+
 def rule_inputs(config: dict, workflow_dir: str | Path) -> dict[str, str | list[str]]:
     """The files the provenance rule depends on, so that it re-runs when one of them changes: each
     where the workflow at `workflow_dir` reads it (crseval.core.experiment.input_path)."""
@@ -220,7 +225,9 @@ def rule_inputs(config: dict, workflow_dir: str | Path) -> dict[str, str | list[
         "catalog": input_path(config["catalog"]["path"], workflow_dir),
         "non_genre_values": read(inputs["catalog.non_genre_values"]),
         "templates": read(inputs.get("simulator.templates", [])),
-        "logs": inputs.get("sessions.import_paths", []),
+        # an imported corpus is an input through its manifest (crseval.corpora.manifest), which changes
+        # whenever a log does: listing every log would make planning grow with the corpus
+        "logs": [] if simulating(config) else [corpus_manifest(config)],
         "votes": inputs.get("sessions.import_votes", []),
         "prompts": read(sorted(prompts_used(config))),
         "models": model_files(config),

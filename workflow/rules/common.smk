@@ -13,8 +13,9 @@ from crseval.core import experiment, session_records
 from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha
 from crseval.core.experiment import judge_concurrency, simulate_concurrency, without_runtime
-from crseval.corpora.formats import plan_import
+from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.judge.columns import CRITERIA, score_column
+from crseval.provenance import corpus_manifest
 from crseval.provenance import rule_inputs as provenance_inputs
 from crseval.simulate.calibration import calibration_roles
 from crseval.simulate.sessions import n_shards, shard_indices
@@ -90,17 +91,26 @@ def llm_slots(concurrency):
 # ------------------------------------------------------------------ systems and shards
 
 # Sessions are simulated, one job per (system, shard) of paired, seeded sessions, or imported
-# from a conversation corpus in one job (`sessions.source: import`, docs/importing.md).
+# from a conversation corpus, one job per (system, shard) too (`sessions.source: import`,
+# docs/importing.md). No job lists the corpus files: planning writes the corpus manifest (what
+# each file holds, cached by size and modification time) and one slice file per shard, rewritten
+# only when its sessions change; an import job depends on its slice (crseval.corpora.manifest).
 IMPORTING = config["sessions"]["source"] == "import"
 SHARD_SIZE = config["sessions"]["shard_size"]
 VOTES_FILE = None  # the votes of an imported corpus (sessions.import_votes), when it has them
+CORPUS_MANIFEST = corpus_manifest(config)
+IMPORT_SLICE = f"{RESULTS}/sessions/import/{{system}}/{{shard}}.slice.json"
+IMPORT_FILMS = f"{RESULTS}/sessions/import/{{system}}/{{shard}}.films.json"
 if IMPORTING:
     IMPORT_FORMAT = config["sessions"]["import_format"]
-    LOG_FILES = sorted(_glob.glob(config["sessions"]["import_paths"]))
     # an empty match was stopped by check_inputs (Snakefile), naming sessions.import_paths
     VOTES_FILE = config["sessions"].get("import_votes")
-    SESSION_COUNTS, HUMAN_LABELS = plan_import(LOG_FILES, IMPORT_FORMAT)
+    CORPUS = plan_corpus(_glob.glob(config["sessions"]["import_paths"]), IMPORT_FORMAT, CORPUS_MANIFEST)
+    SESSION_COUNTS = {system: len(sessions) for system, sessions in CORPUS["sessions"].items()}
+    HUMAN_LABELS = CORPUS["labelled"]
     SYSTEMS = {name: {"name": name, "agent": "imported"} for name in SESSION_COUNTS}
+    for (_system, _shard), _piece in shard_slices(CORPUS, SHARD_SIZE).items():
+        write_if_changed(IMPORT_SLICE.format(system=_system, shard=_shard), _piece)
 else:
     SYSTEMS = {system["name"]: system for system in config["systems"]}
     if len(SYSTEMS) != len(config["systems"]):
@@ -252,9 +262,9 @@ def described_outputs():
         rules.plots.output,
     ]
     if IMPORTING:
-        described.append(rules.import_logs.output.report)
+        described.append(rules.import_report.output.report)
         if VOTES_FILE:
-            described.append(rules.import_logs.output.votes)
+            described.append(rules.import_votes.output.votes)
     if VALIDITY:
         described += [rules.validity.output, rules.validity_figure.output]
     if HUMAN_LABELS:

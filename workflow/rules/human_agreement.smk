@@ -7,7 +7,7 @@ if HUMAN_LABELS:
         input:
             sessions=rules.aggregate.output.sessions,
             turns=rules.aggregate.output.turns,
-            votes=rules.import_logs.output.votes if VOTES_FILE else [],
+            votes=rules.import_votes.output.votes if VOTES_FILE else [],
             validity=VALIDITY_TABLE or [],
         output:
             table=f"{RESULTS}/stats/human_agreement.csv",

@@ -1,34 +1,67 @@
-"""Sessions: simulated, one job per (system, shard) of paired, seeded sessions; or imported
-from a conversation corpus in one job (`sessions.source: import`, in `sessions.import_format`).
-Both write SESSION_SHARD files; an import with `sessions.import_votes` also the votes table."""
+"""Sessions: simulated, one job per (system, shard) of paired, seeded sessions; or imported from a
+conversation corpus (`sessions.source: import`, in `sessions.import_format`), one job per (system,
+shard) reading the sessions its slice names. Both write SESSION_SHARD files; an import also writes
+the import report, and with `sessions.import_votes` the votes table."""
 
 if IMPORTING:
 
     rule import_logs:
         input:
-            **({"votes": VOTES_FILE} if VOTES_FILE else {}),
-            logs=LOG_FILES,
+            # the shard's slice of the corpus manifest (written while planning), not the corpus files
+            slice=IMPORT_SLICE,
             films=rules.index_catalog.output.films,
             concepts=rules.index_catalog.output.concepts,
             catalog_summary=rules.index_catalog.output.summary,
             schema=SESSION_SCHEMA,
         output:
-            **({"votes": f"{RESULTS}/tables/votes.parquet"} if VOTES_FILE else {}),
-            shards=per_shard(SESSION_SHARD),
-            report=report(
-                f"{RESULTS}/sessions/import_report.json", caption="../report/import_report.rst", category="Sessions"
-            ),
+            shard=SESSION_SHARD,
+            films=IMPORT_FILMS,
         log:
-            f"{RESULTS}/logs/import_logs.log",
+            f"{RESULTS}/logs/import_logs/{{system}}/{{shard}}.log",
         conda:
             ENV
         params:
             import_format=IMPORT_FORMAT,
             shard_size=SHARD_SIZE,
-            # (system, shard) of each of output.shards
-            shards=[[system, shard] for system, shard in SHARDS],
         script:
             "../scripts/import_logs.py"
+
+    rule import_report:
+        input:
+            manifest=CORPUS_MANIFEST,
+            films=per_shard(IMPORT_FILMS),
+            votes_report=f"{RESULTS}/sessions/votes_report.json" if VOTES_FILE else [],
+        output:
+            report=report(
+                f"{RESULTS}/sessions/import_report.json", caption="../report/import_report.rst", category="Sessions"
+            ),
+        log:
+            f"{RESULTS}/logs/import_report.log",
+        conda:
+            ENV
+        params:
+            # (system, shard) of each of input.films
+            shards=[[system, shard] for system, shard in SHARDS],
+        script:
+            "../scripts/import_report.py"
+
+    if VOTES_FILE:
+
+        rule import_votes:
+            input:
+                votes=VOTES_FILE,
+                shards=per_shard(SESSION_SHARD),
+            output:
+                votes=f"{RESULTS}/tables/votes.parquet",
+                report=f"{RESULTS}/sessions/votes_report.json",
+            log:
+                f"{RESULTS}/logs/import_votes.log",
+            conda:
+                ENV
+            params:
+                import_format=IMPORT_FORMAT,
+            script:
+                "../scripts/import_votes.py"
 
 else:
 

@@ -131,7 +131,6 @@ def build_turns(
     `system_constraints` gives the constraints the system logged for its reply.
     """
     turns = []
-    user_named: list[str] = []  # films the user named so far: the reply may refer back to them
     for pair in pairs:
         user_text = pair["user"]["text"]
         if repair_user_text is not None:
@@ -139,29 +138,39 @@ def build_turns(
             if not user_text:
                 report["user turn empty after repair: pair dropped"] += 1
                 continue
-        system_text = pair["system"]["text"]
-        titles = None
-        if matcher is not None:
-            recognizer = matcher.title_recognizer
-            user_named += [t for t in recognizer.recognise(user_text, by_user=True).all if t not in user_named]
-            # user_named already holds every film of this user turn, so passing user_text as well would
-            # only read it a second time for the same result
-            titles = recognizer.recognise(system_text, context_titles=user_named)
         turns.append(
             {
                 "turn": len(turns) + 1,
                 "user_text": user_text,
                 "user_meta": None,
-                "system_text": system_text,
+                "system_text": pair["system"]["text"],
                 "system_constraints": system_constraints(pair["system"], report) if system_constraints else [],
                 "candidate_titles": [],
-                "recommended_titles": titles.recommended if titles else [],
-                "mentioned_titles": titles.mentioned if titles else [],
-                "unknown_titles": titles.unknown if titles else [],
+                "recommended_titles": [],
+                "mentioned_titles": [],
+                "unknown_titles": [],
                 "llm": None,
             }
         )
+    if matcher is not None:
+        recognise_films(turns, matcher)
     return turns
+
+
+def recognise_films(turns: list[dict], matcher: ConceptMatcher) -> None:
+    """Each reply's films (recommended, mentioned, named outside the catalog), with the films the user
+    named so far as context; in place. Apart from building the turns, so that a corpus planned without
+    films gets them shard by shard."""
+    recognizer = matcher.title_recognizer
+    user_named: list[str] = []  # films the user named so far: the reply may refer back to them
+    for turn in turns:
+        user_named += [t for t in recognizer.recognise(turn["user_text"], by_user=True).all if t not in user_named]
+        # user_named already holds every film of this user turn, so passing user_text as well would
+        # only read it a second time for the same result
+        titles = recognizer.recognise(turn["system_text"], context_titles=user_named)
+        turn.update(
+            recommended_titles=titles.recommended, mentioned_titles=titles.mentioned, unknown_titles=titles.unknown
+        )
 
 
 class SystemFolders:
@@ -249,24 +258,34 @@ def import_summary(
     }
 
 
-def film_coverage(sessions: dict[str, list[dict]]) -> dict:
-    """How many of the distinct films the replies name the catalog holds, overall and per system:
-    catalog films (recommended or mentioned) against films outside the catalog (`unknown_titles`,
-    compared case-insensitively). A corpus whose systems name mostly films outside the catalog can
-    say little through the catalog-grounded metrics, and the report should show it."""
+def named_films(records: list[dict]) -> dict[str, set[str]]:
+    """The distinct films the replies of `records` name: catalog films (recommended or mentioned) and
+    films outside the catalog (`unknown_titles`, casefolded: compared case-insensitively)."""
+    turns = [turn for record in records for turn in record["turns"]]
+    return {
+        "catalog": {t for turn in turns for t in turn["recommended_titles"] + turn["mentioned_titles"]},
+        "outside": {t.casefold() for turn in turns for t in turn.get("unknown_titles", [])},
+    }
 
-    def share(records: list[dict]) -> dict:
-        catalog = {
-            t for r in records for turn in r["turns"] for t in turn["recommended_titles"] + turn["mentioned_titles"]
-        }
-        outside = {t.casefold() for r in records for turn in r["turns"] for t in turn.get("unknown_titles", [])}
-        named = len(catalog) + len(outside)
+
+def film_coverage(sessions: dict[str, list[dict]]) -> dict:
+    """How many of the distinct films the replies name the catalog holds, overall and per system. A
+    corpus whose systems name mostly films outside the catalog can say little through the
+    catalog-grounded metrics, and the report should show it."""
+    return coverage_of({system: named_films(records) for system, records in sessions.items()})
+
+
+def coverage_of(named: dict[str, dict[str, set[str]]]) -> dict:
+    """film_coverage from the films each system's replies name (`named_films`, merged over shards)."""
+
+    def share(catalog: set, outside: set) -> dict:
+        films = len(catalog) + len(outside)
         return {
-            "films_named": named,
+            "films_named": films,
             "in_catalog": len(catalog),
             "outside_catalog": len(outside),
-            "catalog_share": round(len(catalog) / named, 4) if named else None,
+            "catalog_share": round(len(catalog) / films, 4) if films else None,
         }
 
-    every = [record for records in sessions.values() for record in records]
-    return share(every) | {"per_system": {system: share(records) for system, records in sorted(sessions.items())}}
+    every = [set().union(*(n[kind] for n in named.values())) for kind in ("catalog", "outside")]
+    return share(*every) | {"per_system": {s: share(n["catalog"], n["outside"]) for s, n in sorted(named.items())}}

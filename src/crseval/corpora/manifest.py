@@ -1,0 +1,211 @@
+"""The manifest of an imported corpus: what the workflow plans with, without listing the corpus
+files as inputs of any job.
+
+Planning reads each corpus file once, without recognising films, and keeps what it learnt per file
+under the file's size and modification time, so a re-plan reads only the files that changed. From
+it come the sessions per system (their numbers and ids, assigned exactly as one import of every
+file would assign them) and one *slice* per (system, shard): the sessions of that shard with the
+digest of what they were read from. A slice file is rewritten only when its content changes, so a
+changed, added or removed log re-imports only the shards whose slices it changes, and Snakemake's
+own re-run triggers (modification time, input) see it.
+
+A format with one session per file (`FILE_PER_SESSION`) is planned file by file and a slice names
+its own files; a corpus of a few files holding many dialogues is planned as a whole and every slice
+names every file, with each session's digest so that a changed dialogue changes only its slice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from crseval.core.canonical import canonical_sha
+from crseval.core.io import atomic_path
+from crseval.corpora.dialogue import CorpusError, named_films, recognise_films
+from crseval.corpora.formats import reader
+from crseval.language.concepts import ConceptMatcher
+from crseval.simulate.sessions import n_shards, shard_indices
+
+MANIFEST_VERSION = 1
+_ZEROS = "0" * 64  # catalog and config digests of a planning import (no record of it is kept)
+
+
+def file_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _stamp(path: str) -> list[int]:
+    stat = os.stat(path)
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def _record_digest(record: dict) -> str:
+    """A planned session's content, without the digests that are placeholders while planning."""
+    return canonical_sha({k: v for k, v in record.items() if k not in ("catalog_sha", "config_sha")})
+
+
+def plan_corpus(paths: list[str], import_format: str, cache_file: str | Path | None = None) -> dict:
+    """The manifest of the corpus `paths`: {format, files, sessions: {system: [{session_id, session_index,
+    source, digest, turns}]}, labelled, report}. With `cache_file`, what was read of a file is reused while
+    its size and modification time stay the same, and the cache is rewritten when anything changed."""
+    chosen = reader(import_format)
+    cached = _read_cache(cache_file, import_format)
+    paths = sorted(str(p) for p in paths)
+    if getattr(chosen, "FILE_PER_SESSION", False):
+        files, sessions, report = _plan_per_file(chosen, paths, cached.get("files", {}))
+        labelled = False
+    else:
+        files, sessions, report, labelled = _plan_whole(chosen, paths, cached)
+    manifest = {
+        "version": MANIFEST_VERSION,
+        "format": import_format,
+        "files": files,
+        "sessions": sessions,
+        "labelled": labelled,
+        "report": report,
+    }
+    if cache_file is not None and manifest != cached:
+        write_if_changed(cache_file, manifest)
+    return manifest
+
+
+def _read_cache(cache_file: str | Path | None, import_format: str) -> dict:
+    if cache_file is None:
+        return {}
+    try:
+        cached = json.loads(Path(cache_file).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    ok = isinstance(cached, dict) and cached.get("version") == MANIFEST_VERSION
+    return cached if ok and cached.get("format") == import_format else {}
+
+
+def _plan_per_file(chosen, paths: list[str], cached_files: dict) -> tuple[dict, dict, dict]:
+    files = {}
+    for path in paths:
+        stamp = _stamp(path)
+        entry = cached_files.get(path)
+        if not entry or entry.get("stamp") != stamp:
+            entry = {"stamp": stamp, "sha256": file_sha256(path), "plan": chosen.plan_file(path)}
+        files[path] = entry
+    planned, report = chosen.assign([(path, entry["plan"]) for path, entry in files.items()])
+    sessions = {
+        system: [
+            {
+                "session_id": e["session_id"],
+                "session_index": e["session_index"],
+                "source": e["path"],
+                "digest": files[e["path"]]["sha256"],
+                "turns": e["turns"],
+            }
+            for e in entries
+        ]
+        for system, entries in sorted(planned.items())
+    }
+    return files, sessions, report
+
+
+def _plan_whole(chosen, paths: list[str], cached: dict) -> tuple[dict, dict, dict, bool]:
+    files = {path: {"stamp": _stamp(path)} for path in paths}
+    if cached.get("files") and {p: {"stamp": e["stamp"]} for p, e in cached["files"].items()} == files:
+        return cached["files"], cached["sessions"], cached["report"], cached["labelled"]
+    files = {path: {**entry, "sha256": file_sha256(path)} for path, entry in files.items()}
+    records, report = chosen.import_logs(paths, None, _ZEROS, _ZEROS)
+    sessions = {
+        system: [
+            {
+                "session_id": r["session_id"],
+                "session_index": r["session_index"],
+                "source": None,
+                "digest": _record_digest(r),
+                "turns": len(r["turns"]),
+            }
+            for r in sorted(found, key=lambda r: r["session_index"])
+        ]
+        for system, found in sorted(records.items())
+    }
+    labelled = any((r.get("labels") or {}).get("satisfaction") is not None for rs in records.values() for r in rs)
+    return files, sessions, report, labelled
+
+
+def shard_slices(manifest: dict, shard_size: int) -> dict[tuple[str, int], dict]:
+    """(system, shard) -> the slice its import job reads: the format, the files to read and the sessions."""
+    slices = {}
+    for system, sessions in manifest["sessions"].items():
+        for shard in range(n_shards(len(sessions), shard_size)):
+            indices = shard_indices(len(sessions), shard_size, shard)
+            chosen = sessions[indices.start : indices.stop]
+            per_file = all(s["source"] is not None for s in chosen)
+            paths = [s["source"] for s in chosen] if per_file else sorted(manifest["files"])
+            slices[system, shard] = {
+                "format": manifest["format"],
+                "system": system,
+                "shard": shard,
+                "paths": paths,
+                "sessions": [{k: s[k] for k in ("session_id", "session_index", "source", "digest")} for s in chosen],
+            }
+    return slices
+
+
+def write_if_changed(path: str | Path, data: dict) -> bool:
+    """Write `data` as JSON unless the file holds it already (its modification time then stays: nothing
+    downstream re-runs); whether it was written."""
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True, indent=None, separators=(",", ":")) + "\n"
+    path = Path(path)
+    try:
+        if path.read_text(encoding="utf-8") == text:
+            return False
+    except (OSError, UnicodeDecodeError):
+        pass
+    with atomic_path(path) as temporary:
+        temporary.write_text(text, encoding="utf-8")
+    return True
+
+
+def import_slice(
+    piece: dict, matcher: ConceptMatcher, catalog_sha: str, config_sha: str
+) -> tuple[list[dict], dict[str, list[str]]]:
+    """The session records of one slice, films recognised, in session order; and the films their
+    replies name (catalog titles, titles outside it, casefolded) for the import report. A file that
+    changed since the workflow planned is an error: the plan it was imported by no longer holds."""
+    chosen = reader(piece["format"])
+    system = piece["system"]
+    if getattr(chosen, "FILE_PER_SESSION", False):
+        records = []
+        for session in piece["sessions"]:
+            if file_sha256(session["source"]) != session["digest"]:
+                raise _changed(session["source"])
+            records.append(
+                chosen.import_file(
+                    session["source"],
+                    None,
+                    system=system,
+                    session_index=session["session_index"],
+                    session_id=session["session_id"],
+                    catalog_sha=catalog_sha,
+                    config_sha=config_sha,
+                )
+            )
+    else:
+        found, _ = chosen.import_logs(piece["paths"], None, catalog_sha, config_sha)
+        by_id = {r["session_id"]: r for r in found.get(system, [])}
+        records = []
+        for session in piece["sessions"]:
+            record = by_id.get(session["session_id"])
+            if record is None or _record_digest(record) != session["digest"]:
+                raise _changed(", ".join(piece["paths"]), session["session_id"])
+            records.append(record)
+    for record in records:
+        recognise_films(record["turns"], matcher)
+    return records, {kind: sorted(films) for kind, films in named_films(records).items()}
+
+
+def _changed(where: str, session_id: str | None = None) -> CorpusError:
+    what = f"session {session_id} of {where}" if session_id else where
+    return CorpusError(f"{what} changed after the workflow planned the import; run the workflow again to re-plan")
