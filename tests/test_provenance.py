@@ -206,7 +206,9 @@ def test_only_what_the_config_uses_is_recorded():
     assert provenance.backends_used(config) == [] and provenance.prompts_used(config) == {}
     assert provenance.embedding_users(config) == []
     inputs = provenance.rule_inputs(config, REPO)
-    assert inputs["prompts"] == [] and inputs["templates"] == [] and inputs["logs"] == []
+    assert inputs["prompts"] == [] and inputs["templates"] == []
+    # the corpus is an input through its manifest, not log by log (planning would grow with the corpus)
+    assert inputs["logs"] == [f"results/{config['experiment']}/sessions/corpus_manifest.json"]
 
 
 def test_shipped_files_are_recorded_where_the_workflow_reads_them(tmp_path, no_git_above, monkeypatch):
