@@ -22,13 +22,21 @@ from crseval.core.io import write_parquet
 from crseval.core.session_records import load_schema
 from crseval.corpora import crsarena, jsonl, thesis_logs
 from crseval.corpora.formats import FORMATS, CorpusError, import_logs, import_votes, sessions_per_system
+from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.corpora.votes import VOTES_SCHEMA, write_votes
 from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.scorer import with_labels
-from crseval.simulate.sessions import n_shards
 
 SCHEMA = REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml"
 SCRIPT = REPO / "workflow" / "scripts" / "import_logs.py"
+
+
+def run_script(rule: str, **parts) -> None:
+    """Run a rule's script as Snakemake would, with `parts` (input, output, params, log) as its `snakemake`."""
+    snakemake = SimpleNamespace(**{k: v if k == "log" else SimpleNamespace(**v) for k, v in parts.items()})
+    runpy.run_path(str(SCRIPT.parent / f"{rule}.py"), init_globals={"snakemake": snakemake})
+
+
 EXAMPLES = REPO / "tests" / "data" / "corpora"
 SHA = "0" * 64
 
@@ -536,28 +544,45 @@ def test_hostile_names_write_nothing_outside_the_output_folder(tmp_path, index_d
     monkeypatch.chdir(work)
     counts = sessions_per_system([str(corpus)], import_format)
     assert len(counts) == len(names) and all("/" not in s and not s.startswith(".") for s in counts)
-    # the workflow's rule script, its shards planned as workflow/rules/common.smk plans them
+    # the workflow's rule scripts, the corpus planned as workflow/rules/common.smk plans it
     results = tmp_path / "a" / "results" / "exp"
-    shards = [[system, shard] for system, count in counts.items() for shard in range(n_shards(count, 2))]
-    snakemake = SimpleNamespace(
-        input=SimpleNamespace(
-            logs=[str(corpus)],
-            votes=str(votes_file),
-            films=str(index_dir / "films.parquet"),
-            concepts=str(index_dir / "concepts.parquet"),
-            catalog_summary=str(index_dir / "summary.json"),
-            schema=str(SCHEMA),
-        ),
-        params=SimpleNamespace(shard_size=2, shards=shards, import_format=import_format),
-        output=SimpleNamespace(
-            shards=[str(results / "sessions" / s / f"shard-{k}.jsonl") for s, k in shards],
-            report=str(results / "sessions" / "import_report.json"),
-            votes=str(results / "tables" / "votes.parquet"),
-        ),
-        log=[str(results / "logs" / "import_logs.log")],
-    )
+    sessions_dir = results / "sessions"
+    manifest = plan_corpus([str(corpus)], import_format, sessions_dir / "corpus_manifest.json")
+    catalog = {
+        "films": str(index_dir / "films.parquet"),
+        "concepts": str(index_dir / "concepts.parquet"),
+        "catalog_summary": str(index_dir / "summary.json"),
+        "schema": str(SCHEMA),
+    }
     monkeypatch.syspath_prepend(str(SCRIPT.parent))
-    runpy.run_path(str(SCRIPT), init_globals={"snakemake": snakemake})
+    shards, films = [], []
+    for (system, shard), piece in shard_slices(manifest, 2).items():
+        slice_file = sessions_dir / "import" / system / f"{shard}.slice.json"
+        write_if_changed(slice_file, piece)
+        shards.append(str(sessions_dir / system / f"shard-{shard}.jsonl"))
+        films.append(str(sessions_dir / "import" / system / f"{shard}.films.json"))
+        run_script(
+            "import_logs",
+            input={"slice": str(slice_file), **catalog},
+            output={"shard": shards[-1], "films": films[-1]},
+            params={"import_format": import_format, "shard_size": 2},
+            log=[str(results / "logs" / "import_logs" / system / f"{shard}.log")],
+        )
+    run_script(
+        "import_votes",
+        input={"votes": str(votes_file), "shards": shards},
+        output={"votes": str(results / "tables" / "votes.parquet"), "report": str(sessions_dir / "votes_report.json")},
+        params={"import_format": import_format},
+        log=[str(results / "logs" / "import_votes.log")],
+    )
+    run_script(
+        "import_report",
+        input={"manifest": str(sessions_dir / "corpus_manifest.json"), "films": films,
+               "votes_report": str(sessions_dir / "votes_report.json")},
+        output={"report": str(sessions_dir / "import_report.json")},
+        params={"shards": [list(key) for key in shard_slices(manifest, 2)]},
+        log=[str(results / "logs" / "import_report.log")],
+    )  # fmt: skip
     # the command line, into its own folder
     from crseval.cli import main
 
@@ -650,6 +675,7 @@ def test_a_jsonl_corpus_reaches_the_sessions_table_with_its_labels_and_votes(tmp
     results = workdir / "results" / "jsonl-import"
     tables = results / "tables"
     targets = [str((tables / name).relative_to(workdir)) for name in ("sessions.parquet", "votes.parquet")]
+    targets.append(str((results / "sessions" / "import_report.json").relative_to(workdir)))
     run_snakemake(workdir, *targets, "--configfile", "jsonl.yaml")  # the tables only: no statistics of 3 dialogues
     sessions = pd.read_parquet(tables / "sessions.parquet").set_index("session_id")
     assert sorted(sessions.index) == ["crs-one/d1", "crs-one/d2", "two/d1"]
