@@ -566,6 +566,7 @@ def test_hostile_names_write_nothing_outside_the_output_folder(tmp_path, index_d
             input={"slice": str(slice_file), **catalog},
             output={"shard": shards[-1], "films": films[-1]},
             params={"import_format": import_format, "shard_size": 2},
+            wildcards={"system": system, "shard": str(shard)},
             log=[str(results / "logs" / "import_logs" / system / f"{shard}.log")],
         )
     run_script(

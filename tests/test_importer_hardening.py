@@ -16,10 +16,9 @@ from conftest import REPO
 from crseval.catalog.build import CatalogError, load_catalog
 from crseval.core.io import write_parquet
 from crseval.core.session_records import load_schema
-from crseval.corpora import thesis_logs as importer
 from crseval.corpora.formats import sessions_per_system as count_sessions
+from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.corpora.thesis_logs import LogImportError, import_logs, read_log, repair_user_text
-from crseval.simulate.sessions import n_shards
 
 SCRIPT = REPO / "workflow" / "scripts" / "import_logs.py"
 SCHEMA = REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml"
@@ -130,26 +129,35 @@ def test_cli_refuses_a_system_path_outside_the_output_folder(tmp_path, index_dir
     assert list(tmp_path.rglob("*.jsonl")) == []
 
 
-def fake_snakemake(tmp_path, index_dir, logs, shard_size=2):
-    """The `snakemake` object of the import_logs rule, its shards planned as workflow/rules/common.smk plans them."""
+def planned_import(tmp_path, index_dir, logs, shard_size=2):
+    """The `snakemake` object of each import_logs job, its slice planned and written as
+    workflow/rules/common.smk plans and writes it; and the results folder."""
     results = tmp_path / "results" / "exp"
-    counts = count_sessions([str(p) for p in logs], "thesis_logs")
-    shards = [[system, shard] for system, count in counts.items() for shard in range(n_shards(count, shard_size))]
-    return SimpleNamespace(
-        input=SimpleNamespace(
-            logs=[str(p) for p in logs],
-            films=str(index_dir / "films.parquet"),
-            concepts=str(index_dir / "concepts.parquet"),
-            catalog_summary=str(index_dir / "summary.json"),
-            schema=str(SCHEMA),
-        ),
-        params=SimpleNamespace(shard_size=shard_size, shards=shards, import_format="thesis_logs"),
-        output=SimpleNamespace(
-            shards=[str(results / "sessions" / s / f"shard-{k}.jsonl") for s, k in shards],
-            report=str(results / "sessions" / "import_report.json"),
-        ),
-        log=[str(tmp_path / "import.log")],
-    ), results
+    sessions_dir = results / "sessions"
+    manifest = plan_corpus([str(p) for p in logs], "thesis_logs", sessions_dir / "corpus_manifest.json")
+    jobs = []
+    for (system, shard), piece in shard_slices(manifest, shard_size).items():
+        slice_file = sessions_dir / "import" / system / f"{shard}.slice.json"
+        write_if_changed(slice_file, piece)
+        jobs.append(
+            SimpleNamespace(
+                input=SimpleNamespace(
+                    slice=str(slice_file),
+                    films=str(index_dir / "films.parquet"),
+                    concepts=str(index_dir / "concepts.parquet"),
+                    catalog_summary=str(index_dir / "summary.json"),
+                    schema=str(SCHEMA),
+                ),
+                params=SimpleNamespace(shard_size=shard_size, import_format="thesis_logs"),
+                output=SimpleNamespace(
+                    shard=str(sessions_dir / system / f"shard-{shard}.jsonl"),
+                    films=str(sessions_dir / "import" / system / f"{shard}.films.json"),
+                ),
+                wildcards=SimpleNamespace(system=system, shard=str(shard)),
+                log=[str(tmp_path / "logs" / system / f"{shard}.log")],
+            )
+        )
+    return jobs, results
 
 
 def run_script(snakemake, monkeypatch):
@@ -159,21 +167,30 @@ def run_script(snakemake, monkeypatch):
 
 def test_workflow_script_writes_unsafe_model_names_under_their_slug(tmp_path, index_dir, monkeypatch):
     source = log(tmp_path / "logs" / "e_0.json", model="../../ESCAPED")
-    snakemake, results = fake_snakemake(tmp_path, index_dir, [source])
-    run_script(snakemake, monkeypatch)
+    jobs, results = planned_import(tmp_path, index_dir, [source])
+    assert [job.wildcards.system for job in jobs] == ["ESCAPED"]  # planned under the slug
+    run_script(jobs[0], monkeypatch)
     assert sessions_outside(tmp_path, results / "sessions") == []
     record = json.loads((results / "sessions" / "ESCAPED" / "shard-0.jsonl").read_text())
     assert record["provenance"]["model_name"] == "../../ESCAPED"
 
 
-def test_workflow_script_writes_only_the_shards_the_workflow_planned(tmp_path, index_dir, monkeypatch):
-    source = log(tmp_path / "logs" / "e_0.json")
-    snakemake, results = fake_snakemake(tmp_path, index_dir, [source])
-    sessions, report = import_logs([source], None, "c" * 64, "b" * 64)  # schema-valid records under an unsafe name
-    monkeypatch.setattr(importer, "import_logs", lambda *args: ({"../../x": sessions["mini:1b"]}, report))
-    with pytest.raises(ValueError, match=r"system '\.\./\.\./x', shard 0: not an output the workflow planned"):
-        run_script(snakemake, monkeypatch)
+def test_workflow_script_imports_only_the_slice_its_job_was_planned_for(tmp_path, index_dir, monkeypatch):
+    """A slice that names another system or shard than the job's own (edited by hand, or left from another
+    plan) is refused before anything is read or written."""
+    sources = [log(tmp_path / "logs" / f"e_{k}.json", model=m) for k, m in enumerate(["a:1b", "b:1b"])]
+    jobs, results = planned_import(tmp_path, index_dir, sources)
+    first, second = jobs
+    piece = json.loads(Path(first.input.slice).read_text())
+    Path(first.input.slice).write_text(json.dumps({**piece, "system": "../../x"}))
+    with pytest.raises(ValueError, match=r"is for system '\.\./\.\./x', shard 0, not system 'a:1b', shard 0"):
+        run_script(first, monkeypatch)
+    first.input.slice = second.input.slice
+    with pytest.raises(ValueError, match=r"is for system 'b:1b', shard 0, not system 'a:1b', shard 0"):
+        run_script(first, monkeypatch)
     assert list(tmp_path.rglob("*.jsonl")) == []
+    run_script(second, monkeypatch)
+    assert [p.relative_to(results) for p in results.rglob("*.jsonl")] == [Path("sessions/b:1b/shard-0.jsonl")]
 
 
 # ---------------------------------------------------------------- 2. session numbers and ids

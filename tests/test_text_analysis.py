@@ -122,7 +122,7 @@ def test_an_analysed_text_reads_as_its_string(demo_index):
     for text in TEXTS:
         analysed = AnalysedText(text)
         assert analysed.tokens == tokenize(text)
-        assert analysed.lowered == [token.lower() for token, _, _ in tokenize(text)]
+        assert list(analysed.lowered) == [token.lower() for token, _, _ in tokenize(text)]
         assert matcher.values(analysed) == matcher.values(text)
         assert matcher.title_recognizer.recognise(analysed) == matcher.title_recognizer.recognise(text)
     assert matcher.values("Try The Maltese Falcon with Humphry Bogart, a crime film.")  # a title, a near name
@@ -141,8 +141,8 @@ def test_an_analysed_text_reads_as_its_string(demo_index):
 )
 def test_tokens_lowered_at_once_are_lowered_one_by_one(text):
     analysed = AnalysedText(text)
-    assert analysed.lowered == [token.lower() for token, _, _ in tokenize(text)]
-    assert [text[start:end] for _, start, end in analysed.tokens] == analysed.keys
+    assert list(analysed.lowered) == [token.lower() for token, _, _ in tokenize(text)]
+    assert tuple(text[start:end] for _, start, end in analysed.tokens) == analysed.keys
 
 
 CUE_TEXTS = [

@@ -15,6 +15,12 @@ from crseval.language.concepts import ConceptMatcher
 
 log = log_to(snakemake.log[0])
 piece = json.loads(Path(snakemake.input.slice).read_text(encoding="utf-8"))
+planned = (snakemake.wildcards.system, int(snakemake.wildcards.shard))
+if (piece.get("system"), piece.get("shard")) != planned:  # a slice edited by hand or left from another plan
+    raise ValueError(
+        f"{snakemake.input.slice} is for system {piece.get('system')!r}, shard {piece.get('shard')}, "
+        f"not system {planned[0]!r}, shard {planned[1]}: run the workflow again to re-plan the import"
+    )
 index = CatalogIndex.read(snakemake.input.films, snakemake.input.concepts)
 records, films = import_slice(
     piece,

@@ -29,7 +29,8 @@ class AnalysedText:
     """One text and its tokens, each kind computed on first use and then kept: the concept matcher,
     the title recognizer and the metric families read the same text, and share one analysis of it
     instead of tokenising it once each. Pass it wherever a text is read (ConceptMatcher.values,
-    TitleRecognizer.recognise and .spans take either)."""
+    TitleRecognizer.recognise and .spans take either). The tokens are tuples: what one reader gets,
+    no reader can change for the others (and the garbage collector stops walking them)."""
 
     def __init__(self, text: str):
         self.text = text
@@ -40,12 +41,12 @@ class AnalysedText:
         return text if isinstance(text, AnalysedText) else cls(text)
 
     @cached_property
-    def keys(self) -> list[str]:
+    def keys(self) -> tuple[str, ...]:
         """The tokens' strings, as written."""
-        return token_strings(self.text)
+        return tuple(token_strings(self.text))
 
     @cached_property
-    def starts(self) -> list[int]:
+    def starts(self) -> tuple[int, ...]:
         """Where each token starts in the text. Only white space lies between two tokens, so each is
         the first occurrence of its string after the one before."""
         starts, position, find = [], 0, self.text.index
@@ -53,7 +54,7 @@ class AnalysedText:
             position = find(key, position)
             starts.append(position)
             position += len(key)
-        return starts
+        return tuple(starts)
 
     def span(self, first: int, last: int) -> tuple[int, int]:
         """Character offsets of the run of tokens first .. last - 1."""
@@ -65,15 +66,15 @@ class AnalysedText:
         return [(key, start, start + len(key)) for key, start in zip(self.keys, self.starts)]
 
     @cached_property
-    def lowered(self) -> list[str]:
+    def lowered(self) -> tuple[str, ...]:
         """The tokens' strings in lower case: lowered at once, joined by a space (which no token holds,
         and which stops the one rule of lower-casing that reads neighbours, a Greek word's final sigma)."""
-        return " ".join(self.keys).lower().split(" ") if self.keys else []
+        return tuple(" ".join(self.keys).lower().split(" ")) if self.keys else ()
 
     @cached_property
-    def words(self) -> list[str]:
+    def words(self) -> tuple[str, ...]:
         """`words(text)`: what the metrics count as words (n-grams, lexical statistics, the plot LM)."""
-        return words(self.text)
+        return tuple(words(self.text))
 
 
 class TextAnalyses:
