@@ -12,8 +12,9 @@ import pytest
 from conftest import REFERENCE_LOGS
 from test_import_formats import arena, line, write_arena, write_lines
 
+from crseval.corpora import manifest as manifest_module
 from crseval.corpora import thesis_logs
-from crseval.corpora.dialogue import coverage_of, film_coverage
+from crseval.corpora.dialogue import CorpusError, coverage_of, film_coverage
 from crseval.corpora.formats import import_logs
 from crseval.corpora.manifest import import_slice, plan_corpus, shard_slices, write_if_changed
 from crseval.language.concepts import ConceptMatcher
@@ -138,3 +139,24 @@ def test_a_log_changed_after_planning_is_an_error_naming_it(matcher, tmp_path):
     copied[1].write_text(copied[1].read_text().replace("USER", "USER", 1) + " ")
     with pytest.raises(Exception, match=rf"{copied[1].name} changed after the workflow planned the import"):
         import_slice(piece, matcher, A, B)
+
+
+@NEEDS_LOGS
+def test_a_large_first_plan_read_by_helper_processes_is_the_one_read_here(tmp_path, monkeypatch):
+    """Past PARALLEL_FROM files a first plan is read by helper interpreters; the manifest is the same, and a
+    file that cannot be read fails the plan naming it, as when it is read here."""
+    logs = tmp_path / "logs"
+    copy_logs(logs, "gemma:2b", 12)
+    copy_logs(logs, "qwen:4b", 6)
+    paths = sorted(str(p) for p in logs.glob("*.json"))
+    alone = plan_corpus(paths, "thesis_logs")
+    monkeypatch.setattr(manifest_module, "PARALLEL_FROM", 4)
+    monkeypatch.setattr(manifest_module.os, "sched_getaffinity", lambda pid: {0, 1, 2})
+    helpers = []
+    original = manifest_module.subprocess.Popen
+    monkeypatch.setattr(manifest_module.subprocess, "Popen", lambda *a, **k: helpers.append(a) or original(*a, **k))
+    assert plan_corpus(paths, "thesis_logs") == alone
+    assert len(helpers) == 3  # min(cores, files // PARALLEL_FROM, PLAN_WORKERS)
+    (logs / "qwen:4b_session_qwen:4b_9.json").write_text('{"model_name": "qwen:4b", "conversation": [')
+    with pytest.raises(CorpusError, match=r"qwen:4b_session_qwen:4b_9\.json: cannot be read as JSON"):
+        plan_corpus(sorted(str(p) for p in logs.glob("*.json")), "thesis_logs")

@@ -12,10 +12,13 @@ import jsonschema
 import pyarrow as pa
 import pytest
 from conftest import REPO
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crseval.catalog.build import CatalogError, load_catalog
 from crseval.core.io import write_parquet
 from crseval.core.session_records import load_schema
+from crseval.corpora.dialogue import MAX_DEPTH, unusable
 from crseval.corpora.formats import sessions_per_system as count_sessions
 from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.corpora.thesis_logs import LogImportError, import_logs, read_log, repair_user_text
@@ -369,3 +372,39 @@ def test_a_file_name_that_is_not_utf8_still_gives_a_writable_record(tmp_path):
     (record,) = sessions["mini:1b"]
     assert record["provenance"]["source_file"] == "bad\ufffd_0.json" and record["session_index"] == 0
     json.dumps(record, ensure_ascii=False).encode("utf-8")
+
+
+def depth_and_surrogate(value, depth=1):
+    """What `unusable` decides, by its plain recursive definition: (deepest level, any lone surrogate)."""
+    if isinstance(value, str):
+        return depth, any(0xD800 <= ord(c) <= 0xDFFF for c in value)
+    parts = [p for pair in value.items() for p in pair] if isinstance(value, dict) else value
+    if not isinstance(value, (dict, list)) or not parts:
+        return depth, False
+    found = [depth_and_surrogate(p, depth + 1) for p in parts]
+    return max(d for d, _ in found), any(s for _, s in found)
+
+
+json_values = st.recursive(
+    st.none() | st.integers() | st.text(alphabet=st.sampled_from("ab\ud800\udfff\\u")),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["k", "\udc00"]), inner, max_size=2),
+    max_leaves=40,
+)
+
+
+@given(value=json_values, nesting=st.integers(0, 70))
+@settings(max_examples=300, deadline=None)
+def test_unusable_json_is_found_with_or_without_the_text_it_was_parsed_from(value, nesting):
+    """The walk over containers, and the short cut that skips strings when the text spells no surrogate,
+    decide as the plain definition: deeper than MAX_DEPTH levels, or a lone surrogate anywhere."""
+    for _ in range(nesting):
+        value = [value]
+    deepest, surrogate = depth_and_surrogate(value)
+    text = json.dumps(value)  # escapes surrogates as \udXXX, as a buggy writer would
+    for found in (unusable(value), unusable(value, text), unusable(json.loads(text), text)):
+        if deepest > MAX_DEPTH:
+            assert found == f"nested deeper than {MAX_DEPTH} levels" or (surrogate and "surrogate" in found)
+        elif surrogate:
+            assert "lone surrogate" in found
+        else:
+            assert found is None

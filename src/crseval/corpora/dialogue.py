@@ -29,26 +29,37 @@ USER, SYSTEM = "USER", "SYSTEM"
 MAX_DEPTH = 64  # a dialogue is a few levels deep; far deeper nesting is junk that would overflow the stack later
 SATISFACTION = ("satisfied", "frustrated")  # the values of the `satisfaction` label
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # how JSON text spells a surrogate
 
 
 class CorpusError(ValueError):
     """A corpus file that does not match its format; the message names the file, where in it, and what is wrong."""
 
 
-def unusable(value: object) -> str | None:
+def unusable(value: object, text: str | None = None) -> str | None:
     """Why parsed JSON cannot go on although it parsed: nesting that would overflow the stack when written
-    again, or lone surrogates (from escapes like \\ud800) that no UTF-8 file can hold."""
-    stack = [(value, 1)]
-    while stack:
+    again, or lone surrogates (from escapes like \\ud800) that no UTF-8 file can hold. With the `text` it
+    was parsed from, strings are searched only when that text could have produced a lone surrogate."""
+    strings = text is None or bool(_SURROGATE_ESCAPE.search(text) or _LONE_SURROGATE.search(text))
+    if isinstance(value, str):
+        return _lone_surrogate(value) if strings else None
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:  # containers only: a part sits one level below its container
         item, depth = stack.pop()
-        if depth > MAX_DEPTH:
+        parts = [part for pair in item.items() for part in pair] if isinstance(item, dict) else item
+        if parts and depth + 1 > MAX_DEPTH:
             return f"nested deeper than {MAX_DEPTH} levels"
-        if isinstance(item, str) and _LONE_SURROGATE.search(item):
-            return f"holds text that is not valid Unicode (a lone surrogate escape): {item[:60]!r}"
-        if isinstance(item, dict):
-            stack += [(part, depth + 1) for pair in item.items() for part in pair]
-        elif isinstance(item, list):
-            stack += [(part, depth + 1) for part in item]
+        for part in parts:
+            if isinstance(part, (dict, list)):
+                stack.append((part, depth + 1))
+            elif strings and isinstance(part, str) and (defect := _lone_surrogate(part)):
+                return defect
+    return None
+
+
+def _lone_surrogate(item: str) -> str | None:
+    if _LONE_SURROGATE.search(item):
+        return f"holds text that is not valid Unicode (a lone surrogate escape): {item[:60]!r}"
     return None
 
 
@@ -60,7 +71,7 @@ def parse_json(text: str, where: str) -> object:
         raise CorpusError(f"{where}: cannot be read as JSON: nested too deeply") from None
     except ValueError as error:  # also numbers too long to convert
         raise CorpusError(f"{where}: cannot be read as JSON: {error}") from None
-    if (defect := unusable(data)) is not None:
+    if (defect := unusable(data, text)) is not None:
         raise CorpusError(f"{where}: {defect}")
     return data
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 from crseval.core.canonical import canonical_sha
@@ -29,6 +31,8 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.simulate.sessions import n_shards, shard_indices
 
 MANIFEST_VERSION = 1
+PARALLEL_FROM = 1000  # files to read before a second process pays for its start-up
+PLAN_WORKERS = 8
 _ZEROS = "0" * 64  # catalog and config digests of a planning import (no record of it is kept)
 
 
@@ -89,11 +93,9 @@ def _read_cache(cache_file: str | Path | None, import_format: str) -> dict:
 def _plan_per_file(chosen, paths: list[str], cached_files: dict) -> tuple[dict, dict, dict]:
     files = {}
     for path in paths:
-        stamp = _stamp(path)
         entry = cached_files.get(path)
-        if not entry or entry.get("stamp") != stamp:
-            entry = {"stamp": stamp, "sha256": file_sha256(path), "plan": chosen.plan_file(path)}
-        files[path] = entry
+        files[path] = entry if entry and entry.get("stamp") == _stamp(path) else None
+    files.update(_plan_files(chosen.FORMAT, [path for path, entry in files.items() if entry is None]))
     planned, report = chosen.assign([(path, entry["plan"]) for path, entry in files.items()])
     sessions = {
         system: [
@@ -109,6 +111,55 @@ def _plan_per_file(chosen, paths: list[str], cached_files: dict) -> tuple[dict, 
         for system, entries in sorted(planned.items())
     }
     return files, sessions, report
+
+
+def _plan_files(import_format: str, paths: list[str]) -> dict[str, dict]:
+    """What each file holds, read by as many processes as there are cores (at most PLAN_WORKERS) once
+    there are more than PARALLEL_FROM files to read: a first plan of a large corpus is CPU-bound. The
+    helpers are fresh interpreters, not forks of the planning process (Snakemake's, with threads of its own)."""
+    workers = min(PLAN_WORKERS, len(os.sched_getaffinity(0)), len(paths) // PARALLEL_FROM)
+    if workers <= 1:
+        return _read_files(import_format, paths)
+    source = str(Path(__file__).resolve().parents[2])  # the folder crseval is imported from
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))}
+    helper_code = "from crseval.corpora.manifest import plan_files_from_stdin; plan_files_from_stdin()"
+    command = [sys.executable, "-c", helper_code]
+    helpers = []
+    for worker in range(workers):
+        helper = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=environment)
+        helper.stdin.write(json.dumps([import_format, paths[worker::workers]]).encode())
+        helper.stdin.close()
+        helpers.append(helper)
+    planned, failures = {}, []
+    for helper in helpers:
+        answer = helper.stdout.read()
+        helper.wait()
+        try:
+            result = json.loads(answer)
+        except ValueError:
+            result = {"error": f"a planning process ended with exit code {helper.returncode} and no answer"}
+        if "error" in result:
+            failures.append(result["error"])
+        else:
+            planned.update(result["planned"])
+    if failures:
+        raise CorpusError(failures[0])
+    return {path: planned[path] for path in paths}
+
+
+def plan_files_from_stdin() -> None:
+    """A planning helper: [format, paths] as JSON on stdin -> {"planned": ...} or {"error": message} on stdout."""
+    import_format, paths = json.load(sys.stdin)
+    try:
+        answer = {"planned": _read_files(import_format, paths)}
+    except (CorpusError, OSError) as error:
+        answer = {"error": str(error)}
+    sys.stdout.write(json.dumps(answer, ensure_ascii=False))
+
+
+def _read_files(import_format: str, paths: list[str]) -> dict[str, dict]:
+    chosen = reader(import_format)
+    return {p: {"stamp": _stamp(p), "sha256": file_sha256(p), "plan": chosen.plan_file(p)} for p in paths}
 
 
 def _plan_whole(chosen, paths: list[str], cached: dict) -> tuple[dict, dict, dict, bool]:
