@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet
 import pytest
 from conftest import REPO, default_config
 from fake_servers import FakeOllama
@@ -156,3 +157,23 @@ def test_model_metrics_use_thesis_names_and_skip_what_is_not_a_metric():
     table = aggregate.model_metrics(sessions, resamples=200, seed=0)
     assert table.loc[0, "coherence"] == 4.5 and table.loc[0, "topic_recovery_rate"] == pytest.approx(0.3)
     assert not {"turns", "judge_coherence_sd", "judge_coherence"} & set(table.columns)
+
+
+def test_turn_shards_written_one_by_one_are_the_concatenated_table(tmp_path):
+    """aggregate copies turn shards into turns.parquet one at a time; the table is the one concatenating
+    them gives: columns in order of first appearance, a column a shard lacks empty there, declared types."""
+    first = pd.DataFrame(
+        {"system": ["a", "a"], "session_id": ["a-0", "a-0"], "turn": [1, 2], "tas": [0.5, None], "shift": [True, False]}
+    )
+    second = pd.DataFrame({"system": ["b"], "session_id": ["b-0"], "turn": [1], "cc": [0.25], "unknown_titles": [2]})
+    paths = []
+    for number, frame in enumerate([first, second, first.iloc[:0]]):
+        paths.append(str(tmp_path / f"shard-{number}.turns.parquet"))
+        frame.to_parquet(paths[-1], index=False)
+    rows = aggregate.write_shard_tables(paths, [0, 1, 2], "turns", tmp_path / "turns.parquet")
+    together = pd.concat([pd.read_parquet(p).assign(shard=k) for k, p in enumerate(paths)], ignore_index=True)
+    expected = aggregate.to_table(together, "turns")
+    written = pyarrow.parquet.read_table(tmp_path / "turns.parquet")
+    assert rows == 3 and written.equals(expected)
+    assert written.column_names == ["system", "session_id", "turn", "tas", "shift", "shard", "cc", "unknown_titles"]
+    assert written.column("cc").to_pylist() == [None, None, 0.25] and written.column("shard").to_pylist() == [0, 0, 1]

@@ -1,11 +1,12 @@
-"""Rule aggregate: shard tables -> sessions.parquet, turns.parquet, model_metrics.csv."""
+"""Rule aggregate: shard tables -> sessions.parquet, turns.parquet, model_metrics.csv. The turns
+(twenty rows a session) are copied shard by shard into the table, never held together."""
 
 import json
 
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis.aggregate import check_complete, model_metrics, to_table
+from crseval.analysis.aggregate import check_complete, model_metrics, to_table, write_shard_tables
 from crseval.core.io import atomic_path, log_to, write_parquet
 
 
@@ -32,10 +33,9 @@ for start in range(0, len(snakemake.input.panel), panel_shards):
     sessions = sessions.merge(judged, on="session_id", how="left", validate="one_to_one")
 sessions = sessions.sort_values(["system", "session_index", "session_id"], kind="stable").reset_index(drop=True)
 check_complete(sessions, snakemake.params.sessions_per_system)
-turns = read_shards(snakemake.input.turns, shards)
 write_parquet(to_table(sessions), snakemake.output.sessions)
-write_parquet(to_table(turns, "turns"), snakemake.output.turns)
+turns = write_shard_tables(snakemake.input.turns, shards, "turns", snakemake.output.turns)
 with atomic_path(snakemake.output.model_metrics) as temporary:
     intervals = {"resamples": json.loads(snakemake.params.resamples), "seed": json.loads(snakemake.params.seed)}
     model_metrics(sessions, **intervals).to_csv(temporary, index=False)
-log.info("%d sessions, %d turns, %d systems", len(sessions), len(turns), sessions["system"].nunique())
+log.info("%d sessions, %d turns, %d systems", len(sessions), turns, sessions["system"].nunique())

@@ -13,11 +13,15 @@ and a column nobody declared stops the rule.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from crseval.analysis import registry
 from crseval.analysis.intervals import mean_interval
+from crseval.core.io import atomic_path
 
 ARROW_TYPES = {
     "float64": pa.float64(),
@@ -52,6 +56,29 @@ def to_table(frame: pd.DataFrame, table: str = "sessions") -> pa.Table:
             values = values.astype("object").where(values.notna(), None)
         columns[field.name] = pa.array(values, type=field.type, from_pandas=True)
     return pa.table(columns, schema=schema)
+
+
+def write_shard_tables(paths: list[str], shards: list[int], table: str, output: str | Path) -> int:
+    """The tables at `paths`, each with the number of its shard, written one after the other as one
+    table of the declared types (`to_table`), with the columns in order of first appearance: what
+    concatenating them would give, holding one shard at a time. The number of rows written."""
+    names = list(dict.fromkeys(name for path in paths for name in [*pq.read_schema(path).names, "shard"]))
+    rows = 0
+    with atomic_path(output) as temporary:
+        writer = None
+        try:
+            for path, shard in zip(paths, shards, strict=True):
+                frame = pd.read_parquet(path).assign(shard=shard).reindex(columns=names)
+                part = to_table(frame, table)
+                writer = writer or pq.ParquetWriter(temporary, part.schema)
+                writer.write_table(part)
+                rows += len(frame)
+            if writer is None:  # no shards: an empty table
+                pq.write_table(to_table(pd.DataFrame(columns=names), table), temporary)
+        finally:
+            if writer is not None:
+                writer.close()
+    return rows
 
 
 def metric_columns(frame: pd.DataFrame) -> list[str]:

@@ -27,6 +27,8 @@ import numpy as np
 from scipy.stats import norm
 from scipy.stats import t as t_distribution
 
+from crseval.core.allocation import reuse_large_blocks
+
 KINDS = ("proportion", "mean")
 # Indices drawn at once: memory stays flat whatever resamples x sample size. The draws do not depend
 # on it (numpy's Generator draws the same integers in one call or in several).
@@ -39,7 +41,8 @@ NO_METHOD = "none"
 
 def chunks(resamples: int, width: int) -> Iterator[int]:
     """Row counts of successive blocks of a (resamples, width) resample matrix, each of at most
-    CHUNK_ELEMENTS entries (at least one row)."""
+    CHUNK_ELEMENTS entries (at least one row). The blocks' memory is reused, not mapped afresh each time."""
+    reuse_large_blocks()
     rows = max(1, CHUNK_ELEMENTS // max(width, 1))
     for start in range(0, resamples, rows):
         yield min(rows, resamples - start)
