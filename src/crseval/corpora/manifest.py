@@ -16,7 +16,6 @@ names every file, with each session's digest so that a changed dialogue changes 
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -24,7 +23,7 @@ import sys
 from pathlib import Path
 
 from crseval.core.canonical import canonical_sha
-from crseval.core.io import atomic_path
+from crseval.core.io import atomic_path, sha256_file
 from crseval.corpora.dialogue import CorpusError, named_films, recognise_films
 from crseval.corpora.formats import reader
 from crseval.language.concepts import ConceptMatcher
@@ -36,21 +35,14 @@ PLAN_WORKERS = 8
 _ZEROS = "0" * 64  # catalog and config digests of a planning import (no record of it is kept)
 
 
-def file_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _stamp(path: str) -> list[int]:
     stat = os.stat(path)
     return [stat.st_size, stat.st_mtime_ns]
 
 
 def _record_digest(record: dict) -> str:
-    """A planned session's content, without the digests that are placeholders while planning."""
+    """A planned session's content, without the catalog and config digests (planning imports with zeros:
+    it knows neither)."""
     return canonical_sha({k: v for k, v in record.items() if k not in ("catalog_sha", "config_sha")})
 
 
@@ -159,14 +151,14 @@ def plan_files_from_stdin() -> None:
 
 def _read_files(import_format: str, paths: list[str]) -> dict[str, dict]:
     chosen = reader(import_format)
-    return {p: {"stamp": _stamp(p), "sha256": file_sha256(p), "plan": chosen.plan_file(p)} for p in paths}
+    return {p: {"stamp": _stamp(p), "sha256": sha256_file(p), "plan": chosen.plan_file(p)} for p in paths}
 
 
 def _plan_whole(chosen, paths: list[str], cached: dict) -> tuple[dict, dict, dict, bool]:
     files = {path: {"stamp": _stamp(path)} for path in paths}
     if cached.get("files") and {p: {"stamp": e["stamp"]} for p, e in cached["files"].items()} == files:
         return cached["files"], cached["sessions"], cached["report"], cached["labelled"]
-    files = {path: {**entry, "sha256": file_sha256(path)} for path, entry in files.items()}
+    files = {path: {**entry, "sha256": sha256_file(path)} for path, entry in files.items()}
     records, report = chosen.import_logs(paths, None, _ZEROS, _ZEROS)
     sessions = {
         system: [
@@ -230,7 +222,7 @@ def import_slice(
     if getattr(chosen, "FILE_PER_SESSION", False):
         records = []
         for session in piece["sessions"]:
-            if file_sha256(session["source"]) != session["digest"]:
+            if sha256_file(session["source"]) != session["digest"]:
                 raise _changed(session["source"])
             records.append(
                 chosen.import_file(
