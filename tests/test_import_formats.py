@@ -362,11 +362,21 @@ def test_a_file_not_in_the_selected_format_fails_naming_file_place_and_defect(
         sessions_per_system([str(bad)], import_format)  # planning stops with the same message
 
 
-def test_undecodable_bytes_are_named(tmp_path):
+@pytest.mark.parametrize(
+    "content, where",
+    [
+        (b'{"system": "\xff"}\n', r"line 1: cannot be read as UTF-8 text: byte 13 of the line \(0xff\)"),
+        (b'{"a": 1}\r\n{"b": "caf\xc3"}\n', r"line 2: cannot be read as UTF-8 text: byte 11 of the line \(0xc3\)"),
+        (b'{}\n\n\n{"c": "\xed\xa0\x80"}', r"line 4: cannot be read as UTF-8 text: byte 8 of the line \(0xed\)"),
+    ],
+)
+def test_undecodable_bytes_are_named_by_file_and_line(tmp_path, content, where):
     bad = tmp_path / "bytes.jsonl"
-    bad.write_bytes(b'{"system": "\xff"}\n')
-    with pytest.raises(CorpusError, match=r"bytes\.jsonl: cannot be read as UTF-8 text"):
+    bad.write_bytes(content)
+    with pytest.raises(CorpusError, match=rf"bytes\.jsonl, {where}"):
         import_logs([bad], None, SHA, SHA, "jsonl")
+    with pytest.raises(CorpusError, match=rf"bytes\.jsonl, {where}"):
+        sessions_per_system([str(bad)], "jsonl")  # planning names it the same way
 
 
 # ---------------------------------------------------------------- votes
@@ -716,3 +726,16 @@ def test_film_coverage_counts_distinct_films_in_and_outside_the_catalog():
             "b": {"films_named": 0, "in_catalog": 0, "outside_catalog": 0, "catalog_share": None},
         },
     }
+
+
+def test_a_line_separator_inside_a_string_does_not_end_the_line(tmp_path):
+    """JSON allows U+2028, U+2029 and other characters str.splitlines() breaks at inside a string."""
+    corpus = tmp_path / "seps.jsonl"
+    items = [
+        line("crs", "d1", ("user", "Crime?\u2028Or drama"), ("system", "Heat\x1c")),
+        line("crs", "d2", ("user", "Hi"), ("system", "Hello")),
+    ]
+    corpus.write_text("".join(json.dumps(item, ensure_ascii=False) + "\n" for item in items), encoding="utf-8")
+    sessions, report = import_logs([corpus], None, SHA, SHA, "jsonl")
+    assert [r["provenance"]["line"] for r in sessions["crs"]] == [1, 2]
+    assert sessions["crs"][0]["turns"][0]["user_text"].startswith("Crime?")

@@ -77,11 +77,24 @@ def parse_json(text: str, where: str) -> object:
 
 
 def read_text(path: Path) -> str:
-    """The file as UTF-8 text; CorpusError naming it when it cannot be read."""
+    """The file as UTF-8 text; CorpusError naming it, and the line of the first byte that is not UTF-8."""
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise CorpusError(f"{path}: cannot be read as UTF-8 text: {error}") from None
+        data = path.read_bytes()
+    except OSError as error:
+        raise CorpusError(f"{path}: cannot be read: {error}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise CorpusError(f"{path}, {undecodable(data, error)}") from None
+
+
+def undecodable(data: bytes, error: UnicodeDecodeError) -> str:
+    """Where `data` stops being UTF-8, as a line (counted by newlines, as a JSONL reader counts them) and
+    the byte within it, and what is there."""
+    line = data.count(b"\n", 0, error.start) + 1
+    column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+    shown = " ".join(f"0x{byte:02x}" for byte in data[error.start : min(error.end, error.start + 4)])
+    return f"line {line}: cannot be read as UTF-8 text: byte {column} of the line ({shown}): {error.reason}"
 
 
 def read_json(path: Path) -> object:

@@ -93,7 +93,8 @@ def read_lines(path: Path, validator: Draft202012Validator, hint: str) -> list[t
     """(line number, object) of every non-blank line, each checked against the schema; CorpusError naming
     the file, the line and what is wrong otherwise."""
     lines = []
-    for number, text in enumerate(dialogue.read_text(path).splitlines(), start=1):
+    # lines end at "\n" only: U+2028 and other characters str.splitlines() would break at may stand in a string
+    for number, text in enumerate(dialogue.read_text(path).split("\n"), start=1):
         if not text.strip():
             continue
         where = f"{path}, line {number}"

@@ -130,11 +130,7 @@ def repair_user_text(text: str, report: Counter) -> str:
 
 
 def read_log(path: Path) -> dict:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise LogImportError(f"{path}: cannot be read as JSON: {error}") from None
-    data = dialogue.parse_json(text, str(path))
+    data = dialogue.parse_json(dialogue.read_text(path), str(path))
     if (
         not isinstance(data, dict)
         or not isinstance(data.get("conversation"), list)

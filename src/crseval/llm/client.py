@@ -101,8 +101,11 @@ class LLMClient:
         return response
 
 
-def make_backend(settings: dict, threads: int = 1, timeout_s: float = 120.0) -> Backend:
-    """A backend from a system's `backend` config section."""
+def make_backend(
+    settings: dict, threads: int = 1, timeout_s: float = 120.0, max_reply_bytes: int | None = None
+) -> Backend:
+    """A backend from a system's `backend` config section; a server backend's calls last at most
+    `timeout_s` each and their replies are bounded (crseval.llm.server)."""
     kind = settings["type"]
     if kind == "llamacpp":
         from crseval.llm.llamacpp_backend import LlamaCppBackend
@@ -116,6 +119,7 @@ def make_backend(settings: dict, threads: int = 1, timeout_s: float = 120.0) -> 
             host=settings.get("host", "http://127.0.0.1:11434"),
             num_ctx=settings.get("num_ctx"),
             timeout_s=timeout_s,
+            max_reply_bytes=max_reply_bytes,
         )
     if kind == "openai":
         from crseval.llm.openai_backend import OpenAIBackend
@@ -125,16 +129,22 @@ def make_backend(settings: dict, threads: int = 1, timeout_s: float = 120.0) -> 
             base_url=settings["base_url"],
             api_key_env=settings.get("api_key_env"),
             timeout_s=timeout_s,
+            max_reply_bytes=max_reply_bytes,
         )
     raise LLMError(f"unknown LLM backend type {kind!r}")
 
 
 def make_client(backend: dict, llm_runtime: dict, threads: int) -> LLMClient:
     """A client for a `backend` config section with the experiment's `llm` runtime settings
-    (cache folder, timeout, retries)."""
+    (cache folder, timeout, reply bound, retries)."""
     cache_dir = llm_runtime.get("cache_dir")
     return LLMClient(
-        make_backend(backend, threads=threads, timeout_s=llm_runtime["timeout_s"]),
+        make_backend(
+            backend,
+            threads=threads,
+            timeout_s=llm_runtime["timeout_s"],
+            max_reply_bytes=llm_runtime.get("max_reply_bytes"),
+        ),
         ResponseCache(cache_dir) if cache_dir else None,
         RetryPolicy(max_retries=llm_runtime["max_retries"], backoff_s=llm_runtime["backoff_s"]),
     )

@@ -1,41 +1,77 @@
-"""An Ollama server through the official `ollama` client (the thesis setup)."""
+"""An Ollama server's /api/chat (the thesis setup), one bounded POST per call (crseval.llm.server)."""
 
 from __future__ import annotations
 
 import json
-import time
+import os
+from urllib.parse import urlsplit, urlunsplit
 
-import httpx
-import ollama
-
+from crseval.core.bounded_http import split_credentials
 from crseval.llm.base import (
     LLMError,
     LLMRequest,
     LLMResponse,
     TransientLLMError,
-    excerpt,
     json_reply,
     redact_library_logs,
     redact_url,
-    redact_urls,
     reply_text,
     short_label,
     token_count,
-    transient_status,
 )
+from crseval.llm.server import ServerCall
+
+DEFAULT_PORT = 11434
+
+
+def server_url(host: str) -> str:
+    """The server's address as Ollama's own client reads `host`: `http://` when no scheme is given,
+    port 11434 when neither scheme nor port is, the scheme's own port when only the port is missing."""
+    text = host.strip()
+    has_scheme = "://" in text
+    parts = urlsplit(text if has_scheme else f"http://{text}")
+    try:
+        port = parts.port
+    except ValueError as error:
+        raise LLMError(f"ollama host {redact_url(host)!r}: {error}") from None
+    if port is None:
+        port = {"http": 80, "https": 443}.get(parts.scheme, DEFAULT_PORT) if has_scheme else DEFAULT_PORT
+    hostname = parts.hostname or "127.0.0.1"
+    shown_host = f"[{hostname}]" if ":" in hostname else hostname
+    userinfo = parts.netloc.rpartition("@")[0]
+    netloc = f"{userinfo}@{shown_host}:{port}" if userinfo else f"{shown_host}:{port}"
+    return urlunsplit((parts.scheme, netloc, parts.path.rstrip("/"), "", ""))
 
 
 class OllamaBackend:
     name = "ollama"
     gives_token_logprobs = False  # the chat API returns no token probabilities
 
-    def __init__(self, model: str, host: str, num_ctx: int | None = None, timeout_s: float = 120.0):
+    def __init__(
+        self,
+        model: str,
+        host: str,
+        num_ctx: int | None = None,
+        timeout_s: float = 120.0,
+        max_reply_bytes: int | None = None,
+    ):
         self.model = model
         self.host = host
         self.num_ctx = num_ctx
         self._where = f"ollama model {model} at {redact_url(host)}"
+        url, basic, secrets = split_credentials(server_url(host))
+        # as Ollama's own client: a key in OLLAMA_API_KEY (its hosted service), unless the host has a user part
+        key = os.environ.get("OLLAMA_API_KEY", "").strip()
+        authorization = basic or (f"Bearer {key}" if key else None)
         redact_library_logs()
-        self._client = ollama.Client(host=host, timeout=timeout_s)
+        self._call = ServerCall(
+            self._where,
+            f"{url}/api/chat",
+            {"Authorization": authorization} if authorization else {},
+            timeout_s,
+            max_reply_bytes,
+            secrets=(*secrets, key),
+        )
 
     def __repr__(self) -> str:
         return f"OllamaBackend(model={self.model!r}, host={redact_url(self.host)!r})"
@@ -54,21 +90,7 @@ class OllamaBackend:
         payload = {"model": self.model, "messages": messages, "tools": [], "stream": False, "options": options}
         if request.json_schema is not None:
             payload["format"] = request.json_schema
-        started = time.perf_counter()
-        try:
-            # the raw reply, not client.chat(): that parses the body itself and fails on odd bodies with
-            # bare JSONDecodeError or ValidationError; json_reply checks them like every backend's
-            raw = self._client._request_raw("POST", "/api/chat", json=payload)
-        except ollama.ResponseError as error:
-            kind = TransientLLMError if transient_status(error.status_code) else LLMError
-            raise kind(f"{self._where}: HTTP {error.status_code}: {redact_urls(excerpt(str(error.error)))}") from error
-        except (httpx.TransportError, httpx.DecodingError, ConnectionError) as error:
-            raise TransientLLMError(f"{self._where}: {type(error).__name__}: {redact_urls(str(error))}") from error
-        except httpx.HTTPError as error:  # too many redirects
-            raise LLMError(f"{self._where}: {type(error).__name__}: {redact_urls(str(error))}") from error
-        return self.parse_reply(
-            raw.status_code, raw.headers.get("content-type"), raw.content, time.perf_counter() - started
-        )
+        return self.parse_reply(*self._call.post(payload, request))
 
     def parse_reply(self, status: int, content_type: str | None, body: bytes, latency_s: float) -> LLMResponse:
         """The reply in an HTTP response; LLMError (transient when worth retrying) for anything unusable."""

@@ -1,38 +1,38 @@
-"""Any OpenAI-compatible chat endpoint (vLLM, llama.cpp server) for cluster-scale runs."""
+"""Any OpenAI-compatible chat endpoint (vLLM, llama.cpp server) for cluster-scale runs.
+
+One bounded POST to `<base_url>/chat/completions` per call (crseval.llm.server): the reply's size and
+the call's duration are bounded, and the key goes only to the base URL's origin.
+"""
 
 from __future__ import annotations
 
 import os
-import time
+from urllib.parse import urlsplit, urlunsplit
 
-import openai
-
+from crseval.core.bounded_http import split_credentials
 from crseval.llm.base import (
     LLMError,
     LLMRequest,
     LLMResponse,
-    TransientLLMError,
-    http_failure,
     json_reply,
     redact_library_logs,
     redact_url,
-    redact_urls,
     reply_text,
-    retry_after,
     short_label,
     token_count,
     token_logprobs_from,
 )
+from crseval.llm.server import ServerCall
 
 
-def api_key_from(api_key_env: str | None, where: str) -> str:
-    """The key in the environment variable the config names; "unused" for key-less local servers.
+def api_key_from(api_key_env: str | None, where: str) -> str | None:
+    """The key in the environment variable the config names; None for key-less local servers.
 
-    A named but unset variable is an error: sending a placeholder would fail later with a
-    puzzling HTTP 401, or worse, succeed against a server that should have refused.
+    A named but unset variable is an error: sending nothing would fail later with a puzzling
+    HTTP 401, or worse, succeed against a server that should have refused.
     """
     if not api_key_env:
-        return "unused"  # the openai client insists on some key
+        return None
     key = os.environ.get(api_key_env, "").strip()
     if not key:
         raise LLMError(
@@ -42,18 +42,41 @@ def api_key_from(api_key_env: str | None, where: str) -> str:
     return key
 
 
+def completions_url(base_url: str) -> str:
+    """`<base_url>/chat/completions`, with the base URL's query kept (some gateways want one)."""
+    parts = urlsplit(base_url)
+    return urlunsplit(parts._replace(path=parts.path.rstrip("/") + "/chat/completions"))
+
+
 class OpenAIBackend:
     name = "openai"
     gives_token_logprobs = True  # where the server does: a server that ignores `logprobs` gives None
 
-    def __init__(self, model: str, base_url: str, api_key_env: str | None = None, timeout_s: float = 120.0):
+    def __init__(
+        self,
+        model: str,
+        base_url: str,
+        api_key_env: str | None = None,
+        timeout_s: float = 120.0,
+        max_reply_bytes: int | None = None,
+    ):
         self.model = model
         self.base_url = base_url
         self._where = f"openai model {model} at {redact_url(base_url)}"
         api_key = api_key_from(api_key_env, self._where)
+        url, basic, secrets = split_credentials(base_url)
+        if api_key and basic:
+            raise LLMError(f"{self._where}: give one of api_key_env and a user:password in base_url, not both")
+        authorization = f"Bearer {api_key}" if api_key else basic
         redact_library_logs()
-        # retries are the client layer's job, so that every backend retries the same way
-        self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout_s, max_retries=0)
+        self._call = ServerCall(
+            self._where,
+            completions_url(url),
+            {"Authorization": authorization} if authorization else {},
+            timeout_s,
+            max_reply_bytes,
+            secrets=(api_key or "", *secrets),
+        )
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={redact_url(self.base_url)!r})"
@@ -74,26 +97,7 @@ class OpenAIBackend:
             }
         if request.top_logprobs > 0:
             kwargs.update(logprobs=True, top_logprobs=request.top_logprobs)
-        started = time.perf_counter()
-        try:
-            # the raw reply, not the parsed one: the openai client fails on odd bodies with bare
-            # IndexError or JSONDecodeError, and json_reply checks them the same way for every backend
-            raw = self._client.chat.completions.with_raw_response.create(**kwargs).http_response
-            status, content_type, body = raw.status_code, raw.headers.get("content-type"), raw.content
-        except (openai.APIConnectionError, openai.APITimeoutError) as error:
-            cause = f" ({type(error.__cause__).__name__}: {error.__cause__})" if error.__cause__ else ""
-            detail = redact_urls(f"{error}{cause}")
-            raise TransientLLMError(f"{self._where}: {type(error).__name__}: {detail}") from error
-        except openai.APIStatusError as error:
-            response = error.response
-            raise http_failure(
-                self._where,
-                error.status_code,
-                response.headers.get("content-type"),
-                response.content,
-                retry_after(response.headers.get("retry-after")),
-            ) from error
-        return self.parse_reply(status, content_type, body, time.perf_counter() - started)
+        return self.parse_reply(*self._call.post(kwargs, request))
 
     def parse_reply(self, status: int, content_type: str | None, body: bytes, latency_s: float) -> LLMResponse:
         """The reply in an HTTP response; LLMError (transient when worth retrying) for anything unusable."""

@@ -6,24 +6,28 @@ negated}, ...]?}. A session begins with its turn 1 (no separate start call), and
 is sent every turn, so a stateless service needs no memory of its own. examples/crs_http_server.py
 is a reference service; docs/own_recommender.md describes the API for researchers.
 
-Failures a later attempt can get past (timeouts, refused connections, 5xx, 408, 429) are retried
-with the LLM clients' exponential backoff; anything else (another 4xx, a body that is not the
-agreed JSON) fails at once. The API key travels only in the Authorization header: messages name the
-URL with its secrets redacted and never the key.
+Failures a later attempt can get past (a passed deadline, refused connections, 5xx, 408, 429) are
+retried with the LLM clients' exponential backoff; anything else (another 4xx, a body that is not the
+agreed JSON, a reply over `max_reply_bytes`, a redirect) fails at once. `timeout` is the whole request,
+connecting to last byte (crseval.core.bounded_http). The API key travels only in the Authorization
+header and only to the configured origin: messages name the URL with its secrets redacted and never the key.
 """
 
 from __future__ import annotations
 
-import base64
-import http.client
 import json
 import os
-import socket
 import time
-import urllib.error
-import urllib.request
-from urllib.parse import unquote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
+from crseval.core.bounded_http import (
+    DEFAULT_MAX_REPLY_BYTES,
+    BoundedPoster,
+    Bounds,
+    HttpFailure,
+    ReplyTooLarge,
+    split_credentials,
+)
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.core.redact import redact_url, redact_urls
 from crseval.llm.base import retry_after, transient_status
@@ -46,6 +50,7 @@ class HttpSystem:
         retries: int,
         api_key_env: str | None = None,
         headers: dict[str, str] | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
         backoff: float = 2.0,
         sleep=time.sleep,
     ):
@@ -59,11 +64,16 @@ class HttpSystem:
         if not isinstance(retries, int) or retries < 0:
             raise ValueError(f"system {name!r}: retries must be a whole number >= 0, got {retries!r}")
         self.timeout = timeout
+        try:
+            self.bounds = Bounds(max_bytes=max_reply_bytes, deadline_s=timeout)
+        except ValueError as problem:
+            raise ValueError(f"system {name!r}: max_reply_bytes: {problem}") from None
         self.retry = RetryPolicy(max_retries=retries, backoff_s=backoff)
         self.headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
         self._auth, self._secrets = self._authorization(urlsplit(url), api_key_env)
-        self._request_url = urlunsplit(urlsplit(url)._replace(netloc=urlsplit(url).netloc.rpartition("@")[2]))
+        self._request_url = split_credentials(url)[0]
         self._sleep = sleep
+        self._poster = BoundedPoster()
         self.session_id: str | None = None
         self.seed: int | None = None
         self.requests = 0  # HTTP attempts made, retries included
@@ -76,18 +86,17 @@ class HttpSystem:
                                   ("a user:password in the url", "@" in parts.netloc)) if used]  # fmt: skip
         if len(ways) > 1:
             raise ValueError(f"system {self.name!r}: give one of {' and '.join(ways)}, not both")
+        # values of the researcher's own headers may be keys (X-Api-Key ...): a service echoing one is blanked
+        own = [value for value in self.headers.values() if len(value) >= 8 and value != "application/json"]
         if given:
-            return None, [self.headers[given[0]]]
+            return None, own
         if api_key_env is not None:
             key = os.environ.get(api_key_env)
             if not key:
                 raise ValueError(f"system {self.name!r}: environment variable {api_key_env} (api_key_env) is not set")
-            return f"Bearer {key}", [key]
-        if "@" in parts.netloc:
-            user, password = unquote(parts.username or ""), unquote(parts.password or "")
-            token = base64.b64encode(f"{user}:{password}".encode()).decode()
-            return f"Basic {token}", [s for s in (password, token) if s]
-        return None, []
+            return f"Bearer {key}", [key, *own]
+        _, basic, secrets = split_credentials(urlunsplit(parts))
+        return basic, secrets + own
 
     def start(self, session_id: str, seed: int) -> None:
         """Nothing is sent: the service learns of the session from its turn 1."""
@@ -102,7 +111,12 @@ class HttpSystem:
             "headers": sorted(h for h in self.headers if h not in ("Content-Type", "Accept")),
             "authorization": self._auth.split()[0] if self._auth else None,
         }
-        transport = {"timeout": self.timeout, "retries": self.retry.max_retries, "backoff": self.retry.backoff_s}
+        transport = {
+            "timeout": self.timeout,
+            "retries": self.retry.max_retries,
+            "backoff": self.retry.backoff_s,
+            "max_reply_bytes": self.bounds.max_bytes,
+        }
         return {"agent": "http", "url": self.shown_url, "settings": settings, "transport": transport}
 
     def answer(self, turn: int, user_text: str, history: list[dict]) -> ExternalReply:
@@ -135,27 +149,22 @@ class HttpSystem:
         headers = dict(self.headers)
         if self._auth is not None:
             headers["Authorization"] = self._auth
-        request = urllib.request.Request(self._request_url, data=body, headers=headers, method="POST")
         self.requests += 1
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return response.read()
-        except urllib.error.HTTPError as error:
-            status = f"HTTP {error.code} {error.reason}{self._excerpt(error)}"
-            if transient_status(error.code):
-                raise _Transient(status, retry_after(error.headers.get("Retry-After"))) from None
-            raise ExternalSystemError(f"{where}: {status}", transient=False) from None
-        except (TimeoutError, socket.timeout):
-            raise _Transient(f"no reply within {self.timeout} s") from None
-        except urllib.error.URLError as error:
-            if isinstance(error.reason, (TimeoutError, socket.timeout)):
-                raise _Transient(f"no reply within {self.timeout} s") from None
-            if isinstance(error.reason, ConnectionError):
-                raise _Transient(f"cannot connect ({self._clean(str(error.reason))})") from None
-            reason = self._clean(str(error.reason))
-            raise ExternalSystemError(f"{where}: cannot reach the service ({reason})", transient=False) from None
-        except (ConnectionError, http.client.HTTPException) as error:
-            raise _Transient(f"connection broken ({self._clean(type(error).__name__ + ': ' + str(error))})") from None
+            reply = self._poster.post(self._request_url, body, headers, self.bounds)
+        except HttpFailure as failure:
+            if failure.transient:
+                raise _Transient(self._clean(str(failure))) from None
+            hint = "; raise the system's max_reply_bytes if replies this large are expected"
+            message = self._clean(str(failure)) + (hint if isinstance(failure, ReplyTooLarge) else "")
+            raise ExternalSystemError(f"{where}: {message}", transient=False) from None
+        if 200 <= reply.status < 300:
+            return reply.body
+        text = reply.body[:_EXCERPT].decode(errors="replace").strip()
+        status = f"HTTP {reply.status} {reply.reason}".rstrip() + (f": {self._clean(text)!r}" if text else "")
+        if transient_status(reply.status):
+            raise _Transient(status, retry_after(reply.headers.get("Retry-After")))
+        raise ExternalSystemError(f"{where}: {status}", transient=False)
 
     def _parse(self, raw: bytes, where: str) -> ExternalReply:
         """The agreed JSON, checked field by field; anything else names what is wrong."""
@@ -165,20 +174,15 @@ class HttpSystem:
 
         try:
             data = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        except RecursionError:
+            raise wrong("the reply is not JSON (nested too deeply)") from None
+        except ValueError as error:  # not UTF-8, not JSON, a number too long to convert
             excerpt = self._clean(raw[:_EXCERPT].decode(errors="replace"))
             raise wrong(f"the reply is not JSON ({error}): {excerpt!r}") from None
         try:
             return reply_from_record(data, text_key="reply")
         except ValueError as problem:
             raise wrong(self._clean(f"the reply {problem}")) from None
-
-    def _excerpt(self, error: urllib.error.HTTPError) -> str:
-        try:
-            text = error.read()[:_EXCERPT].decode(errors="replace").strip()
-        except (OSError, http.client.HTTPException):
-            return ""
-        return f": {self._clean(text)!r}" if text else ""
 
     def _clean(self, text: str) -> str:
         """`text` with URLs redacted and the secrets blanked, in case a server echoes them back."""

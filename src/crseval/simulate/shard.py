@@ -92,6 +92,7 @@ def make_external_system(system: dict, client: LLMClient | None, system_prompt_f
         prompt = system_prompt_file or system.get("system_prompt")
         return ChatSystem(name, client, system["backend"], system["options"], prompt)
     if agent == "http":
+        from crseval.core.bounded_http import DEFAULT_MAX_REPLY_BYTES
         from crseval.simulate.http_system import HttpSystem
 
         return HttpSystem(
@@ -101,6 +102,7 @@ def make_external_system(system: dict, client: LLMClient | None, system_prompt_f
             retries=system["retries"],
             api_key_env=system.get("api_key_env"),
             headers=system.get("headers"),
+            max_reply_bytes=system.get("max_reply_bytes", DEFAULT_MAX_REPLY_BYTES),
         )
     try:
         from crseval.simulate.python_system import PythonSystem
