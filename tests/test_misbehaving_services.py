@@ -7,10 +7,12 @@ recommender under test (`agent: http`) and for both server LLM backends.
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
 import time
+import zlib
 
 import pytest
 from hostile_services import (
@@ -19,14 +21,17 @@ from hostile_services import (
     by_path,
     compressed,
     endless,
+    head,
     oversized,
     redirect,
     trickle,
     unused_port,
 )
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_sessions import arguments, read_jsonl
 
-from crseval.core.bounded_http import BoundedPoster, Bounds, HttpFailure
+from crseval.core.bounded_http import BoundedPoster, Bounds, HttpFailure, UnreadableEncoding, _Decoder
 from crseval.llm import LLMClient, LLMError, LLMRequest
 from crseval.llm.client import RetryPolicy, make_backend
 from crseval.llm.server import reply_bound
@@ -318,3 +323,109 @@ def test_an_error_status_gives_only_the_start_of_its_body():
         service.behaviour = busy
         reply = BoundedPoster().post(service.url, b"{}", {}, Bounds(BOUND, 5.0))
     assert reply.status == 503 and reply.body.startswith(b"<html>busy") and len(reply.body) == 64 << 10
+
+
+# --- any body: a reply or a named error ------------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=12), inner, max_size=4),
+    max_leaves=12,
+)
+reply_shaped = st.fixed_dictionaries(
+    {"reply": st.one_of(st.text(max_size=40), json_values)},
+    optional={
+        "recommended": st.one_of(st.lists(st.text(max_size=20), max_size=3), json_values),
+        "constraints": st.one_of(
+            st.lists(
+                st.fixed_dictionaries(
+                    {"field": st.sampled_from(["genre", "actor", "year", "nope"]), "value": json_values},
+                    optional={"negated": json_values},
+                ),
+                max_size=2,
+            ),
+            json_values,
+        ),
+    },
+)
+reply_bodies = st.one_of(
+    st.binary(max_size=300),
+    st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    json_values.map(lambda v: json.dumps(v).encode()),
+    reply_shaped.map(lambda v: json.dumps(v).encode()),
+    reply_shaped.map(lambda v: json.dumps(v, ensure_ascii=False).encode("utf-8", "surrogatepass")),
+    st.tuples(reply_shaped.map(lambda v: json.dumps(v).encode()), st.integers(0, 60)).map(lambda t: t[0][: t[1]]),
+    st.sampled_from([b"", b"[" * 100_000, b'{"reply": ' + b"[" * 50_000 + b"]" * 50_000 + b"}", b"\xef\xbb\xbf{}"]),
+)
+PROPERTY = settings(derandomize=True, max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(body=reply_bodies)
+def test_any_body_parses_into_a_reply_or_a_named_error(body):
+    system = http_system("http://127.0.0.1:9/")
+    try:
+        reply = system._parse(body, "system 'my-crs', session my-crs/s00004, turn 1")
+    except ExternalSystemError as error:
+        assert str(error).startswith("system 'my-crs', session my-crs/s00004, turn 1: ") and not error.transient
+        assert len(str(error)) < 2000
+        str(error).encode("utf-8")  # writable to a log
+        return
+    assert isinstance(reply.text, str)  # a blank text is refused by the caller (ExternalCalls), naming the turn
+    json.dumps([reply.text, reply.recommended, reply.constraints], ensure_ascii=False).encode("utf-8")
+
+
+encodings = st.sampled_from(["identity", "gzip", "deflate", "x-gzip", "br", "gzip, gzip", ""])
+
+
+@settings(derandomize=True, max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=reply_bodies, encoding=encodings, pack=st.booleans(), cut=st.integers(0, 40))
+def test_any_body_over_the_wire_ends_in_a_reply_or_a_named_error(body, encoding, pack, cut):
+    """Through a loopback service: encoded as its header says (or not: `pack` false sends the bytes as they
+    are under any Content-Encoding), cut short by `cut` bytes, with a bound of 2 kB."""
+    if pack and encoding in ("gzip", "x-gzip"):
+        body = gzip.compress(body)
+    elif pack and encoding == "deflate":
+        body = zlib.compress(body)
+    body = body[: max(len(body) - cut, 0)] if cut < 20 else body
+    headers = ("Content-Type", "application/json"), ("Content-Encoding", encoding)
+
+    def behave(write, request):
+        write(head(200, *headers) + body)
+
+    with Service(behave) as service:
+        try:
+            reply = http_system(service.url, max_reply_bytes=2048, retries=0).answer(1, "Hi", [])
+        except ExternalSystemError as error:
+            assert str(error).startswith("system 'my-crs', session my-crs/s00004, turn 1: POST ")
+            return
+    assert isinstance(reply.text, str)
+
+
+@PROPERTY
+@given(data=st.binary(max_size=4000), encoding=st.sampled_from(["gzip", "deflate"]), wanted=st.integers(1, 3000))
+def test_the_decoder_gives_at_most_what_is_wanted_or_a_named_error(data, encoding, wanted):
+    packed = gzip.compress(data) if encoding == "gzip" else zlib.compress(data)
+    for body in (packed, data, packed[: len(packed) // 2]):
+        decoder = _Decoder(encoding)
+        try:
+            out = b"".join(decoder.feed(body, wanted))
+            if len(out) < wanted:
+                decoder.finish()
+        except UnreadableEncoding:
+            continue
+        assert len(out) <= wanted + 65536
+        if body is packed:
+            assert out == data[: len(out)] and (len(out) >= wanted or out == data)
+
+
+@pytest.mark.parametrize("kind", ["openai", "ollama"])
+def test_an_llm_server_redirecting_within_its_origin_is_followed_with_the_same_post(kind):
+    completion = {"choices": [{"message": {"content": "Try Heat."}, "finish_reason": "stop"}]}
+    chat = {"message": {"role": "assistant", "content": "Try Heat."}, "done": True}
+    routes = {"/moved": answer(completion if kind == "openai" else chat)}
+    with Service(by_path(routes, redirect(308, "/moved"))) as service:
+        assert llm(kind, service.url).complete(REQUEST).text == "Try Heat."
+    first, second = service.requests
+    assert (first.method, second.method, second.path) == ("POST", "POST", "/moved") and second.body == first.body
+    assert json.loads(second.body)["messages"] == [{"role": "user", "content": "A comedy?"}]

@@ -130,7 +130,7 @@ class RedactURLs(logging.Filter):
 
 def redact_library_logs() -> None:
     """Adds RedactURLs to the loggers of the HTTP libraries the backends use (once)."""
-    for name in ("httpx", "httpx2", "openai._base_client"):
+    for name in ("httpx",):
         logger = logging.getLogger(name)
         if not any(isinstance(f, RedactURLs) for f in logger.filters):
             logger.addFilter(RedactURLs())
