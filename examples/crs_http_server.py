@@ -146,19 +146,32 @@ def _request_problem(request) -> str | None:
     return None
 
 
+MAX_REQUEST_BYTES = 16 << 20  # a whole conversation's history is a few hundred kB at most
+REQUEST_TIMEOUT_S = 60
+
+
 def make_server(recommender: TemplateRecommender, host: str, port: int, api_key: str | None = None):
     """A threading HTTP server answering the API on every path; port 0 binds a free port."""
 
     class Handler(BaseHTTPRequestHandler):
+        timeout = REQUEST_TIMEOUT_S  # a client that stops sending mid-request does not hold a thread for ever
+
         def do_POST(self):
             if api_key is not None:
                 given = self.headers.get("Authorization", "")
                 if not hmac.compare_digest(given.encode(), f"Bearer {api_key}".encode()):
                     return self._send(401, {"error": "missing or wrong bearer token"})
-            length = int(self.headers.get("Content-Length") or 0)
+            length = self.headers.get("Content-Length") or "0"
+            if not length.isdigit():
+                return self._send(400, {"error": "a request needs a Content-Length of whole bytes"})
+            if int(length) > MAX_REQUEST_BYTES:
+                self.close_connection = True  # the body is left unread
+                return self._send(413, {"error": f"a request is at most {MAX_REQUEST_BYTES} bytes"})
             try:
-                request = json.loads(self.rfile.read(length).decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as error:
+                request = json.loads(self.rfile.read(int(length)).decode("utf-8"))
+            except RecursionError:
+                return self._send(400, {"error": "the body is not JSON: nested too deeply"})
+            except ValueError as error:  # not UTF-8, not JSON
                 return self._send(400, {"error": f"the body is not JSON: {error}"})
             try:
                 status, body = recommender.answer(request)

@@ -352,3 +352,22 @@ def test_the_documented_command_serves_a_catalog_and_checks_the_key(catalog_file
         process.terminate()
         process.wait(timeout=10)
         process.stderr.close()
+
+
+@pytest.mark.parametrize(
+    "headers, body, status",
+    [
+        ({"Content-Length": str(64 << 20)}, b"{}", 413),  # refused unread
+        ({"Content-Length": "-5"}, b"{}", 400),
+        ({"Content-Length": "twelve"}, b"{}", 400),
+        ({"Content-Length": str(200_000)}, b"[" * 100_000 + b"]" * 100_000, 400),
+        ({"Content-Length": "4"}, b"\xff\xfe{}", 400),
+    ],
+)
+def test_the_reference_server_bounds_what_it_reads(template_server, headers, body, status):
+    host, port = template_server.split("//")[1].rstrip("/").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+        connection.sendall(f"POST / HTTP/1.1\r\nHost: {host}\r\n{head}\r\n".encode() + body[: 1 << 20])
+        answer = connection.makefile("rb").readline()
+    assert answer.split()[1] == str(status).encode()
