@@ -316,6 +316,9 @@ def test_a_missing_key_variable_is_named_before_any_request(monkeypatch):
         ("ftp://example.org/crs", {}, "not an http:// or https:// address"),
         ("http://127.0.0.1:9/", {"timeout": 0}, "timeout must be a positive"),
         ("http://127.0.0.1:9/", {"retries": -1}, "retries must be a whole number"),
+        ("http://127.0.0.1:9/", {"headers": {"X-Team": "café"}}, "header 'X-Team' cannot be sent"),
+        ("http://127.0.0.1:9/", {"headers": {"X-Team": "a\r\nX-Evil: 1"}}, "header 'X-Team' cannot be sent"),
+        ("http://127.0.0.1:9/", {"headers": {"X Team": "a"}}, "header 'X Team' cannot be sent"),
     ],
 )
 def test_settings_that_cannot_work_are_refused(url, options, complaint):

@@ -140,7 +140,12 @@ class BoundedPoster:
         read. Raises HttpFailure for every failure of the transport, never another exception."""
         started = time.monotonic()
         deadline = started + bounds.deadline_s
-        target = httpx.URL(url)
+        try:
+            target = httpx.URL(url)
+        except httpx.InvalidURL as error:
+            raise Unreachable(
+                f"cannot send the request (the address is not a URL: {redact_urls(str(error))})"
+            ) from None
         watchdog = _Watchdog(bounds.deadline_s)
         try:
             for _ in range(MAX_REDIRECTS + 1):
@@ -181,6 +186,8 @@ class BoundedPoster:
             if watchdog.fired or time.monotonic() >= deadline:
                 raise DeadlinePassed(_late(bounds, arrived)) from None
             raise _transport_failure(error) from None
+        except (UnicodeError, TypeError) as error:  # a header httpx cannot write (not ASCII, not a string)
+            raise Unreachable(f"cannot send the request ({type(error).__name__}: {error})") from None
 
     def _redirect_target(self, target: httpx.URL, reply: HttpReply) -> httpx.URL:
         try:

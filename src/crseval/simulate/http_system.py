@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from urllib.parse import urlsplit, urlunsplit
 
@@ -36,6 +37,8 @@ from crseval.simulate.external import ExternalReply, ExternalSystemError, reply_
 
 CONSTRAINT_FIELDS = (*CONCEPT_FIELDS, KEYWORD_FIELD)
 _EXCERPT = 200  # characters of a bad body quoted in an error
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_HEADER_VALUE = re.compile(r"[\x20-\x7e\t]*")
 
 
 class HttpSystem:
@@ -69,6 +72,12 @@ class HttpSystem:
         except ValueError as problem:
             raise ValueError(f"system {name!r}: max_reply_bytes: {problem}") from None
         self.retry = RetryPolicy(max_retries=retries, backoff_s=backoff)
+        for header, value in (headers or {}).items():
+            if not (_HEADER_NAME.fullmatch(str(header)) and isinstance(value, str) and _HEADER_VALUE.fullmatch(value)):
+                raise ValueError(
+                    f"system {name!r}: header {str(header)[:40]!r} cannot be sent: a name is letters, digits and "
+                    "!#$%&'*+-.^_`|~; a value is printable ASCII on one line"
+                )
         self.headers = {"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
         self._auth, self._secrets = self._authorization(urlsplit(url), api_key_env)
         self._request_url = split_credentials(url)[0]
