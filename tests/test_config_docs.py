@@ -14,6 +14,7 @@ KEYWORDS = {
     *("$schema", "$defs", "$ref", "description", "default", "type", "enum", "const", "pattern", "format"),
     *("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "minLength", "minItems", "maxItems"),
     *("uniqueItems", "items", "properties", "additionalProperties", "required", "if", "then", "allOf"),
+    "propertyNames",
     "x-reruns",
 }
 
