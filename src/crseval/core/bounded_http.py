@@ -58,7 +58,6 @@ class HttpReply:
     reason: str
     headers: httpx.Headers
     body: bytes  # for a status other than 2xx, at most ERROR_BODY_BYTES of it
-    url: str  # where the reply came from (after same-origin redirects), without credentials
 
 
 class HttpFailure(Exception):
@@ -172,14 +171,14 @@ class BoundedPoster:
             ) as response:
                 arrived.headers = True
                 if 300 <= response.status_code < 400 and "location" in response.headers:
-                    return HttpReply(response.status_code, response.reason_phrase, response.headers, b"", str(target))
+                    return HttpReply(response.status_code, response.reason_phrase, response.headers, b"")
                 if response.is_success:
                     content = _read_body(response, bounds.max_bytes, True, deadline, arrived, bounds)
                 else:
                     content = _error_body(response, min(bounds.max_bytes, ERROR_BODY_BYTES), deadline, arrived, bounds)
                 if watchdog.fired:  # the body "ended" because the watchdog shut the connection
                     raise DeadlinePassed(_late(bounds, arrived))
-                return HttpReply(response.status_code, response.reason_phrase, response.headers, content, str(target))
+                return HttpReply(response.status_code, response.reason_phrase, response.headers, content)
         except HttpFailure:
             raise
         except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError) as error:
