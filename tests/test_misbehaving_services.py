@@ -15,6 +15,7 @@ import time
 import zlib
 
 import pytest
+from conftest import default_config
 from hostile_services import (
     Service,
     answer,
@@ -32,6 +33,7 @@ from hypothesis import strategies as st
 from test_sessions import arguments, read_jsonl
 
 from crseval.core.bounded_http import BoundedPoster, Bounds, HttpFailure, UnreadableEncoding, _Decoder
+from crseval.core.config_checks import check_config
 from crseval.llm import LLMClient, LLMError, LLMRequest
 from crseval.llm.client import RetryPolicy, make_backend
 from crseval.llm.server import reply_bound
@@ -288,9 +290,11 @@ def test_a_simulate_job_keeps_the_sessions_before_and_stores_nothing_of_the_bad_
 
     with Service(behave) as service:
         system = {"name": "served", "agent": "http", "url": service.url, "timeout": 5, "retries": 2}
+        system["max_reply_bytes"] = 4096  # the config's bound reaches the system
         runner = build_shard_runner(**arguments(catalog_files, system, tmp_path, turns=3))
         progress, output = tmp_path / "progress.jsonl", tmp_path / "shard.jsonl"
-        with pytest.raises(ExternalSystemError, match=rf"session served/s0000{broken_session}, turn {broken_turn}: "):
+        at = rf"session served/s0000{broken_session}, turn {broken_turn}: .*bound of 4,096 bytes"
+        with pytest.raises(ExternalSystemError, match=at):
             runner.run(range(4), progress=progress, output=output)
     assert not output.exists()
     assert [r["session_index"] for r in read_jsonl(progress)] == [0, 1]
@@ -429,3 +433,17 @@ def test_an_llm_server_redirecting_within_its_origin_is_followed_with_the_same_p
     first, second = service.requests
     assert (first.method, second.method, second.path) == ("POST", "POST", "/moved") and second.body == first.body
     assert json.loads(second.body)["messages"] == [{"role": "user", "content": "A comedy?"}]
+
+
+@pytest.mark.parametrize("bound, problem", [(4096, None), (0, "0 is less than the minimum of 1"), (1 << 30, "maximum")])
+def test_the_config_takes_a_bound_within_its_range(bound, problem):
+    config = default_config()
+    config["systems"] = [{"name": "served", "agent": "http", "url": "http://127.0.0.1:9/", "timeout": 5, "retries": 1}]
+    config["systems"][0]["max_reply_bytes"] = bound
+    config["llm"]["max_reply_bytes"] = bound
+    if problem is None:
+        check_config(config)
+        return
+    with pytest.raises(ValueError, match=problem) as caught:
+        check_config(config)
+    assert "systems[0].max_reply_bytes" in str(caught.value) and "llm.max_reply_bytes" in str(caught.value)
