@@ -20,19 +20,22 @@ one turn does not. Actors, directors, writers and languages are too rare in the 
 """
 
 import json
+import sys
 
 import pytest
 from conftest import REPO
 
-from crseval.language.concepts import ConceptMatcher
-from crseval.language.crsarena_labels import (
+sys.path.insert(0, str(REPO / "audits"))
+from crsarena_labels import (  # noqa: E402 (audits/ is not a package)
     check_against_catalog,
     evaluate_turns,
     load_turn_labels,
     markdown_table,
     title_key,
 )
-from crseval.language.title_labels import LabelError
+
+from crseval.language.concepts import ConceptMatcher  # noqa: E402
+from crseval.language.title_labels import LabelError  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "data" / "crsarena" / "crs_arena_dial_open.json"
 LABELS = REPO / "tests" / "data" / "crsarena_labels" / "labels.jsonl"

@@ -19,6 +19,22 @@ from crseval.metrics.response_stats import semantic_clusters
 # --- effect sizes, by hand ---------------------------------------------------------------
 
 
+def two_sample(statistic, a, b, resamples, seed):
+    return tuple(effects.two_sample_counted(statistic, a, b, resamples, seed)[:3])
+
+
+def paired_sample(statistic, diff, resamples, seed):
+    return tuple(effects.paired_sample_counted(statistic, diff, resamples, seed)[:3])
+
+
+def judge_is_a_system(judge_backends, systems):
+    """The systems judged by their own model, in config order."""
+    named = {
+        name for names in judge_reliability.judged_by_own_model(judge_backends, systems).values() for name in names
+    }
+    return [system["name"] for system in systems if system["name"] in named]
+
+
 def test_cliffs_delta_by_hand():
     # a > b in 4 of 12 pairs (3>2 twice, 4>2 twice), a < b in 6 (1<2, 1<2, 1<5, 2<5, 3<5, 4<5), 2 ties
     assert effects.cliffs_delta([1, 2, 3, 4], [2, 2, 5]) == pytest.approx((4 - 6) / 12)
@@ -27,20 +43,20 @@ def test_cliffs_delta_by_hand():
 def test_hedges_g_by_hand():
     # means 2.5 and 3; variances 5/3 and 3; pooled SD sqrt((3 * 5/3 + 2 * 3) / 5); J = 1 - 3 / (4 * 7 - 9)
     expected = (2.5 - 3) / math.sqrt(11 / 5) * (1 - 3 / 19)
-    g, low, high = effects.two_sample(effects.hedges_g_batch, [1, 2, 3, 4], [2, 2, 5], resamples=200, seed=1)
+    g, low, high = two_sample(effects.hedges_g_batch, [1, 2, 3, 4], [2, 2, 5], resamples=200, seed=1)
     assert g == pytest.approx(expected) and low < g < high
 
 
 def test_paired_effects_by_hand():
     diff = np.array([1.0, -2.0, 3.0, 0.0, 4.0])
     # non-zero |d| 1, 2, 3, 4 rank 1..4: W+ = 1 + 3 + 4 = 8, W- = 2; the zero is dropped
-    assert effects.paired_sample(effects.rank_biserial_paired_batch, diff, 0, 0)[0] == pytest.approx(0.6)
-    assert effects.paired_sample(effects.cohens_dz_batch, diff, 0, 0)[0] == pytest.approx(1.2 / np.std(diff, ddof=1))
+    assert paired_sample(effects.rank_biserial_paired_batch, diff, 0, 0)[0] == pytest.approx(0.6)
+    assert paired_sample(effects.cohens_dz_batch, diff, 0, 0)[0] == pytest.approx(1.2 / np.std(diff, ddof=1))
 
 
 def test_undefined_effects_are_nan_not_zero():
-    assert math.isnan(effects.two_sample(effects.hedges_g_batch, [1, 1, 1], [1, 1, 1], 10, 0)[0])
-    assert math.isnan(effects.paired_sample(effects.rank_biserial_paired_batch, [0.0, 0.0], 10, 0)[0])
+    assert math.isnan(two_sample(effects.hedges_g_batch, [1, 1, 1], [1, 1, 1], 10, 0)[0])
+    assert math.isnan(paired_sample(effects.rank_biserial_paired_batch, [0.0, 0.0], 10, 0)[0])
     assert math.isnan(effects.cliffs_delta([], [1.0]))
 
 
@@ -61,12 +77,12 @@ def test_cliffs_delta_is_bounded_antisymmetric_and_matches_pair_counting(a, b):
 @given(st.lists(st.integers(-20, 20).map(float), min_size=1, max_size=15))
 def test_rank_biserial_is_bounded_and_flips_with_sign(diff):
     diff = np.array(diff)
-    r = effects.paired_sample(effects.rank_biserial_paired_batch, diff, 0, 0)[0]
+    r = paired_sample(effects.rank_biserial_paired_batch, diff, 0, 0)[0]
     if np.all(diff == 0):
         assert math.isnan(r)
     else:
         assert -1 <= r <= 1
-        assert r == pytest.approx(-effects.paired_sample(effects.rank_biserial_paired_batch, -diff, 0, 0)[0])
+        assert r == pytest.approx(-paired_sample(effects.rank_biserial_paired_batch, -diff, 0, 0)[0])
 
 
 # --- pairwise tests, adjustments, pairing ----------------------------------------------------
@@ -291,12 +307,12 @@ def test_a_judge_that_is_also_a_system_under_test_is_found_by_model():
         {"name": "elsewhere", "backend": {"type": "openai", "model": "qwen:7b", "base_url": "http://gpu:8000/v1"}},
         {"name": "other-host", "backend": {"type": "ollama", "model": "qwen:7b", "host": "http://gpu:11434"}},
     ]
-    assert judge_reliability.judge_is_a_system([QWEN], systems) == ["a", "b"]
+    assert judge_is_a_system([QWEN], systems) == ["a", "b"]
     ollama = {"type": "ollama", "model": "qwen:7b", "host": "localhost:11434"}
     # the same server through its OpenAI-compatible API, and the same model on another Ollama host
-    assert judge_reliability.judge_is_a_system([ollama], systems) == ["served", "other-host"]
-    assert judge_reliability.judge_is_a_system([QWEN, ollama], systems) == ["a", "b", "served", "other-host"]
-    assert judge_reliability.judge_is_a_system([{"type": "llamacpp", "model": "gemma-3-270m"}], systems[2:]) == []
+    assert judge_is_a_system([ollama], systems) == ["served", "other-host"]
+    assert judge_is_a_system([QWEN, ollama], systems) == ["a", "b", "served", "other-host"]
+    assert judge_is_a_system([{"type": "llamacpp", "model": "gemma-3-270m"}], systems[2:]) == []
     settings = {"backend": QWEN, "panel": [{"name": "second", "backend": ollama}]}
     assert judge_reliability.judge_backends(settings) == [QWEN, ollama]
 

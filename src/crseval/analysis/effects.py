@@ -187,18 +187,6 @@ def paired_sample_counted(statistic: Callable, diff, resamples: int, seed: int, 
     return Effect(estimate, *_percentiles(draws, level), int(np.isnan(draws).sum()))
 
 
-def two_sample(statistic: Callable, a, b, resamples: int, seed: int, level: float = 0.95) -> tuple[float, float, float]:
-    """(estimate, CI low, CI high) of two_sample_counted."""
-    return tuple(two_sample_counted(statistic, a, b, resamples, seed, level)[:3])
-
-
-def paired_sample(
-    statistic: Callable, diff, resamples: int, seed: int, level: float = 0.95
-) -> tuple[float, float, float]:
-    """(estimate, CI low, CI high) of paired_sample_counted."""
-    return tuple(paired_sample_counted(statistic, diff, resamples, seed, level)[:3])
-
-
 def cliffs_delta(a, b) -> float:
     """Cliff's delta of a over b (no CI)."""
     a, b = _clean(a), _clean(b)

@@ -46,7 +46,6 @@ def geval_column(criterion: str, judge: str | None = None) -> str:
 
 # The mean scores of the first judge, in the order of CRITERIA: the judge's metrics.
 SCORE_COLUMNS = tuple(score_column(c) for c in CRITERIA)
-GEVAL_COLUMNS = tuple(geval_column(c) for c in CRITERIA)
 
 
 def _text(name: str, label: str) -> Column:

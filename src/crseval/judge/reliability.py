@@ -248,13 +248,6 @@ def judged_by_own_model(judge_backends: list[dict], systems: list[dict]) -> dict
     return found
 
 
-def judge_is_a_system(judge_backends: list[dict], systems: list[dict]) -> list[str]:
-    """The systems under test whose model is also a judge's (in config order): their judge scores may
-    favour the judge's own phrasing."""
-    named = {name for names in judged_by_own_model(judge_backends, systems).values() for name in names}
-    return [system["name"] for system in systems if system["name"] in named]
-
-
 def self_judging_warning(judge: str, systems: list[str]) -> str:
     """The warning line for a judge that scores its own model's replies."""
     which = f"systems under test {', '.join(systems)}" if len(systems) > 1 else f"system under test {systems[0]}"

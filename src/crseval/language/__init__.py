@@ -4,5 +4,5 @@ Reads the catalog index (values, titles) and free text; writes nothing. Word tok
 (`tokens`, `text`), everyday words (`lexicon`), catalog values in text (`concepts`), which films a
 reply recommends or only mentions and which films outside the catalog it names (`titles`),
 rule-based constraint tracking (`tracker`), and title and concept recognition measured against
-hand-labelled replies (`title_labels`) and real CRS Arena turns (`crsarena_labels`).
+hand-labelled replies (`title_labels`; real CRS Arena turns: audits/crsarena_labels.py).
 """

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Protocol
 
 from crseval.core.columns import Column
 from crseval.metrics.basic import jaccard
@@ -200,9 +200,6 @@ def score_dialogue(
     shift_set = set(shifts)
     turns = [{"turn": i + 1, "cas_sim": turn_sims[i], "cas_shift": i in shift_set} for i in range(pairs)]
     return session, turns
-
-
-TopicExtractor = Callable[[list[str]], list[list[str]]]
 
 
 class CasFamily:

@@ -104,10 +104,8 @@ def make_external_system(system: dict, client: LLMClient | None, system_prompt_f
             headers=system.get("headers"),
             max_reply_bytes=system.get("max_reply_bytes", DEFAULT_MAX_REPLY_BYTES),
         )
-    try:
-        from crseval.simulate.python_system import PythonSystem
-    except ImportError as error:
-        raise RuntimeError(f"system {name!r}: agent 'python' needs crseval.simulate.python_system: {error}") from error
+    from crseval.simulate.python_system import PythonSystem
+
     return PythonSystem(name, system["entry_point"], options=system.get("options", {}), timeout=system.get("timeout"))
 
 

@@ -1,4 +1,9 @@
-"""Measure film and concept extraction against hand-labelled turns of real CRS Arena dialogues.
+"""Audit: film and concept extraction against hand-labelled turns of real CRS Arena dialogues.
+
+    python audits/crsarena_labels.py [--split test] [--corpus ../shared/data/crsarena/crs_arena_dial_open.json]
+
+prints precision / recall per kind and role on the full catalog (tests/test_crsarena_labels.py holds
+the floors they must reach).
 
 A label file (tests/data/crsarena_labels/labels.jsonl, guide beside it) has one JSON line per
 turn: its `utterance ID` in the CRS Arena corpus, the sha256 of its text, its `role` (user or
@@ -190,3 +195,24 @@ def markdown_table(result: dict, kinds=("recommended", "mentioned", "catalog", "
     for role in (*ROLES, "all"):
         lines.append(f"| {role} | " + " | ".join(cell(result[role][k]) for k in kinds) + " |")
     return "\n".join(lines)
+
+
+def main() -> None:
+    import argparse
+
+    from crseval.catalog.index import CatalogIndex
+
+    here = Path(__file__).resolve().parents[1]
+    parser = argparse.ArgumentParser(description="film and concept extraction against hand labels")
+    parser.add_argument("--split", choices=("dev", "test", "all"), default="test")
+    parser.add_argument("--corpus", type=Path, default=here.parent / "shared/data/crsarena/crs_arena_dial_open.json")
+    parser.add_argument("--labels", type=Path, default=here / "tests/data/crsarena_labels/labels.jsonl")
+    parser.add_argument("--catalog", type=Path, required=True, help="a folder with index_catalog's outputs")
+    args = parser.parse_args()
+    index = CatalogIndex.read(args.catalog / "films.parquet", args.catalog / "concepts.parquet")
+    turns = [t for t in load_turn_labels(args.labels, args.corpus) if args.split in ("all", t.split)]
+    print(markdown_table(evaluate_turns(ConceptMatcher(index.concepts, index.films), turns)))
+
+
+if __name__ == "__main__":
+    main()
