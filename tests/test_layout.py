@@ -8,8 +8,11 @@ analysis). Top level holds only the command line and the provenance record, whic
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from pathlib import Path
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import REPO  # noqa: E402
@@ -63,3 +66,64 @@ def test_the_direction_check_sees_function_level_imports(tmp_path):
     module = tmp_path / "m.py"
     module.write_text("def f():\n    from crseval.analysis.stats import omnibus\n    import crseval.cli\n")
     assert imported_packages(module) == {"analysis", "cli"}
+
+
+def module_imports(path: Path, modules: set[str]) -> set[str]:
+    """The crseval modules `path` imports (`from crseval.a import b` is the module crseval.a.b when there
+    is one, else crseval.a), anywhere in its body."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found |= {
+                f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module for a in node.names
+            }
+        elif isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+    return found & modules
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_modules_import_each_other_in_a_circle():
+    """Inside a package too: a circle means two modules are one concept, or a third is missing."""
+    paths = {module_name(path): path for path in PACKAGE.rglob("*.py")}
+    graph = {name: module_imports(path, set(paths)) - {name} for name, path in paths.items()}
+    circles = []
+    for start in graph:  # a path from a module back to itself
+        seen, frontier = set(), [(start, (start,))]
+        while frontier:
+            name, route = frontier.pop()
+            for target in graph[name]:
+                if target == start:
+                    circles.append(" -> ".join((*route, start)))
+                elif target not in seen:
+                    seen.add(target)
+                    frontier.append((target, (*route, target)))
+    assert circles == []
+
+
+def test_the_circle_check_finds_a_circle(tmp_path, monkeypatch):
+    package = tmp_path / "crseval" / "p"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from crseval.p.b import x\n")
+    (package / "b.py").write_text("def f():\n    from crseval.p import a\n")
+    monkeypatch.setattr(sys.modules[__name__], "PACKAGE", tmp_path / "crseval")
+    with pytest.raises(AssertionError, match="crseval.p.a -> crseval.p.b -> crseval.p.a"):
+        test_no_modules_import_each_other_in_a_circle()
+
+
+def test_the_architecture_page_names_every_module():
+    """docs/architecture.md's package map: each package's row names every module of the package."""
+    rows = {}
+    for line in (REPO / "docs" / "architecture.md").read_text(encoding="utf-8").splitlines():
+        cells = line.split("|")
+        if len(cells) > 3 and cells[1].strip().strip("`") in LAYERS:
+            rows[cells[1].strip().strip("`")] = set(re.findall(r"`(\w+)`", cells[2]))
+    assert set(rows) == set(LAYERS)
+    for layer in LAYERS:
+        modules = {p.stem for p in (PACKAGE / layer).glob("*.py") if p.stem != "__init__"}
+        assert modules - rows[layer] == set(), f"{layer}: modules the map leaves out"

@@ -12,7 +12,8 @@ import pytest
 from conftest import REPO, default_config
 from fake_servers import FakeOllama
 
-from crseval.simulate.sessions import load_progress, n_shards, session_seed, shard_indices
+from crseval.core.shards import n_shards, shard_indices
+from crseval.simulate.sessions import load_progress, session_seed
 from crseval.simulate.shard import build_shard_runner
 
 HERE = Path(__file__).parent

@@ -18,7 +18,7 @@ from crseval.judge.columns import CRITERIA, score_column
 from crseval.provenance import corpus_manifest
 from crseval.provenance import rule_inputs as provenance_inputs
 from crseval.simulate.calibration import calibration_roles
-from crseval.simulate.sessions import n_shards, shard_indices
+from crseval.core.shards import n_shards, shard_indices
 
 # ------------------------------------------------------------------ paths
 

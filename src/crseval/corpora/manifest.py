@@ -24,10 +24,10 @@ from pathlib import Path
 
 from crseval.core.canonical import canonical_sha
 from crseval.core.io import atomic_path, sha256_file
+from crseval.core.shards import n_shards, shard_indices
 from crseval.corpora.dialogue import CorpusError, named_films, recognise_films
 from crseval.corpora.formats import reader
 from crseval.language.concepts import ConceptMatcher
-from crseval.simulate.sessions import n_shards, shard_indices
 
 MANIFEST_VERSION = 1
 PARALLEL_FROM = 1000  # files to read before a second process pays for its start-up

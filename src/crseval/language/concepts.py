@@ -35,8 +35,10 @@ from typing import Callable
 import pandas as pd
 
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD, PEOPLE_FIELDS
+from crseval.language.genres import GENRE_ADJECTIVES, GENRE_FORMS, GENRE_NAMES
 from crseval.language.lexicon import is_common_phrase, is_common_word
 from crseval.language.text import STOP_WORDS, lemma
+from crseval.language.titles import TitleRecognizer
 from crseval.language.tokens import AnalysedText, tokenize
 
 # Words right before a value that say which field a name belongs to.
@@ -49,30 +51,6 @@ FIELD_CUES: dict[str, tuple[str, ...]] = {
 }
 # Optional field: the top TF-IDF words of each film's plot (lemmas), matched by the lemma of a word.
 
-# Genre names that name a kind of film on their own ("I'd like a comedy").
-GENRE_NAMES = frozenset(
-    """
-action adventure animation animated biography comedy crime documentary drama fantasy horror musical mystery
-romance thriller western science fiction sci-fi noir film noir satire parody slasher anime superhero
-romantic comedy black comedy comedy-drama psychological thriller historical drama
-""".split()
-) | {"science fiction", "film noir", "romantic comedy", "black comedy", "psychological thriller"}
-
-# Other spellings of standard genres -> the catalog value (used when the catalog has that value).
-GENRE_FORMS = {
-    "sci-fi": "science fiction",
-    "sci fi": "science fiction",
-    "scifi": "science fiction",
-    "animated": "animation",
-    "comedic": "comedy",
-    "romantic": "romance",
-    "rom-com": "romantic comedy",
-    "romcom": "romantic comedy",
-    "math": "mathematics",
-    "maths": "mathematics",
-    "biopic": "biography",
-}
-GENRE_ADJECTIVES = ("romantic", "comedic", "animated")  # forms that describe more than films: need a cue
 _DETERMINER_BEFORE = re.compile(
     r"(?:\b(?:the|its|their|our|his|her|my|your|these|those)|['’]s)\s+(?:[a-z-]+\s+)?$", re.I
 )
@@ -153,8 +131,6 @@ class ConceptMatcher:
     """Catalog value and title matcher built from the `concepts` and `films` index tables."""
 
     def __init__(self, concepts: pd.DataFrame, films: pd.DataFrame, fields: tuple[str, ...] = CONCEPT_FIELDS):
-        from crseval.language.titles import TitleRecognizer  # the recognizer reads titles; this module reads values
-
         self._keywords = (
             frozenset(concepts.loc[concepts["field"] == KEYWORD_FIELD, "value"])
             if KEYWORD_FIELD in fields

@@ -42,7 +42,7 @@ from itertools import compress
 import pandas as pd
 
 from crseval.core.fields import PEOPLE_FIELDS
-from crseval.language.concepts import GENRE_NAMES
+from crseval.language.genres import GENRE_NAMES
 from crseval.language.lexicon import is_common_phrase, is_common_word
 from crseval.language.tokens import AnalysedText, token_strings, tokenize
 

@@ -40,14 +40,6 @@ def session_seed(experiment_seed: int, index: int) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
-def shard_indices(count: int, shard_size: int, shard: int) -> range:
-    return range(shard * shard_size, min((shard + 1) * shard_size, count))
-
-
-def n_shards(count: int, shard_size: int) -> int:
-    return (count + shard_size - 1) // shard_size
-
-
 _STRUCTURE = re.compile(r"[{}\[\]]|': '|\": \"")
 
 
