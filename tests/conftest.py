@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from crseval.core.config_checks import effective_config
+
 REPO = Path(__file__).resolve().parents[1]
 DEMO_CATALOG = REPO / "resources" / "catalog" / "demo_movies.json"
 NON_GENRES = REPO / "resources" / "wordlists" / "non_genre_values.tsv"
@@ -21,15 +23,16 @@ WORKFLOW_PARTS = ("Snakefile", "workflow", "profiles", "config", "resources", "s
 
 
 def default_config() -> dict:
-    return yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    """config/config.yaml as the workflow runs it: the schema's defaults filled in."""
+    return effective_config(REPO / "config" / "config.yaml")
 
 
 TEST_CONFIGS = REPO / "config" / "test"
 
 
 def load_test_config(name: str) -> dict:
-    """config/test/<name>.yaml: a small experiment the tests run (a fresh copy, free to change)."""
-    return yaml.safe_load((TEST_CONFIGS / f"{name}.yaml").read_text())
+    """config/test/<name>.yaml as the workflow runs it, defaults filled in (a fresh copy, free to change)."""
+    return effective_config(TEST_CONFIGS / f"{name}.yaml")
 
 
 def copy_workflow(destination: Path) -> Path:

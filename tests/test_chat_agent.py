@@ -6,6 +6,7 @@ import json
 import pytest
 from conftest import REPO, run_snakemake, write_config
 
+from crseval.core.config_checks import effective_config
 from crseval.llm import LLMClient
 from crseval.llm.base import LLMResponse
 from crseval.simulate.chat import ChatSystem
@@ -68,9 +69,8 @@ def test_a_model_that_fails_is_an_external_system_error():
 
 @pytest.mark.workflow
 def test_a_chat_system_runs_through_the_workflow(workflow_copy):
-    import yaml
 
-    config = yaml.safe_load((REPO / "config" / "own_systems.yaml").read_text())
+    config = effective_config(REPO / "config" / "own_systems.yaml")
     config["sessions"].update(count=2, turns=3, shard_size=2)
     config["scoring"]["metrics"] = ["tas"]
     config["scoring"]["response_stats"]["embeddings"] = False

@@ -6,7 +6,7 @@ import pytest
 import yaml
 from conftest import REPO, default_config, run_snakemake, write_config
 
-from crseval.core.config_checks import ConfigError, check_config
+from crseval.core.config_checks import ConfigError, check_config, effective_config
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "opendialkg.yaml"])
@@ -86,7 +86,7 @@ def test_paper_config_dry_run_lists_the_expected_jobs(workflow_copy, profile):
     """6 models x 1,000 sessions in shards of 50: 20 jobs per system for simulate, score and judge."""
     from conftest import FULL_CATALOG, planned_jobs
 
-    config = yaml.safe_load((REPO / "config" / "paper.yaml").read_text())
+    config = effective_config(REPO / "config" / "paper.yaml")
     config["catalog"]["path"] = str(
         FULL_CATALOG if FULL_CATALOG.exists() else REPO / "resources" / "catalog" / "demo_movies.json"
     )
@@ -101,3 +101,58 @@ def test_paper_config_dry_run_lists_the_expected_jobs(workflow_copy, profile):
         config["scoring"]["cas"]["topic_jaccard_shift"],
         config["scoring"]["cas"]["alignment_threshold"],
     ) == (0.55, 0.35, 0.65)
+
+
+SHIPPED = sorted([*(REPO / "config").glob("*.yaml"), *(REPO / "config" / "test").glob("*.yaml")])
+
+
+def settings_equal_to_defaults(path) -> list[str]:
+    """The settings of a config file (outside `systems`) whose value is the schema's default anyway."""
+    from crseval.core.config_checks import fill_defaults
+
+    written = yaml.safe_load(path.read_text())
+
+    def sections(node):
+        return {k: sections(v) for k, v in node.items() if isinstance(v, dict)}
+
+    defaults = {**sections(written), "experiment": written["experiment"]}
+    fill_defaults(defaults)
+    found = []
+
+    def walk(node, default, where):
+        for key, value in node.items():
+            if key in ("systems", "experiment") or not isinstance(default, dict) or key not in default:
+                continue
+            if isinstance(value, dict):
+                walk(value, default[key], f"{where}{key}.")
+            elif value == default[key]:
+                found.append(f"{where}{key}")
+
+    walk(written, defaults, "")
+    return found
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.relative_to(REPO).as_posix())
+def test_shipped_configs_say_only_what_they_change(path):
+    assert settings_equal_to_defaults(path) == []
+
+
+def test_the_default_check_finds_a_default(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("experiment: x\nlda: {passes: 3, num_topics: 12}\nsessions: {shard_size: 3}\n")
+    assert settings_equal_to_defaults(path) == ["lda.num_topics", "sessions.shard_size"]
+
+
+def test_config_show_prints_the_effective_config_of_files_merged_in_order(tmp_path, capsys):
+    from crseval.cli import main
+
+    overlay = tmp_path / "more.yaml"
+    overlay.write_text("sessions: {count: 9}\nlda: {passes: 4}\n")
+    assert main(["config", "show", str(REPO / "config" / "config.yaml"), str(overlay)]) == 0
+    shown = yaml.safe_load(capsys.readouterr().out)
+    expected = effective_config(REPO / "config" / "config.yaml")
+    expected["sessions"]["count"], expected["lda"]["passes"] = 9, 4
+    assert shown == expected and shown["sessions"]["turns"] == 6 and shown["llm"]["timeout_s"] == 300
+    overlay.write_text("sessions: {count: -1}\n")
+    assert main(["config", "show", str(REPO / "config" / "config.yaml"), str(overlay)]) == 2
+    assert "sessions.count" in capsys.readouterr().err

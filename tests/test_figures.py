@@ -7,7 +7,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 from conftest import REPO, copy_workflow, run_snakemake, write_config
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.patches import Rectangle
@@ -15,6 +14,7 @@ from matplotlib.patches import Rectangle
 from crseval.analysis import figures
 from crseval.analysis.aggregate import model_metrics
 from crseval.analysis.validity import validity_table
+from crseval.core.config_checks import effective_config
 from crseval.metrics.grounded import TasSettings, session_means, tas_value
 
 SYSTEMS = ["alpha", "beta", "gamma"]
@@ -414,7 +414,7 @@ def test_figure_rules_follow_the_config(tmp_path):
     """Dry runs: tas_scatter with CAS or the judge, not without both; validity_figure only with
     at least three calibration systems."""
     workdir = copy_workflow(tmp_path)
-    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    config = effective_config(REPO / "config" / "config.yaml")
     dry = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config))).stdout
     assert "figures/tas_scatter.png" in dry and "validity_figure" not in dry
     config["scoring"]["metrics"] = [m for m in config["scoring"]["metrics"] if m != "cas"]
@@ -439,7 +439,7 @@ def test_calibration_run_draws_the_validity_figure(tmp_path):
     assert f"{(table['verdict'].isin(['pass', 'fail'])).sum()} metrics drawn" in log
     assert "TAS scatter against context_adaptation_score" in (workdir / results / "logs" / "plots.log").read_text()
     # the configured row of the weight grid is the TAS of the tables
-    config = yaml.safe_load((REPO / "config" / "test" / "calibration_demo.yaml").read_text())
+    config = effective_config(REPO / "config" / "test" / "calibration_demo.yaml")
     sensitivity = pd.read_csv(workdir / results / "tables" / "weight_sensitivity.csv")
     own = sensitivity[sensitivity["configured"]].set_index("system")
     weights = {key: config["scoring"]["tas"][key] for key in ("alpha", "beta", "gamma")}

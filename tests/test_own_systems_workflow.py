@@ -14,6 +14,8 @@ import pytest
 import yaml
 from conftest import REPO, run_snakemake, write_config
 
+from crseval.core.config_checks import effective_config
+
 EXPERIMENT = "own_systems"
 RESULTS = f"results/{EXPERIMENT}"
 SYSTEMS = ("template", "served", "imported")
@@ -22,7 +24,7 @@ TURNS = 4
 
 def three_ways_config(workdir, url: str) -> dict:
     """config/own_systems.yaml, small, with the template agent built in, over HTTP and as a class."""
-    config = yaml.safe_load((REPO / "config" / "own_systems.yaml").read_text())
+    config = effective_config(REPO / "config" / "own_systems.yaml")
     config["sessions"].update(count=2, turns=TURNS, shard_size=2)
     config["scoring"]["response_stats"]["embeddings"] = False
     config["judge"]["enabled"] = False

@@ -27,10 +27,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import FULL_CATALOG, NON_GENRES, REFERENCE_LOGS, REPO  # noqa: E402
+
+from crseval.core.config_checks import effective_config
 
 FIXTURE = REPO / "tests" / "data" / "score_reference"
 SIMULATED = FIXTURE / "simulated_sessions.jsonl.gz"
@@ -60,7 +61,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def thesis_config() -> dict:
-    return yaml.safe_load((REPO / "config" / "thesis_logs.yaml").read_text())
+    return effective_config(REPO / "config" / "thesis_logs.yaml")
 
 
 def prepare(workdir: Path) -> None:
@@ -96,7 +97,7 @@ def simulate_sessions(workdir: Path) -> list[dict]:
     """A few LLM-free simulated sessions per calibration system (written to the fixture once)."""
     from crseval.simulate.shard import build_shard_runner
 
-    config = yaml.safe_load((REPO / "config" / "calibration.yaml").read_text())
+    config = effective_config(REPO / "config" / "calibration.yaml")
     simulator = {**config["simulator"], "templates": str(REPO / config["simulator"]["templates"])}
     records = []
     for system in SIMULATED_SYSTEMS:

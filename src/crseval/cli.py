@@ -8,6 +8,9 @@ elsewhere) without running the workflow.
 `crseval eval-titles` measures title recognition against hand-labelled replies (format and
 annotation guide: tests/data/title_labels/), e.g. a labelled set of your own system's replies.
 
+`crseval config show config/<name>.yaml [more.yaml ...]` prints the config a run with these
+`--configfile`s uses: shipped configs hold only what they change, the schema's defaults fill the rest.
+
 `crseval verify results/<experiment>` checks a results folder against its provenance.json: the
 hashes of its tables, statistics, figures and input files, and (with --configfile) the settings.
 """
@@ -77,7 +80,12 @@ def main(argv: list[str] | None = None) -> int:
     checker.add_argument(
         "--configfile", type=Path, help="also list every setting of this config that differs from the recorded one"
     )
+    shown = commands.add_parser("config", help="the effective config of one or more config files")
+    shown.add_argument("action", choices=["show"])
+    shown.add_argument("files", nargs="+", type=Path, help="config files, merged in order as --configfile merges them")
     args = parser.parse_args(argv)
+    if args.command == "config":
+        return _show_config(args)
     if args.command == "eval-titles":
         return _eval_titles(args)
     if args.command == "verify":
@@ -113,6 +121,20 @@ def main(argv: list[str] | None = None) -> int:
         write_votes(votes, args.out / "votes.parquet")
     write_json(report, args.out / "import_report.json")
     print(json.dumps(report["sessions"]))
+    return 0
+
+
+def _show_config(args: argparse.Namespace) -> int:
+    import yaml
+
+    from crseval.core.config_checks import ConfigError, effective_config
+
+    try:
+        config = effective_config(*args.files)
+    except (ConfigError, OSError, yaml.YAMLError) as error:
+        print(f"crseval config show: {error}", file=sys.stderr)
+        return 2
+    print(yaml.safe_dump(config, sort_keys=False, allow_unicode=True, width=120), end="")
     return 0
 
 

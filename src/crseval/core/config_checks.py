@@ -72,6 +72,29 @@ def _fill(value: Any, schema: dict) -> None:
             _fill(value[key], sub)
 
 
+def effective_config(*paths: str | Path, schema_path: str | Path = SCHEMA_PATH) -> dict:
+    """The config the workflow runs with `--configfile <paths...>`: the files merged in order (a later
+    file's mapping updates the earlier one's, key by key, as Snakemake merges them), the schema's defaults
+    filled in, checked. Shipped configs hold only what they change; this shows the rest."""
+    merged: dict = {}
+    for path in paths:
+        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(loaded, dict):
+            raise ConfigError([f"{path}: a config file holds a mapping of settings"])
+        _merge(merged, loaded)
+    fill_defaults(merged, schema_path)
+    check_config(merged, schema_path)
+    return merged
+
+
+def _merge(into: dict, update: dict) -> None:
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = copy.deepcopy(value)
+
+
 def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH) -> None:
     """Raise one ConfigError listing every problem of `config`; return if there is none.
 
