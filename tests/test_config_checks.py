@@ -154,11 +154,11 @@ def test_value_out_of_its_bounds_is_named_at_the_key(mutate, line):
     [
         (
             lambda c: c["systems"][2]["backend"].update(type="olama"),
-            "systems[2].backend.type: 'olama' is not one of ['llamacpp', 'ollama', 'openai']",
+            "systems[2].backend.type: 'olama' is not one of ['llamacpp', 'ollama', 'openai'] (did you mean 'ollama'?)",
         ),
         (
             lambda c: c["systems"][0].update(promt=c["systems"][0].pop("prompt")),
-            "systems[0]: Additional properties are not allowed ('promt' was unexpected)",
+            "systems[0]: Additional properties are not allowed ('promt' was unexpected) (did you mean 'prompt'?)",
         ),
         (lambda c: c["systems"][0].pop("prompt"), "systems[0]: 'prompt' is a required property"),
         (
@@ -177,13 +177,17 @@ def test_value_out_of_its_bounds_is_named_at_the_key(mutate, line):
         ),
         (
             lambda c: c["systems"][1]["backend"].update(num_ctx=4096),
-            "systems[1].backend: Additional properties are not allowed ('num_ctx' was unexpected)",
+            "systems[1].backend: Additional properties are not allowed ('num_ctx' was unexpected)"
+            " (did you mean 'n_ctx'?)",
         ),
         (
             lambda c: c["judge"]["backend"].update(modle="x"),
-            "judge.backend: Additional properties are not allowed ('modle' was unexpected)",
+            "judge.backend: Additional properties are not allowed ('modle' was unexpected) (did you mean 'model'?)",
         ),
-        (lambda c: c["lda"].update(no_belw=3), "lda: Additional properties are not allowed ('no_belw' was unexpected)"),
+        (
+            lambda c: c["lda"].update(no_belw=3),
+            "lda: Additional properties are not allowed ('no_belw' was unexpected) (did you mean 'no_below'?)",
+        ),
     ],
 )
 def test_mistake_in_an_entry_is_named_at_the_inner_key(mutate, line):
@@ -417,3 +421,31 @@ def passes_or_names_the_key(config: dict, key: str) -> None:
     lm_config = scoring["response_stats"]["lm"]
     lm = TrigramLM(k=lm_config["k"], lambdas=tuple(lm_config["lambdas"])).fit(["a heist in paris", "a crime in rome"])
     assert sum(lm.prob("a", "heist", w) for w in lm.vocabulary) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize(
+    "where, value, hint",
+    [
+        (("systems", 3, "agent"), "templat", "(did you mean 'template'?)"),
+        (("systems", 0, "backend", "type"), "olama", "(did you mean 'ollama'?)"),
+        (("sessions", "import_format"), "jsonlines", "(did you mean 'jsonl'?)"),
+        (("scoring", "metrics", 0), "tass", "(did you mean 'tas'?)"),
+        (("stats", "family", "method"), "xyz", "is not one of ['holm', 'bh', 'bonferroni']\n"),
+    ],
+)
+def test_an_unknown_name_lists_the_known_ones_and_the_closest(where, value, hint):
+    config = default_config()
+    node = config
+    for key in where[:-1]:
+        node = node[key]
+    node[where[-1]] = value
+    with pytest.raises(ConfigError) as caught:
+        check_config(config)
+    assert hint in str(caught.value) + "\n" and "did you mean" not in str(caught.value).replace(hint, "")
+
+
+def test_a_misspelt_key_is_named_with_the_closest_known_one():
+    config = default_config()
+    config["lda"]["pases"] = 3
+    with pytest.raises(ConfigError, match=r"lda: .*'pases' was unexpected\) \(did you mean 'passes'\?\)"):
+        check_config(config)
