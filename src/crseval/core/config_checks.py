@@ -180,7 +180,7 @@ def _message(error: ValidationError) -> str:
 
 
 def _did_you_mean(given: str, known: list[str]) -> str:
-    """" (did you mean 'x'?)" for the closest known name, if one is close; "" otherwise."""
+    """ " (did you mean 'x'?)" for the closest known name, if one is close; "" otherwise."""
     close = difflib.get_close_matches(given.lower(), known, n=1, cutoff=0.7)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
