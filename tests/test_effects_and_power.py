@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu, wilcoxon
 from statsmodels.stats.power import TTestIndPower
 
-from crseval.analysis import effects, power, stats
+from crseval.analysis import effects, power, stats, stats_summary
 from crseval.judge import reliability as judge_reliability
 from crseval.metrics.response_stats import semantic_clusters
 
@@ -171,7 +171,7 @@ def test_summary_says_why_paired_tests_were_skipped():
     pairwise = stats.pairwise_table(frame, ["m"], plan)
     paired, reason = stats.pairing(frame)
     posthoc = stats.posthoc_table(frame, anova, plan)
-    text = stats.markdown_summary(anova, posthoc, pairwise, pd.DataFrame(), pd.DataFrame(), reason, plan)
+    text = stats_summary.markdown_summary(anova, posthoc, pairwise, pd.DataFrame(), pd.DataFrame(), reason, plan)
     assert not paired and "Not run: the sessions carry no seed (imported logs)" in text
 
 

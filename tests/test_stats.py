@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy.stats import rankdata
 
-from crseval.analysis import stats
+from crseval.analysis import stats, stats_summary
 from crseval.analysis.aggregate import model_metrics, to_table
 
 PLAN = stats.default_plan(resamples=200, permutations=2000, seed=3)
@@ -77,7 +77,7 @@ def test_six_pairs_cannot_pass_holm_over_six_comparisons_and_say_so():
     assert np.allclose(table["wilcoxon_p"], 1 / 32)  # every difference of one sign
     assert not table["wilcoxon_testable"].any() and (table["wilcoxon_sessions_to_test"] == 8).all()
     anova = stats.omnibus_table(frame_of(values), ["metric"], plan)
-    text = stats.markdown_summary(
+    text = stats_summary.markdown_summary(
         anova,
         stats.posthoc_table(frame_of(values), anova, plan),
         stats.pairwise_table(frame_of(values), ["metric"], plan),
@@ -115,7 +115,8 @@ def test_a_system_with_one_session_is_left_out_everywhere_with_the_reason():
         stats.paired_table(frame, ["metric"], PLAN),
     ):
         assert len(table) == 3 and "d" not in set(table["system_a"]) | set(table["system_b"])
-    text = stats.markdown_summary(anova, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), "", PLAN)
+    empty = pd.DataFrame()
+    text = stats_summary.markdown_summary(anova, empty, empty, empty, empty, "", PLAN)
     assert "metric: left out of every test: d: 1 of 6 sessions have a value" in text
     assert "not missing at random" in text
 

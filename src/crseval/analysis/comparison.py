@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from crseval.analysis import correlation, power, registry, stats
+from crseval.analysis import correlation, power, registry, stats, stats_summary
 from crseval.analysis.plan import Plan
 from crseval.core.io import atomic_path
 from crseval.judge import reliability
@@ -65,7 +65,7 @@ def compare_systems(
         "power_table": planning,
     }
     texts = {
-        "summary": stats.markdown_summary(anova, posthoc, pairwise, paired, correlations, pairing_reason, plan),
+        "summary": stats_summary.markdown_summary(anova, posthoc, pairwise, paired, correlations, pairing_reason, plan),
         "power": power.power_markdown(planning, plan.alpha, target["power"], pairing_reason),
     }
     if judged:
