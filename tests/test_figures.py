@@ -15,6 +15,7 @@ from crseval.analysis import figures
 from crseval.analysis.aggregate import model_metrics
 from crseval.analysis.validity import validity_table
 from crseval.core.config_checks import effective_config
+from crseval.metrics import tas_weights
 from crseval.metrics.grounded import TasSettings, session_means, tas_value
 
 SYSTEMS = ["alpha", "beta", "gamma"]
@@ -359,21 +360,22 @@ def tables_tas(turns: pd.DataFrame, weights: dict) -> dict[str, float]:
 
 
 def test_weight_grid_holds_the_configured_weights():
-    grid = figures.weight_grid({"alpha": 0.3, "beta": 0.5, "gamma": 0.15})
+    grid = tas_weights.weight_grid({"alpha": 0.3, "beta": 0.5, "gamma": 0.15})
     assert sorted(grid["cc_share"].unique()) == [0.0, 0.25, 0.3 / 0.8, 0.5, 0.75, 1.0]
     assert sorted(grid["gamma"].unique()) == [0.0, 0.1, 0.15, 0.2, 0.3, 0.4]
     assert np.allclose(grid["alpha"] + grid["beta"], 0.8)  # the configured sum everywhere
     own = grid[grid["configured"]]
     assert own[["alpha", "beta", "gamma"]].to_dict("records") == [{"alpha": 0.3, "beta": 0.5, "gamma": 0.15}]
     # a configured value on the grid is not there twice
-    default = figures.weight_grid(CONFIGURED)
+    default = tas_weights.weight_grid(CONFIGURED)
     assert len(default) == 25 and default["configured"].sum() == 1
     assert default.loc[default["configured"], "cc_share"].item() == 0.5
 
 
 def test_weight_sensitivity_configured_cell_is_the_tas_of_the_tables(tmp_path, captured):
     turns = turns_by_hand()
-    table = figures.weight_sensitivity(turns, CONFIGURED, tmp_path / "weight_sensitivity")
+    table = tas_weights.sensitivity_table(turns, CONFIGURED)
+    figures.weight_sensitivity(table, tmp_path / "weight_sensitivity")
     assert_written(tmp_path / "weight_sensitivity")
     own = table[table["configured"]].set_index("system")["tas"]
     # by hand: a-1 (0.4 + 0.3) / 2 = 0.35, a-2 0.4, a = 0.375; b-1 -0.2

@@ -7,6 +7,7 @@ import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval.analysis import figures
 from crseval.core.io import atomic_path, log_to
+from crseval.metrics import tas_weights
 
 log = log_to(snakemake.log[0])
 sessions = pd.read_parquet(snakemake.input.sessions)
@@ -29,7 +30,8 @@ figures.recovery_box(sessions, colours, stem("recovery_delay_box"))
 figures.distributions(sessions, ["tas", "context_adaptation_score", "rec_satisfaction"], colours, stem("distributions"))
 if "tas_over_turns" in wanted:
     figures.tas_over_turns(turns, colours, stem("tas_over_turns"), snakemake.params.seed)
-    table = figures.weight_sensitivity(turns, snakemake.params.tas_weights, stem("weight_sensitivity"))
+    table = tas_weights.sensitivity_table(turns, snakemake.params.tas_weights)
+    figures.weight_sensitivity(table, stem("weight_sensitivity"))
     with atomic_path(snakemake.output.sensitivity) as temporary:
         table.to_csv(temporary, index=False)
 if "tas_scatter" in wanted:
