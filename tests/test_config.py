@@ -156,3 +156,22 @@ def test_config_show_prints_the_effective_config_of_files_merged_in_order(tmp_pa
     overlay.write_text("sessions: {count: -1}\n")
     assert main(["config", "show", str(REPO / "config" / "config.yaml"), str(overlay)]) == 2
     assert "sessions.count" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "system, key",
+    [
+        ({"name": "a", "agent": "llm", "prompt": "p.txt"}, "prompt"),
+        ({"name": "a", "agent": "chat", "system_prompt": "s.txt"}, "system_prompt"),
+        ({"name": "a", "agent": "chat"}, None),
+        ({"name": "a", "agent": "http", "url": "http://x/"}, None),
+        ({"name": "a", "agent": "template"}, None),
+    ],
+)
+def test_one_place_says_which_prompt_file_a_system_reads(system, key):
+    from crseval.core.experiment import system_prompt_key
+    from crseval.provenance import prompts_used
+
+    assert system_prompt_key(system) == key
+    used = prompts_used({"systems": [system], "judge": {"enabled": False}, "scoring": {"metrics": []}})
+    assert used == ({system[key]: ["systems.a"]} if key else {})

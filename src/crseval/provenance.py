@@ -31,6 +31,7 @@ from crseval.core.experiment import (
     input_path,
     scoring_backends,
     simulating,
+    system_prompt_key,
 )
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.redact import redact_url
@@ -154,10 +155,8 @@ def prompts_used(config: dict) -> dict[str, list[str]]:
     prompts: dict[str, list[str]] = {}
     if simulating(config):
         for system in config.get("systems", []):
-            if system.get("agent") == "llm":
-                prompts.setdefault(system["prompt"], []).append(f"systems.{system['name']}")
-            if system.get("agent") == "chat" and system.get("system_prompt"):
-                prompts.setdefault(system["system_prompt"], []).append(f"systems.{system['name']}")
+            if key := system_prompt_key(system):
+                prompts.setdefault(system[key], []).append(f"systems.{system['name']}")
     if config.get("judge", {}).get("enabled"):
         prompts.setdefault(config["judge"]["prompt"], []).append("judge")
     for user in scoring_backends(config):

@@ -141,9 +141,8 @@ def system_params(wildcards):
 def system_prompt(wildcards):
     """The prompt file of an LLM system, or the system prompt of a chat system (none for the others)."""
     system = SYSTEMS[wildcards.system]
-    if system["agent"] == "chat" and system.get("system_prompt"):
-        return input_path(system["system_prompt"])
-    return input_path(system["prompt"]) if system["agent"] == "llm" else []
+    key = experiment.system_prompt_key(system)
+    return input_path(system[key]) if key else []
 
 
 def system_llm_slots(wildcards):

@@ -41,6 +41,17 @@ def simulating(config: dict) -> bool:
     return config.get("sessions", {}).get("source", "simulate") == "simulate"
 
 
+def system_prompt_key(system: dict) -> str | None:
+    """The key of the prompt file a system's simulate job reads: an LLM system's `prompt`, a chat system's
+    optional `system_prompt`; None for the others. The one place that decides it (the rule's input, the
+    provenance record and the shard runner all ask here)."""
+    if system.get("agent") == "llm":
+        return "prompt"
+    if system.get("agent") == "chat" and system.get("system_prompt"):
+        return "system_prompt"
+    return None
+
+
 def system_backends(system: dict, config: dict) -> dict[str, dict]:
     """The LLMs a simulate job of `system` (an entry of config['systems']) calls: its own, if it is an
     LLM system, and the paraphraser's, which rewrites the simulated user's turns of every system."""
