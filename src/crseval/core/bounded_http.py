@@ -62,11 +62,9 @@ class HttpReply:
 
 class HttpFailure(Exception):
     """No usable reply; the message says what happened (callers put system, session and turn before it).
-    `transient`: whether another attempt may get past it. `retry_after_s`: never set here (statuses are
-    the caller's to judge), present so that callers can treat all failures alike."""
+    `transient`: whether another attempt may get past it."""
 
     transient = True
-    retry_after_s: float | None = None
 
 
 class ReplyTooLarge(HttpFailure):
@@ -137,8 +135,7 @@ class BoundedPoster:
 
         A 2xx body is read whole (ReplyTooLarge past the bound); of any other status only the start is
         read. Raises HttpFailure for every failure of the transport, never another exception."""
-        started = time.monotonic()
-        deadline = started + bounds.deadline_s
+        deadline = time.monotonic() + bounds.deadline_s
         try:
             target = httpx.URL(url)
         except httpx.InvalidURL as error:

@@ -6,14 +6,12 @@ import json
 import os
 from urllib.parse import urlsplit, urlunsplit
 
-from crseval.core.bounded_http import split_credentials
 from crseval.llm.base import (
     LLMError,
     LLMRequest,
     LLMResponse,
     TransientLLMError,
     json_reply,
-    redact_library_logs,
     redact_url,
     reply_text,
     short_label,
@@ -59,19 +57,10 @@ class OllamaBackend:
         self.host = host
         self.num_ctx = num_ctx
         self._where = f"ollama model {model} at {redact_url(host)}"
-        url, basic, secrets = split_credentials(server_url(host))
+        endpoint = f"{server_url(host)}/api/chat"
         # as Ollama's own client: a key in OLLAMA_API_KEY (its hosted service), unless the host has a user part
-        key = os.environ.get("OLLAMA_API_KEY", "").strip()
-        authorization = basic or (f"Bearer {key}" if key else None)
-        redact_library_logs()
-        self._call = ServerCall(
-            self._where,
-            f"{url}/api/chat",
-            {"Authorization": authorization} if authorization else {},
-            timeout_s,
-            max_reply_bytes,
-            secrets=(*secrets, key),
-        )
+        key = None if "@" in urlsplit(endpoint).netloc else os.environ.get("OLLAMA_API_KEY", "").strip() or None
+        self._call = ServerCall(self._where, endpoint, key, timeout_s, max_reply_bytes)
 
     def __repr__(self) -> str:
         return f"OllamaBackend(model={self.model!r}, host={redact_url(self.host)!r})"

@@ -9,13 +9,11 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit, urlunsplit
 
-from crseval.core.bounded_http import split_credentials
 from crseval.llm.base import (
     LLMError,
     LLMRequest,
     LLMResponse,
     json_reply,
-    redact_library_logs,
     redact_url,
     reply_text,
     short_label,
@@ -63,20 +61,8 @@ class OpenAIBackend:
         self.model = model
         self.base_url = base_url
         self._where = f"openai model {model} at {redact_url(base_url)}"
-        api_key = api_key_from(api_key_env, self._where)
-        url, basic, secrets = split_credentials(base_url)
-        if api_key and basic:
-            raise LLMError(f"{self._where}: give one of api_key_env and a user:password in base_url, not both")
-        authorization = f"Bearer {api_key}" if api_key else basic
-        redact_library_logs()
-        self._call = ServerCall(
-            self._where,
-            completions_url(url),
-            {"Authorization": authorization} if authorization else {},
-            timeout_s,
-            max_reply_bytes,
-            secrets=(api_key or "", *secrets),
-        )
+        key = api_key_from(api_key_env, self._where)
+        self._call = ServerCall(self._where, completions_url(base_url), key, timeout_s, max_reply_bytes)
 
     def __repr__(self) -> str:
         return f"OpenAIBackend(model={self.model!r}, base_url={redact_url(self.base_url)!r})"

@@ -12,11 +12,30 @@ from __future__ import annotations
 import json
 import time
 
-from crseval.core.bounded_http import LARGEST_REPLY_BYTES, BoundedPoster, Bounds, HttpFailure, ReplyTooLarge
-from crseval.llm.base import LLMError, LLMRequest, TransientLLMError, http_failure, redact_urls, retry_after
+from crseval.core.bounded_http import (
+    LARGEST_REPLY_BYTES,
+    BoundedPoster,
+    Bounds,
+    HttpFailure,
+    ReplyTooLarge,
+    split_credentials,
+)
+from crseval.llm.base import (
+    LLMError,
+    LLMRequest,
+    TransientLLMError,
+    http_failure,
+    redact_library_logs,
+    redact_urls,
+    retry_after,
+)
 
 ENVELOPE_BYTES = 64 << 10  # the reply's JSON around the text: ids, usage, timings
-BYTES_PER_TOKEN = 512  # a token's text escaped as JSON (\uXXXX for each non-ASCII character), generously
+# One token in a reply, worst case: its text (tokens run to about 16 characters; escaped as JSON, a non-ASCII
+# character takes 6 bytes, \uXXXX) ~100 bytes, plus its entry in `logprobs` (the text again, its UTF-8 bytes
+# as a list of numbers ~65, the logprob ~25, keys ~40) ~230: 512 leaves twice that, so no real reply meets
+# the bound while one that ignores max_tokens by orders of magnitude does.
+BYTES_PER_TOKEN = 512
 
 
 def reply_bound(request: LLMRequest, configured: int | None = None) -> int:
@@ -29,27 +48,29 @@ def reply_bound(request: LLMRequest, configured: int | None = None) -> int:
 
 
 class ServerCall:
-    """POSTs JSON to one endpoint of a server backend with its headers and the bounds of each request."""
+    """POSTs JSON to one endpoint of a server backend, with the bounds of each request. The endpoint's
+    user part becomes a Basic Authorization header, `bearer_key` a Bearer one (not both); either goes
+    to the endpoint's origin only and is blanked in every message."""
 
     def __init__(
-        self,
-        where: str,
-        url: str,
-        headers: dict[str, str],
-        timeout_s: float,
-        max_reply_bytes: int | None,
-        secrets: tuple[str, ...] = (),
+        self, where: str, endpoint: str, bearer_key: str | None, timeout_s: float, max_reply_bytes: int | None
     ):
-        if not timeout_s > 0:
-            raise LLMError(f"{where}: timeout_s must be a positive number of seconds, got {timeout_s!r}")
-        if max_reply_bytes is not None and not 0 < max_reply_bytes <= LARGEST_REPLY_BYTES:
-            raise LLMError(f"{where}: max_reply_bytes must be 1 to {LARGEST_REPLY_BYTES}, got {max_reply_bytes!r}")
+        try:
+            Bounds(max_bytes=max_reply_bytes or LARGEST_REPLY_BYTES, deadline_s=timeout_s)
+        except ValueError as problem:
+            raise LLMError(f"{where}: timeout_s or max_reply_bytes: {problem}") from None
+        self.url, basic, secrets = split_credentials(endpoint)
+        if basic and bearer_key:
+            raise LLMError(f"{where}: give one of a key and a user:password in the address, not both")
+        authorization = basic or (f"Bearer {bearer_key}" if bearer_key else None)
         self.where = where
-        self.url = url
-        self.headers = {"Content-Type": "application/json", "Accept": "application/json", **headers}
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if authorization:
+            self.headers["Authorization"] = authorization
         self.timeout_s = timeout_s
         self.max_reply_bytes = max_reply_bytes
-        self._secrets = [secret for secret in secrets if secret]
+        self._secrets = [secret for secret in (*secrets, bearer_key) if secret]
+        redact_library_logs()
         self._poster = BoundedPoster()
 
     def post(self, payload: dict, request: LLMRequest) -> tuple[int, str | None, bytes, float]:
