@@ -1,5 +1,7 @@
 """Figures (PNG for the report, SVG beside each) and the HTML report's captions."""
 
+from crseval.metrics import families as metric_families
+
 
 rule plots:
     input:
@@ -22,9 +24,10 @@ rule plots:
         seed=config["stats"]["seed"],
         judged=JUDGE["enabled"],
         scatter=SCATTER if "tas_scatter" in FIGURES else [],
-        # the configured TAS weights, which the weight-sensitivity grid holds and marks
-        tas_weights=(
-            {key: SCORING["tas"][key] for key in ("alpha", "beta", "gamma")} if "weight_sensitivity" in FIGURES else {}
-        ),
+        # the selected families' columns in the distributions figure
+        distributions=metric_families.distribution_columns(SCORING),
+        # figure -> the settings it is drawn with (the configured TAS weights, which the
+        # weight-sensitivity grid holds and marks)
+        figure_params=metric_families.figure_params(SCORING),
     script:
         "../scripts/plots.py"

@@ -27,10 +27,10 @@ wanted = set(snakemake.output.keys())
 figures.metric_bars(model_metrics, metrics, colours, stem("metric_bars"))
 figures.correlation_heatmap(sessions, metrics, stem("correlation_heatmap"))
 figures.recovery_box(sessions, colours, stem("recovery_delay_box"))
-figures.distributions(sessions, ["tas", "context_adaptation_score", "rec_satisfaction"], colours, stem("distributions"))
+figures.distributions(sessions, list(snakemake.params.distributions), colours, stem("distributions"))
 if "tas_over_turns" in wanted:
     figures.tas_over_turns(turns, colours, stem("tas_over_turns"), snakemake.params.seed)
-    table = tas_weights.sensitivity_table(turns, snakemake.params.tas_weights)
+    table = tas_weights.sensitivity_table(turns, snakemake.params.figure_params["weight_sensitivity"])
     figures.weight_sensitivity(table, stem("weight_sensitivity"))
     with atomic_path(snakemake.output.sensitivity) as temporary:
         table.to_csv(temporary, index=False)

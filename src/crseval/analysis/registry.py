@@ -1,7 +1,7 @@
 """The metric registry: every column of sessions.parquet and turns.parquet, as declared by its writer.
 
 The identifier columns (crseval.core.columns), the scorer and each metric family of
-crseval.metrics.scorer.FAMILIES, and the judge (crseval.judge.columns) declare their columns once;
+crseval.metrics.families.FAMILY_KINDS, and the judge (crseval.judge.columns) declare their columns once;
 aggregate, statistics, validity, figures and the reports read label, range, direction, ground
 truth and thesis name from here. A column nobody declared is an error, not a float by default.
 The panel judges' columns carry names from the config (`judge_<name>_<criterion>`): the judge
@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping
 
 from crseval.core.columns import LABEL_COLUMNS, SESSION_ID_COLUMNS, TURN_ID_COLUMNS, Column
 from crseval.judge import columns as judge_columns
-from crseval.metrics import scorer
+from crseval.metrics import families, scorer
 
 
 def _by_name(*groups: tuple[Column, ...]) -> dict[str, Column]:
@@ -31,7 +31,7 @@ def _by_name(*groups: tuple[Column, ...]) -> dict[str, Column]:
 WRITERS = (
     ("identifiers", (*SESSION_ID_COLUMNS, *LABEL_COLUMNS), TURN_ID_COLUMNS),  # labels: carried by the score rule
     ("scorer", scorer.SESSION_COLUMNS, ()),
-    *((name, family.session_columns, family.turn_columns) for name, family in scorer.FAMILIES.items()),
+    *((name, kind.session_columns, kind.turn_columns) for name, kind in families.FAMILY_KINDS.items()),
     ("judge", judge_columns.SESSION_COLUMNS, ()),
 )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from crseval.core.columns import Column
+from crseval.metrics.expectations import ADAPTATION, Expectation, column_named
 
 CRITERIA = ("proactiveness", "coherence", "personalization")
 
@@ -83,6 +84,20 @@ def session_columns(judge: str | None = None) -> tuple[Column, ...]:
 
 
 SESSION_COLUMNS = session_columns()
+# What the calibration systems should show on the first judge's scores (crseval.analysis.validity).
+EXPECTATIONS = (
+    Expectation(
+        column_named(SESSION_COLUMNS, score_column("personalization")),
+        ADAPTATION,
+        "personalization is judged as following the user's wishes, changes of mind included",
+    ),
+    Expectation(
+        column_named(SESSION_COLUMNS, score_column("coherence")),
+        ADAPTATION,
+        "a reply that answers the previous request fits the dialogue; one that answers an older request "
+        "or none breaks its thread",
+    ),
+)
 # First words after `judge_` of the first judge's columns: a panel judge of such a name would write
 # columns of the first judge (`judge_valid_samples`), so its name may be none of them.
 RESERVED_NAMES = tuple(sorted({c.name.split("_")[1] for c in SESSION_COLUMNS}))

@@ -15,6 +15,8 @@ import math
 
 from crseval.core.columns import Column
 from crseval.metrics.basic import safe_mean
+from crseval.metrics.expectations import ADAPTATION, ECHO, ECHO_REASON, Expectation, column_named
+from crseval.metrics.family import FamilyKind, never, no_figure_params, no_figures, no_problems, no_settings
 
 NAN = math.nan
 
@@ -69,7 +71,7 @@ class AdherenceFamily:
     turn_columns = ()
 
     def __init__(self, context):
-        section = context.settings["adherence"]
+        section = KIND.settings(context.settings)
         self.space = context.space
         self.topics = None
         if section["extractor"] == "llm":
@@ -89,3 +91,32 @@ class AdherenceFamily:
                 system_topics = [set(llm_topics[s]) for s in systems]
             scores.append((score_session(record["turns"], system_topics), []))
         return scores
+
+
+def backends(scoring: dict) -> dict[str, dict]:
+    """The LLM that lists a reply's topics with `extractor: llm`."""
+    section = scoring.get("adherence", {})
+    return {"scoring.adherence": section["llm"]["backend"]} if section.get("extractor") == "llm" else {}
+
+
+F1 = column_named(SESSION_COLUMNS, "adherence_f1")
+
+KIND = FamilyKind(
+    name="adherence",
+    summary="topic adherence (RAGAS-style) of the system's topics to the simulator's focus values",
+    scorer=AdherenceFamily,
+    parse_settings=dict,  # `extractor` and, with `extractor: llm`, `llm`: read as given
+    backends=backends,
+    embedding_users=no_settings,
+    reads_lda=never,
+    checks=no_problems,
+    expectations=(
+        Expectation(F1, ADAPTATION, "replies name the current focus values, as for TAS"),
+        Expectation(F1, ECHO, ECHO_REASON, "echo"),
+    ),
+    headline=("adherence_f1",),
+    figures=no_figures,
+    scatter_columns=no_settings,
+    distribution_columns=(),
+    figure_params=no_figure_params,
+)

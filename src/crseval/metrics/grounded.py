@@ -28,16 +28,21 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from crseval.catalog.index import CatalogIndex
 from crseval.core.columns import Column
+from crseval.core.config_checks import _at, _is_number, _show, key_path
 from crseval.language.concepts import CONCEPT_FIELDS, ConceptMatcher
 from crseval.language.titles import title_key
 from crseval.language.tokens import TextAnalyses, words
 from crseval.metrics.basic import cosine, jaccard, safe_mean
+from crseval.metrics.expectations import ADAPTATION, ECHO, ECHO_REASON, LAGS, Expectation, column_named
+from crseval.metrics.family import FamilyKind, never, no_backends, no_settings
 
 NAN = math.nan
 
@@ -394,3 +399,100 @@ class TasFamily:
 
     def score_shard(self, records: list[dict]) -> list[tuple[dict, list[dict]]]:
         return [score_session(record, self.space) for record in records]
+
+
+TAS = ("scoring", "tas")
+
+
+def weight_problems(config: Any) -> Iterator[str]:
+    """TAS = alpha CC + beta CR - gamma I: without alpha and beta it rewards no adherence at all."""
+    alpha, beta = _at(config, (*TAS, "alpha")), _at(config, (*TAS, "beta"))
+    if _is_number(alpha) and _is_number(beta) and alpha + beta <= 0:
+        yield (
+            f"{key_path(TAS)}: alpha + beta is {_show(alpha + beta)}, but must be positive "
+            "(TAS = alpha CC + beta CR - gamma I would be 0 or below for every system)"
+        )
+
+
+def figures(scoring: dict, scatter: list[str]) -> list[str]:
+    """TAS over turns and over other weights; TAS against the experiment's other scores when it has some."""
+    return ["tas_over_turns", "weight_sensitivity"] + (["tas_scatter"] if scatter else [])
+
+
+def figure_params(scoring: dict) -> dict[str, dict]:
+    """The configured weights, which the weight-sensitivity grid holds and marks."""
+    return {"weight_sensitivity": {key: scoring["tas"][key] for key in ("alpha", "beta", "gamma")}}
+
+
+def _expect(name: str, order: tuple[str, ...], reason: str, check: str = "adaptation") -> Expectation:
+    return Expectation(column_named(SESSION_COLUMNS, name), order, reason, check)
+
+
+EXPECTATIONS = (
+    _expect(
+        "tas",
+        ADAPTATION,
+        "TAS rewards replies that restate the current wishes: the oracle always does, lag-k does k turns late "
+        "(later = fewer turns aligned), stubborn only in the first segment, random never",
+    ),
+    _expect("tas_cc", ADAPTATION, "concept overlap with the user's turn, as for TAS"),
+    _expect("tas_cr", ADAPTATION, "weighted concept similarity with the user's turn, as for TAS"),
+    _expect("tas_segment", ADAPTATION, "TAS over the simulator's segments, as for TAS"),
+    _expect(
+        "tas_rec",
+        ADAPTATION,
+        "TAS counting only the concepts the recommended films carry: films of the current wishes for the oracle, "
+        "of older ones for lag-k and stubborn, of none for random",
+    ),
+    _expect(
+        "dst_f1",
+        ADAPTATION,
+        "the calibration systems report the constraints they serve: current, k turns old, first, none",
+    ),
+    _expect(
+        "rec_satisfaction",
+        ADAPTATION,
+        "recommended films satisfy the constraints served: current for the oracle, older ones for the others",
+    ),
+    _expect("missing_concepts", ADAPTATION, "wished concepts the reply does not name, as for TAS"),
+    _expect(
+        "recovery_rate_cosine",
+        ("oracle", LAGS, "stubborn=random"),
+        "within a window longer than two turns the oracle recovers first, lag-k k turns later; stubborn and "
+        "random never follow a shift (random matches one by chance only)",
+    ),
+    _expect(
+        "tas_copying",
+        (f"oracle={LAGS}=stubborn=random", "parrot"),
+        "the parrot echoes the user's message (copying is penalised: it ranks last); the others write their own "
+        "sentence",
+    ),
+    _expect("tas", ECHO, ECHO_REASON + " (TAS subtracts gamma x copying for this)", "echo"),
+    _expect("rec_satisfaction", ECHO, ECHO_REASON, "echo"),
+    _expect("tas_rec", ECHO, ECHO_REASON + " (words echoed from the user count only if its films carry them)", "echo"),
+)
+
+KIND = FamilyKind(
+    name="tas",
+    summary="grounded TAS and its companions: catalog concepts in user and system turns, against the ground truth",
+    scorer=TasFamily,
+    parse_settings=TasSettings.from_config,
+    backends=no_backends,
+    embedding_users=no_settings,
+    reads_lda=never,
+    checks=weight_problems,
+    expectations=EXPECTATIONS,
+    headline=(
+        "tas",
+        "tas_segment",
+        "recovery_rate_cosine",
+        "missing_concepts",
+        "hallucinated_concepts",
+        "rec_satisfaction",
+        "repeat_rate",
+    ),
+    figures=figures,
+    scatter_columns=no_settings,
+    distribution_columns=("tas", "rec_satisfaction"),
+    figure_params=figure_params,
+)

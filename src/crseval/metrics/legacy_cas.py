@@ -15,11 +15,15 @@ weights.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from crseval.core.columns import Column
+from crseval.core.config_checks import _at, _is_number, _numbers, _show, key_path
 from crseval.metrics.basic import jaccard
+from crseval.metrics.expectations import ADAPTATION, ECHO, ECHO_REASON, Expectation, column_named
+from crseval.metrics.family import FamilyKind, no_figure_params, no_figures
 
 NAN = math.nan
 COMPONENTS = ("recovery", "delay", "interference", "cross_coherence", "context_retention")
@@ -216,7 +220,7 @@ class CasFamily:
         from crseval.metrics.topic_words import HeuristicTopics, LdaTopics
 
         section = context.settings["cas"]
-        self.settings = CasSettings.from_config(section)
+        self.settings = KIND.settings(context.settings)
         self.similarity = (
             context.tfidf() if section["similarity"] == "tfidf" else EmbeddingSimilarity(context.embedder())
         )
@@ -245,3 +249,100 @@ class CasFamily:
             )
             scores.append((session, [{"cas_sim": v["cas_sim"], "cas_shift": v["cas_shift"]} for v in turns]))
         return scores
+
+
+CAS_WEIGHTS = ("scoring", "cas", "weights")
+RANGES = (("scoring", "cas", "delay_range"),)  # every [low, high] pair of its settings
+
+
+def weight_problems(config: Any) -> Iterator[str]:
+    """CAS divides by the sum of its weights: with no positive weight it is NaN for every session."""
+    weights = _at(config, CAS_WEIGHTS)
+    if isinstance(weights, dict) and weights and all(map(_is_number, weights.values())):
+        total = math.fsum(weights.values())
+        if total <= 0:
+            yield (
+                f"{key_path(CAS_WEIGHTS)}: they sum to {_show(total)}, but must have a positive sum "
+                "(CAS is the mean of its components weighted by them)"
+            )
+
+
+def range_problems(config: Any) -> Iterator[str]:
+    """A [low, high] range normalises by high - low: an empty or reversed one divides by 0 or flips."""
+    for path in RANGES:
+        pair = _numbers(_at(config, path), 2)
+        if pair is not None and not pair[0] < pair[1]:
+            yield f"{key_path(path)}: {pair} must be strictly increasing (first < second)"
+
+
+def problems(config: Any) -> Iterator[str]:
+    yield from weight_problems(config)
+    yield from range_problems(config)
+
+
+def backends(scoring: dict) -> dict[str, dict]:
+    """The LLM that lists topic words with `topics: llm`."""
+    section = scoring.get("cas", {})
+    return {"scoring.cas": section["llm"]["backend"]} if section.get("topics") == "llm" else {}
+
+
+def embedding_users(scoring: dict) -> list[str]:
+    return ["scoring.cas.similarity"] if scoring.get("cas", {}).get("similarity") == "embedding" else []
+
+
+def reads_lda(scoring: dict) -> bool:
+    """With `topics: lda` its score jobs read the topic model."""
+    return scoring.get("cas", {}).get("topics") == "lda"
+
+
+def scatter_columns(scoring: dict) -> list[str]:
+    """TAS is plotted against the legacy CAS."""
+    return ["context_adaptation_score"]
+
+
+def _expect(name: str, order: tuple[str, ...], reason: str, check: str = "adaptation") -> Expectation:
+    return Expectation(column_named(SESSION_COLUMNS, name), order, reason, check)
+
+
+EXPECTATIONS = (
+    _expect("context_adaptation_score", ADAPTATION, "the legacy CAS claims to measure adaptation to topic shifts"),
+    _expect(
+        "topic_recovery_rate",
+        ADAPTATION,
+        "the legacy recovery rate claims to measure how often a system follows a detected shift",
+    ),
+    _expect("cross_coherence", ADAPTATION, "the legacy cross-coherence claims that replies fit the user's turn"),
+    _expect(
+        "context_retention",
+        ADAPTATION,
+        "the legacy context retention (similarity of consecutive replies) is weighted into CAS as a merit; "
+        "replies that keep the user's current context while following shifts should earn the most, a "
+        "system that repeats one topic through every shift should not",
+    ),
+    _expect("context_adaptation_score", ECHO, ECHO_REASON, "echo"),
+    _expect("topic_recovery_rate", ECHO, ECHO_REASON, "echo"),
+    _expect("cross_coherence", ECHO, ECHO_REASON, "echo"),
+)
+
+KIND = FamilyKind(
+    name="cas",
+    summary="the legacy Context Adaptation Score and its components (the thesis's metric)",
+    scorer=CasFamily,
+    parse_settings=CasSettings.from_config,
+    backends=backends,
+    embedding_users=embedding_users,
+    reads_lda=reads_lda,
+    checks=problems,
+    expectations=EXPECTATIONS,
+    headline=(
+        "cross_coherence",
+        "context_retention",
+        "topic_recovery_rate",
+        "topic_interference",
+        "context_adaptation_score",
+    ),
+    figures=no_figures,
+    scatter_columns=scatter_columns,
+    distribution_columns=("context_adaptation_score",),
+    figure_params=no_figure_params,
+)

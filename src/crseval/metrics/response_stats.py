@@ -25,14 +25,19 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import chain, repeat
+from typing import Any
 
 import numpy as np
 
 from crseval.core.columns import Column
+from crseval.core.config_checks import SUM_TOLERANCE, _at, _numbers, _show, key_path
 from crseval.language.tokens import words
 from crseval.metrics.basic import ngram_counts
+from crseval.metrics.expectations import ADAPTATION, Expectation, column_named
+from crseval.metrics.family import FamilyKind, never, no_backends, no_figure_params, no_figures, no_settings
 
 NAN = math.nan
 
@@ -421,7 +426,7 @@ class ResponseStatsFamily:
 
         self.index = context.index
         self.texts = context.texts
-        self.settings = context.settings["response_stats"]
+        self.settings = KIND.settings(context.settings)
         lm = self.settings["lm"]
         self.lm = TrigramLM(k=lm["k"], lambdas=tuple(lm["lambdas"]))
         self.lm.fit(context.index.films["plot"].tolist())
@@ -472,3 +477,58 @@ class ResponseStatsFamily:
                 row = self.index.films.loc[film_id]
                 parts.append(f"{row['name']}. {', '.join(row['genre'])}. {row['plot']}")
         return " ".join(parts)
+
+
+LM_LAMBDAS = ("scoring", "response_stats", "lm", "lambdas")
+
+
+def lambda_problems(config: Any) -> Iterator[str]:
+    """Interpolation weights: any sum other than 1 scales every probability, hence the perplexity."""
+    lambdas = _numbers(_at(config, LM_LAMBDAS), 3)
+    if lambdas is not None and abs(math.fsum(lambdas) - 1) > SUM_TOLERANCE:
+        yield (
+            f"{key_path(LM_LAMBDAS)}: {lambdas} sum to {_show(math.fsum(lambdas))}, but must sum to 1 "
+            "(they interpolate the unigram, bigram and trigram models)"
+        )
+
+
+def embedding_users(scoring: dict) -> list[str]:
+    """The settings that embed the replies with all-MiniLM-L6-v2."""
+    section = scoring.get("response_stats", {})
+    return (["scoring.response_stats.embeddings"] if section.get("embeddings") else []) + (
+        ["scoring.response_stats.persona_similarity"] if section.get("persona_similarity") == "embedding" else []
+    )
+
+
+KIND = FamilyKind(
+    name="response_stats",
+    summary="statistics of a system's replies: lexical diversity, self-BLEU, perplexity, embeddings, persona",
+    scorer=ResponseStatsFamily,
+    parse_settings=dict,  # `lm`, `self_bleu_sample`, `seed`, `embeddings`, `persona_similarity`: read as given
+    backends=no_backends,
+    embedding_users=embedding_users,
+    reads_lda=never,
+    checks=lambda_problems,
+    expectations=(
+        Expectation(
+            column_named(SESSION_COLUMNS, "cluster_silhouette"),
+            ADAPTATION,
+            "replies that follow the shifts group by segment (clear clusters); replies k turns late blur the "
+            "segments' edges; a stubborn system's replies stay on one topic and random ones on none",
+            higher_first=True,
+        ),
+    ),
+    headline=(
+        "distinct_2",
+        "self_bleu",
+        "perplexity",
+        "embedding_diversity",
+        "cluster_silhouette",
+        "semantic_clusters",
+        "persona_similarity",
+    ),
+    figures=no_figures,
+    scatter_columns=no_settings,
+    distribution_columns=(),
+    figure_params=no_figure_params,
+)

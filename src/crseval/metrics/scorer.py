@@ -4,8 +4,9 @@ Each family (crseval.metrics.family) sees all texts of the shard at once (one TF
 one batch of LDA inference or embeddings, each distinct text once) and returns per-session and
 per-turn columns. The families share one analysis of each distinct text of the shard (its tokens
 and words, crseval.language.tokens.TextAnalyses), dropped when the shard is scored. Output: one
-row per session and one row per turn. Families are chosen by name in `scoring.metrics`; `FAMILIES`
-lists them in the order their columns appear.
+row per session and one row per turn. Families are chosen by name in `scoring.metrics`; their
+declarations are crseval.metrics.families.FAMILY_KINDS, and `FAMILIES` maps each name to its scorer
+class, in the order their columns appear.
 """
 
 from __future__ import annotations
@@ -20,14 +21,12 @@ from crseval.core.columns import Column
 from crseval.core.fields import CONCEPT_FIELDS
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.tokens import TextAnalyses
-from crseval.metrics.adherence import AdherenceFamily
+from crseval.metrics.families import FAMILY_KINDS, family_kind
 from crseval.metrics.family import MetricFamily, ScoringContext
-from crseval.metrics.grounded import ConceptSpace, TasFamily, TasSettings
-from crseval.metrics.legacy_cas import CasFamily
-from crseval.metrics.response_stats import ResponseStatsFamily
+from crseval.metrics.grounded import ConceptSpace
 from crseval.metrics.similarity import EmbeddingCache, SentenceEmbedder, TfidfSimilarity
 
-FAMILIES = {family.name: family for family in (TasFamily, CasFamily, AdherenceFamily, ResponseStatsFamily)}
+FAMILIES = {name: kind.scorer for name, kind in FAMILY_KINDS.items()}
 # What the scorer itself writes for every session, whatever families run.
 SESSION_COLUMNS = (
     Column("turns", "turns", "count", dtype="int64", metric=False),
@@ -99,7 +98,7 @@ def build_scorer(
 ) -> Scorer:
     """A scorer of the families named in `settings['metrics']` (the `scoring` config section)."""
     index = CatalogIndex.read(films, concepts)
-    tas_settings = TasSettings.from_config(settings["tas"])
+    tas_settings = family_kind("tas").settings(settings)  # the concept space's, shared with adherence
     matcher = ConceptMatcher(index.concepts, index.films, tuple(dict.fromkeys(CONCEPT_FIELDS + tas_settings.fields)))
     texts = TextAnalyses()
     context = ScoringContext(

@@ -1,0 +1,106 @@
+"""What the calibration systems should show on a metric: expected orders over calibration roles.
+
+The calibration systems (crseval.simulate.calibration) are built to adapt more or less to the
+user's shifts; their roles (`calibration_roles`) are `oracle`, `lag<k>` (serves the wishes of k
+turns earlier), `stubborn`, `random` and `parrot`. An expected order lists roles best first, "a=b"
+for roles expected to tie, and `LAGS` for every lagging system present, ordered by k (lag1 before
+lag2 before lag3 ...), so that one order holds whichever lags an experiment runs. Whoever declares
+a column declares what its calibration should show (a metric family's `FamilyKind.expectations`,
+the judge's crseval.judge.columns.EXPECTATIONS), each with its reason; crseval.analysis.validity
+tests them.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from crseval.core.columns import Column
+
+# Every lagging system present, by its lag k: lag1, lag2, lag3 ...
+LAGS = "lag<k>"
+_LAG = re.compile(r"lag(\d+)")
+# The calibration systems, best to worst adaptation by construction.
+ADAPTATION = ("oracle", LAGS, "stubborn", "random")
+# With the parrot: it echoes the user's words but recommends films of the first focus whatever the
+# user now wants, so it adapts no more than the stubborn system. A metric of adaptation that ranks
+# it higher rewards copying the user instead of following them.
+ECHO = ("oracle", LAGS, "parrot=stubborn", "random")
+ECHO_REASON = (
+    "the parrot echoes the user's message but recommends films of the first focus after every shift, as "
+    "the stubborn system does: a metric of adaptation must not rank echoing above following the user"
+)
+CHECKS = ("adaptation", "echo")  # what a row tests: the five adapting systems, or those with the parrot
+
+
+def lag_roles(roles: Iterable[str]) -> list[str]:
+    """The lagging systems' roles among `roles`, by their lag (lag2 before lag10)."""
+    lags = {role: int(match[1]) for role in roles if (match := _LAG.fullmatch(role))}
+    return sorted(lags, key=lags.get)
+
+
+def expand(order: tuple[str, ...], roles: Iterable[str]) -> tuple[str, ...]:
+    """`order` with `LAGS` replaced by the lagging systems among `roles`: in a group of its own, one
+    group per lag by k; within a tie ("oracle=lag<k>"), tied members. Groups left empty are dropped."""
+    lags = lag_roles(roles)
+    expanded: list[str] = []
+    for group in order:
+        if group == LAGS:
+            expanded += lags
+            continue
+        members = [name for member in group.split("=") for name in (lags if member == LAGS else [member])]
+        if members:
+            expanded.append("=".join(members))
+    return tuple(expanded)
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """The expected order of the calibration systems on one column, best first in the column's
+    direction as its writer declares it."""
+
+    column: Column
+    order: tuple[str, ...]  # calibration roles best first; "a=b" for a tie, LAGS for every lag by k
+    reason: str
+    check: str = "adaptation"  # "adaptation" (the five adapting systems) or "echo" (the parrot too)
+    # Only for a metric without a declared direction (a descriptive statistic): whether the
+    # construction predicts higher values for the systems listed first.
+    higher_first: bool | None = None
+
+    def __post_init__(self):
+        if self.check not in CHECKS:
+            raise ValueError(f"validity of {self.column.name}: check {self.check!r} is not one of {CHECKS}")
+
+    @property
+    def metric(self) -> str:
+        return self.column.name
+
+    @property
+    def higher_is_better(self) -> bool:
+        declared = self.column.higher_is_better
+        if declared is None and self.higher_first is None:
+            raise ValueError(f"validity of {self.metric}: the metric has no direction; say `higher_first`")
+        if declared is not None and self.higher_first is not None:
+            raise ValueError(f"validity of {self.metric}: its direction is declared by its family, not here")
+        return declared if declared is not None else self.higher_first
+
+    def expected_order(self, roles: Iterable[str]) -> tuple[str, ...]:
+        """The order over the calibration roles `roles` has (lags expanded; roles absent stay listed)."""
+        return expand(self.order, roles)
+
+    def ranks(self, roles: Iterable[str]) -> dict[str, int]:
+        """Role -> expected rank (1 = best; tied roles share a rank), lags expanded over `roles`."""
+        return {
+            system: rank
+            for rank, group in enumerate(self.expected_order(roles), start=1)
+            for system in group.split("=")
+        }
+
+
+def column_named(columns: tuple[Column, ...], name: str) -> Column:
+    """The declaration of `name` among `columns` (a KeyError naming it otherwise)."""
+    for column in columns:
+        if column.name == name:
+            return column
+    raise KeyError(f"column {name!r} is not among the declared columns")
