@@ -26,8 +26,8 @@ sys.path.insert(0, str(WORKFLOW_DIR / "src"))
 
 from snakemake.utils import min_version
 
-from crseval.core.config_checks import check_config, check_inputs, fill_defaults
-from crseval.llm.models import EMBEDDED_MODELS
+from crseval.core.config_checks import fill_defaults
+from crseval.planning import check_config, check_inputs
 
 min_version("9.0")
 
@@ -41,11 +41,11 @@ if not workflow.config_settings.configfiles:
 
 # The schema's default of every setting the config leaves out, so that rules, params and provenance
 # see the values the run uses; then every problem of the config at once, each named by its key path,
-# including the rules that relate several values (crseval.core.config_checks).
+# including the rules that relate several values and what each selected kind requires (crseval.planning).
 fill_defaults(config)
 check_config(config)
 # Every file the config names must exist, named by its key, before any job is planned.
-check_inputs(config, WORKFLOW_DIR, EMBEDDED_MODELS)
+check_inputs(config, WORKFLOW_DIR)
 
 
 report: "workflow/report/workflow.rst"

@@ -14,9 +14,11 @@ from conftest import REPO, default_config
 from fake_servers import FakeOpenAI
 from test_sessions import arguments, read_jsonl
 
-from crseval import provenance
-from crseval.core.config_checks import ConfigError, check_config
-from crseval.core.experiment import (
+from crseval import planning
+from crseval.core.canonical import without_runtime
+from crseval.core.config_checks import ConfigError
+from crseval.planning import (
+    check_config,
     effective,
     embedding_users,
     judge_backends,
@@ -28,7 +30,6 @@ from crseval.core.experiment import (
     system_backends,
     system_threads,
     uses_llm,
-    without_runtime,
 )
 from crseval.simulate.shard import build_shard_runner
 
@@ -181,7 +182,7 @@ OPTIONS = {"temperature": 0.2, "top_p": 0.95, "max_tokens": 32}
 
 
 def test_one_answer_to_which_llms_a_simulate_or_judge_job_calls():
-    """Threads, concurrency and the provenance record read the same backends (crseval.core.experiment)."""
+    """Threads, concurrency and the provenance record read the same backends (crseval.planning)."""
     config = default_config()
     config["llm"]["threads"] = 4
     systems = {system["name"]: system for system in config["systems"]}
@@ -196,7 +197,7 @@ def test_one_answer_to_which_llms_a_simulate_or_judge_job_calls():
     assert system_threads(template, config) == 1 and simulate_concurrency(template, config) == 1
     assert system_threads(qwen, config) == 4
     assert judge_backends(config) == {"judge": config["judge"]["backend"]} and judge_threads(config) == 4
-    assert [user for user, _ in provenance.backends_used(config)] == [
+    assert [user for user, _ in planning.backends_used(config)] == [
         "systems.qwen-grounded",
         "simulator.paraphrase",
         "systems.qwen-ungrounded",
@@ -207,7 +208,7 @@ def test_one_answer_to_which_llms_a_simulate_or_judge_job_calls():
     assert judge_backends(config) == {} and judge_threads(config) == 1 and judge_concurrency(config) == 1
     # imported sessions: no simulate job, so no system's LLM is called
     config["sessions"]["source"] = "import"
-    assert [user for user, _ in provenance.backends_used(config)] == []
+    assert [user for user, _ in planning.backends_used(config)] == []
 
 
 def test_a_score_job_takes_threads_only_for_a_model_of_a_family_it_computes():
@@ -227,7 +228,7 @@ def test_a_score_job_takes_threads_only_for_a_model_of_a_family_it_computes():
     assert scoring_backends(config) == {"scoring.cas": OLLAMA} and scoring_threads(config) == 1
     scoring["cas"]["llm"]["backend"] = {"type": "llamacpp", "model": "qwen2.5-coder-0.5b-instruct"}
     assert scoring_threads(config) == 4
-    assert ("scoring.cas", scoring["cas"]["llm"]["backend"]) in provenance.backends_used(config)
+    assert ("scoring.cas", scoring["cas"]["llm"]["backend"]) in planning.backends_used(config)
     scoring["metrics"].remove("cas")
     assert scoring_backends(config) == {} and scoring_threads(config) == 1
-    assert all(user != "scoring.cas" for user, _ in provenance.backends_used(config))
+    assert all(user != "scoring.cas" for user, _ in planning.backends_used(config))

@@ -6,7 +6,8 @@ import pytest
 import yaml
 from conftest import REPO, default_config, run_snakemake, write_config
 
-from crseval.core.config_checks import ConfigError, check_config, effective_config
+from crseval.core.config_checks import ConfigError
+from crseval.planning import check_config, effective_config
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "opendialkg.yaml"])
@@ -169,8 +170,7 @@ def test_config_show_prints_the_effective_config_of_files_merged_in_order(tmp_pa
     ],
 )
 def test_one_place_says_which_prompt_file_a_system_reads(system, key):
-    from crseval.core.experiment import system_prompt_key
-    from crseval.provenance import prompts_used
+    from crseval.planning import prompts_used, system_prompt_key
 
     assert system_prompt_key(system) == key
     used = prompts_used({"systems": [system], "judge": {"enabled": False}, "scoring": {"metrics": []}})

@@ -14,11 +14,12 @@ import yaml
 from conftest import REPO, default_config, planned_jobs, run_snakemake
 
 from crseval.catalog.topics import LdaSettings
-from crseval.core.config_checks import ConfigError, check_config, fill_defaults, load_schema
+from crseval.core.config_checks import ConfigError, fill_defaults, load_schema
 from crseval.llm.base import LLMRequest
 from crseval.llm.client import RetryPolicy
 from crseval.metrics.grounded import TasSettings
 from crseval.metrics.legacy_cas import CasSettings
+from crseval.planning import check_config
 from crseval.simulate.agents import AgentSettings
 from crseval.simulate.user import SimulatorSettings
 

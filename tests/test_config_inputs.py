@@ -7,8 +7,8 @@ import copy
 import pytest
 from conftest import REPO, default_config, run_snakemake, write_config
 
-from crseval.core.config_checks import ConfigError, check_inputs, fill_defaults
-from crseval.llm.models import EMBEDDED_MODELS
+from crseval.core.config_checks import ConfigError, fill_defaults
+from crseval.planning import check_inputs
 
 
 def filled(config: dict) -> dict:
@@ -19,7 +19,7 @@ def filled(config: dict) -> dict:
 
 def problems(config: dict) -> list[str]:
     try:
-        check_inputs(config, REPO, EMBEDDED_MODELS)
+        check_inputs(config, REPO)
     except ConfigError as error:
         return error.problems
     return []

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 from conftest import REPO, copy_workflow, default_config, run_snakemake, write_config
 
-from crseval.core.config_checks import ConfigError, check_config, check_inputs
+from crseval.core.config_checks import ConfigError
 from crseval.core.io import write_parquet
 from crseval.core.session_records import load_schema
 from crseval.corpora import crsarena, jsonl, thesis_logs
@@ -26,6 +26,7 @@ from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.corpora.votes import VOTES_SCHEMA, write_votes
 from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.scorer import with_labels
+from crseval.planning import check_config, check_inputs
 
 SCHEMA = REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml"
 SCRIPT = REPO / "workflow" / "scripts" / "import_logs.py"

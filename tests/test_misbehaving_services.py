@@ -33,10 +33,10 @@ from hypothesis import strategies as st
 from test_sessions import arguments, read_jsonl
 
 from crseval.core.bounded_http import BoundedPoster, Bounds, HttpFailure, UnreadableEncoding, _Decoder
-from crseval.core.config_checks import check_config
 from crseval.llm import LLMClient, LLMError, LLMRequest
 from crseval.llm.client import RetryPolicy, make_backend
 from crseval.llm.server import reply_bound
+from crseval.planning import check_config
 from crseval.simulate.external import ExternalSystemError
 from crseval.simulate.http_system import HttpSystem
 from crseval.simulate.shard import build_shard_runner

@@ -17,7 +17,7 @@ import pytest
 import yaml
 from conftest import REPO, copy_workflow, default_config, planned_jobs, run_snakemake
 
-from crseval.core.experiment import input_path
+from crseval.planning import input_path
 
 # What snakedeploy's template (use_module.smk.jinja) writes, for a workflow named by a local path.
 DEPLOYED_SNAKEFILE = """\

@@ -14,10 +14,9 @@ from conftest import REPO, default_config, load_test_config, planned_jobs, run_s
 from fake_servers import FakeOllama, FakeOpenAI
 from test_judge import SESSION, make_judge, reply
 
-from crseval import provenance
+from crseval import planning
 from crseval.analysis import aggregate, registry
-from crseval.core import experiment
-from crseval.core.config_checks import ConfigError, check_config, load_schema
+from crseval.core.config_checks import ConfigError, load_schema
 from crseval.judge import columns, reliability
 from crseval.judge.geval import GEvalError, expected_score, geval_scores, score_offsets, token_at
 from crseval.judge.llm_judge import Judge
@@ -27,6 +26,7 @@ from crseval.llm.cache import ResponseCache
 from crseval.llm.client import RetryPolicy
 from crseval.llm.openai_backend import OpenAIBackend
 from crseval.llm.prompts import PromptTemplate
+from crseval.planning import check_config
 
 # --- G-Eval on stubbed token probabilities ---------------------------------------------------------
 
@@ -288,9 +288,9 @@ def panel_config(**entry) -> dict:
 def test_a_panel_judge_takes_the_first_judges_settings_where_it_gives_none():
     config = panel_config()
     check_config(config)
-    first = experiment.judge_settings(config)
+    first = planning.judge_settings(config)
     assert "panel" not in first and first["backend"] == config["judge"]["backend"]
-    served = experiment.judge_settings(config, "served")
+    served = planning.judge_settings(config, "served")
     assert served == {
         "prompt": first["prompt"],
         "samples": first["samples"],
@@ -302,24 +302,24 @@ def test_a_panel_judge_takes_the_first_judges_settings_where_it_gives_none():
         "top_logprobs": first["top_logprobs"],
     }
     own = panel_config(options={"temperature": 0.0, "top_p": 1, "max_tokens": 99}, top_logprobs=0)
-    assert experiment.judge_settings(own, "served")["options"]["max_tokens"] == 99
-    assert experiment.judge_settings(own, "served")["top_logprobs"] == 0
+    assert planning.judge_settings(own, "served")["options"]["max_tokens"] == 99
+    assert planning.judge_settings(own, "served")["top_logprobs"] == 0
     with pytest.raises(KeyError, match="no judge named 'other'"):
-        experiment.judge_settings(config, "other")
+        planning.judge_settings(config, "other")
 
 
 def test_each_judge_job_has_its_own_threads_concurrency_and_provenance_entry():
     config = panel_config(concurrency=6)
     config["llm"]["threads"] = 4
-    assert experiment.judge_backends(config) == {"judge": config["judge"]["backend"], "judge.panel.served": SERVED}
-    assert experiment.judge_threads(config) == 4 and experiment.judge_threads(config, "served") == 1
-    assert experiment.judge_concurrency(config) == 1 and experiment.judge_concurrency(config, "served") == 6
+    assert planning.judge_backends(config) == {"judge": config["judge"]["backend"], "judge.panel.served": SERVED}
+    assert planning.judge_threads(config) == 4 and planning.judge_threads(config, "served") == 1
+    assert planning.judge_concurrency(config) == 1 and planning.judge_concurrency(config, "served") == 6
     config["judge"]["panel"][0].pop("concurrency")
     config["llm"]["concurrency"] = 3
-    assert experiment.judge_concurrency(config, "served") == 3  # llm.concurrency, not the first judge's
-    assert [user for user, _ in provenance.backends_used(config)][-2:] == ["judge", "judge.panel.served"]
+    assert planning.judge_concurrency(config, "served") == 3  # llm.concurrency, not the first judge's
+    assert [user for user, _ in planning.backends_used(config)][-2:] == ["judge", "judge.panel.served"]
     config["judge"]["enabled"] = False
-    assert experiment.panel_names(config) == [] and experiment.judge_backends(config) == {}
+    assert planning.panel_names(config) == [] and planning.judge_backends(config) == {}
 
 
 def test_panel_config_errors_name_their_key():
@@ -334,8 +334,7 @@ def test_panel_config_errors_name_their_key():
     with pytest.raises(ConfigError, match=r"judge\.panel\[0\]\.concurrency: 2 requests in flight need a server"):
         check_config(config)
     config["judge"]["panel"] = [{"name": "gguf", "backend": {"type": "llamacpp", "model": "/no/such/model.gguf"}}]
-    embedded = frozenset({"qwen2.5-coder-0.5b-instruct", "gemma-3-270m"})
-    assert experiment.model_paths(config, embedded) == {"judge.panel[0].backend.model": "/no/such/model.gguf"}
+    assert planning.model_paths(config) == {"judge.panel[0].backend.model": "/no/such/model.gguf"}
 
 
 # --- agreement between judges ----------------------------------------------------------------------

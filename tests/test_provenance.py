@@ -11,7 +11,7 @@ from importlib.metadata import version
 import pytest
 from conftest import REPO, default_config
 
-from crseval import provenance
+from crseval import planning, provenance
 from crseval.llm.models import EMBEDDED_MODELS
 
 REQUIRED_PACKAGES = {
@@ -123,7 +123,7 @@ def test_gguf_path_models_are_hashed_and_become_rule_inputs(tmp_path):
     gguf.write_bytes(b"GGUF" + b"\x00" * 1000)
     config = default_config()
     config["judge"]["backend"] = {"type": "llamacpp", "model": str(gguf), "n_ctx": 512}
-    assert provenance.rule_inputs(config, REPO)["models"] == [str(gguf)]
+    assert planning.provenance_inputs(config, REPO)["models"] == [str(gguf)]
     entry = next(m for m in provenance.describe_models(config) if m["used_by"] == ["judge"])
     assert entry["file"]["sha256"] == hashlib.sha256(gguf.read_bytes()).hexdigest()
     assert entry["file"]["sha256_source"] == "computed"
@@ -203,9 +203,9 @@ def test_only_what_the_config_uses_is_recorded():
     config["judge"] = {"enabled": False}
     config["scoring"]["response_stats"]["embeddings"] = False
     config["sessions"].update(source="import", import_paths=str(REPO / "tests" / "data" / "*.nothing"))
-    assert provenance.backends_used(config) == [] and provenance.prompts_used(config) == {}
+    assert planning.backends_used(config) == [] and planning.prompts_used(config) == {}
     assert provenance.embedding_users(config) == []
-    inputs = provenance.rule_inputs(config, REPO)
+    inputs = planning.provenance_inputs(config, REPO)
     assert inputs["prompts"] == [] and inputs["templates"] == []
     # the corpus is an input through its manifest, not log by log (planning would grow with the corpus)
     assert inputs["logs"] == [f"results/{config['experiment']}/sessions/corpus_manifest.json"]
@@ -216,7 +216,7 @@ def test_shipped_files_are_recorded_where_the_workflow_reads_them(tmp_path, no_g
     the workflow's files: the rule depends on those, and the record hashes them."""
     monkeypatch.chdir(tmp_path)
     config = default_config()
-    inputs = provenance.rule_inputs(config, REPO)
+    inputs = planning.provenance_inputs(config, REPO)
     assert inputs["catalog"] == str(REPO / config["catalog"]["path"])
     assert inputs["prompts"] == [str(REPO / "resources/prompts" / name) for name in PROMPTS]
     record = provenance.build(config, source_dir=REPO, hash_cache=tmp_path / "hashes.json")
@@ -226,7 +226,7 @@ def test_shipped_files_are_recorded_where_the_workflow_reads_them(tmp_path, no_g
     # a user's own copy at the same path is the one read
     (tmp_path / "resources/prompts").mkdir(parents=True)
     (tmp_path / "resources/prompts/judge.txt").write_text("Judge {conversation}\n")
-    assert provenance.rule_inputs(config, REPO)["prompts"][-1] == "resources/prompts/judge.txt"
+    assert planning.provenance_inputs(config, REPO)["prompts"][-1] == "resources/prompts/judge.txt"
     mine = provenance.file_record("resources/prompts/judge.txt", workflow_dir=REPO)
     assert "read_from" not in mine and mine["sha256"] == hashlib.sha256(b"Judge {conversation}\n").hexdigest()
 

@@ -8,13 +8,12 @@ import pytest
 from conftest import REPO
 from fake_servers import FakeOllama
 
-from crseval.core.experiment import TOPICS_PROMPT
 from crseval.llm import LLMClient, LLMError
 from crseval.llm.client import RetryPolicy
 from crseval.llm.ollama_backend import OllamaBackend
 from crseval.llm.prompts import PromptTemplate
 from crseval.metrics.topic_words import LlmTopics
-from crseval.provenance import prompts_used
+from crseval.planning import TOPICS_PROMPT, prompts_used
 
 OPTIONS = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 40}
 

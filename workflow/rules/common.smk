@@ -9,15 +9,11 @@ import os
 
 import yaml
 
-from crseval.core import experiment, session_records
+from crseval import planning
+from crseval.core import session_records
 from crseval.core.canonical import canonical_json as canonical
-from crseval.core.canonical import canonical_sha
-from crseval.core.experiment import judge_concurrency, simulate_concurrency, without_runtime
+from crseval.core.canonical import canonical_sha, without_runtime
 from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
-from crseval.judge.columns import CRITERIA, score_column
-from crseval.provenance import corpus_manifest
-from crseval.provenance import rule_inputs as provenance_inputs
-from crseval.simulate.calibration import calibration_roles
 from crseval.core.shards import n_shards, shard_indices
 
 # ------------------------------------------------------------------ paths
@@ -26,7 +22,7 @@ EXPERIMENT = config["experiment"]
 # Outputs, caches and the files a user names are relative to the working directory; the workflow's
 # own files (rule scripts, envs, report captions) to the rule files, the shipped resources to the
 # workflow's folder WORKFLOW_DIR (set by the Snakefile) through input_path.
-RESULTS = f"results/{EXPERIMENT}"
+RESULTS = planning.results_dir(config)
 ENV = "../../envs/crseval.yaml"  # relative to the rule files
 SESSION_SCHEMA = str(session_records.SESSION_SCHEMA)  # package data of the library
 # A shard of sessions, simulated or imported: the {system}/{shard} every per-shard rule shares.
@@ -40,8 +36,8 @@ wildcard_constraints:
 
 def input_path(path):
     """The file the config names at `path`: in the working directory, else shipped with the workflow
-    (crseval.core.experiment.input_path; config/README.md, "Paths")."""
-    return experiment.input_path(path, WORKFLOW_DIR)
+    (crseval.planning.input_path; config/README.md, "Paths")."""
+    return planning.input_path(path, WORKFLOW_DIR)
 
 
 # ------------------------------------------------------------------ config slices in params
@@ -98,7 +94,7 @@ def llm_slots(concurrency):
 IMPORTING = config["sessions"]["source"] == "import"
 SHARD_SIZE = config["sessions"]["shard_size"]
 VOTES_FILE = None  # the votes of an imported corpus (sessions.import_votes), when it has them
-CORPUS_MANIFEST = corpus_manifest(config)
+CORPUS_MANIFEST = planning.corpus_manifest(config)
 IMPORT_SLICE = f"{RESULTS}/sessions/import/{{system}}/{{shard}}.slice.json"
 IMPORT_FILMS = f"{RESULTS}/sessions/import/{{system}}/{{shard}}.films.json"
 if IMPORTING:
@@ -139,30 +135,29 @@ def system_params(wildcards):
 
 
 def system_prompt(wildcards):
-    """The prompt file of an LLM system, or the system prompt of a chat system (none for the others)."""
+    """The prompt file the system's kind reads (its `prompt` or `system_prompt`; none for most kinds)."""
     system = SYSTEMS[wildcards.system]
-    key = experiment.system_prompt_key(system)
+    key = planning.system_prompt_key(system)
     return input_path(system[key]) if key else []
 
 
 def system_llm_slots(wildcards):
     """Requests a simulate job of the system keeps in flight (0 without LLM calls)."""
     system = SYSTEMS[wildcards.system]
-    uses_llm = experiment.uses_llm(experiment.system_backends(system, config))
-    asks_a_service = system["agent"] == "http"
-    return llm_slots(simulate_concurrency(system, config)) if uses_llm or asks_a_service else 0
+    takes_slots = planning.simulate_takes_slots(system, config)
+    return llm_slots(planning.simulate_concurrency(system, config)) if takes_slots else 0
 
 
 def system_threads(wildcards):
-    """llama.cpp runs in the job's process and gets its threads; other backends wait on a server."""
-    return experiment.system_threads(SYSTEMS[wildcards.system], config)
+    """A model in the job's process gets its threads; other backends wait on a server."""
+    return planning.system_threads(SYSTEMS[wildcards.system], config)
 
 
 # ------------------------------------------------------------------ scoring
 
 SCORING = config["scoring"]
-# The legacy CAS with LDA topics reads the topic model.
-SCORING_USES_LDA = "cas" in SCORING["metrics"] and SCORING["cas"]["topics"] == "lda"
+# Some selected metric family reads the LDA topic model.
+SCORING_USES_LDA = planning.scoring_reads_lda(config)
 
 
 def scoring_settings():
@@ -174,16 +169,16 @@ def scoring_settings():
 
 JUDGE = config["judge"]
 # The panel judges' names, in config order (none when the judge is off): each has jobs of its own.
-JUDGE_PANEL = experiment.panel_names(config)
+JUDGE_PANEL = planning.panel_names(config)
 
 
 def judge_slots():
-    return llm_slots(judge_concurrency(config))
+    return llm_slots(planning.judge_concurrency(config))
 
 
 def judge_params(name=None):
     """A judge's settings without the speed-only concurrency (the first judge's when `name` is None)."""
-    return canonical(without_runtime(experiment.judge_settings(config, name)))
+    return canonical(without_runtime(planning.judge_settings(config, name)))
 
 
 def panel_params(wildcards):
@@ -191,12 +186,12 @@ def panel_params(wildcards):
 
 
 def panel_threads(wildcards):
-    """llama.cpp runs in the job's process and gets its threads; other backends wait on a server."""
-    return experiment.judge_threads(config, wildcards.judge)
+    """A model in the job's process gets its threads; other backends wait on a server."""
+    return planning.judge_threads(config, wildcards.judge)
 
 
 def panel_slots(wildcards):
-    return llm_slots(experiment.judge_concurrency(config, wildcards.judge))
+    return llm_slots(planning.judge_concurrency(config, wildcards.judge))
 
 
 def panel_outputs(name):
@@ -206,23 +201,16 @@ def panel_outputs(name):
 
 # ------------------------------------------------------------------ figures
 
-FIGURES = ["metric_bars", "correlation_heatmap", "recovery_delay_box", "distributions"]
-if "tas" in SCORING["metrics"]:
-    FIGURES += ["tas_over_turns", "weight_sensitivity"]
-if JUDGE["enabled"]:
-    FIGURES.append("judge_radar")
-# Per session, TAS against the legacy CAS and the judge's criteria: only the scores this experiment computes.
-SCATTER = (["context_adaptation_score"] if "cas" in SCORING["metrics"] else []) + (
-    [score_column(criterion) for criterion in CRITERIA] if JUDGE["enabled"] else []
-)
-if "tas" in SCORING["metrics"] and SCATTER:
-    FIGURES.append("tas_scatter")
+# The figures the plots rule draws (crseval.planning.figures: the families and the judge add theirs), and
+# the per-session scores TAS is plotted against.
+FIGURES = planning.figures(config)
+SCATTER = planning.scatter_columns(config)
 
 
 # ------------------------------------------------------------------ metric validity
 
 # System name -> calibration role (oracle, lag<k>, stubborn, random, parrot) of the calibration systems.
-CALIBRATION = calibration_roles(config["systems"]) if not IMPORTING else {}
+CALIBRATION = planning.calibration_roles(config["systems"]) if not IMPORTING else {}
 # The validity table and figure need at least three calibration systems (config/calibration.yaml).
 VALIDITY = len(CALIBRATION) >= 3
 

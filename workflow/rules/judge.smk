@@ -3,7 +3,7 @@
 The first judge (`judge.backend`) writes judge/<system>/shard-<k>.parquet; each panel judge
 (`judge.panel`) its own judge_panel/<name>/<system>/shard-<k>.parquet, in jobs of its own, so
 that changing one judge re-runs only that judge's jobs. A job's params are its judge's settings
-without the speed-only concurrency (crseval.core.experiment.judge_settings; helpers in common.smk).
+without the speed-only concurrency (crseval.planning.judge_settings; helpers in common.smk).
 """
 
 if JUDGE["enabled"]:
@@ -20,7 +20,7 @@ if JUDGE["enabled"]:
             f"{RESULTS}/logs/judge/{{system}}/shard-{{shard}}.log",
         conda:
             ENV
-        threads: experiment.judge_threads(config)
+        threads: planning.judge_threads(config)
         resources:
             llm_slots=judge_slots(),
             cpu_threads=cpu_threads,

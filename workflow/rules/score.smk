@@ -4,7 +4,7 @@
 rule score:
     input:
         **({"lda": rules.train_lda.output.model} if SCORING_USES_LDA else {}),
-        **({"topics_prompt": input_path(experiment.TOPICS_PROMPT)} if experiment.scoring_backends(config) else {}),
+        **({"topics_prompt": input_path(planning.TOPICS_PROMPT)} if planning.scoring_backends(config) else {}),
         sessions=SESSION_SHARD,
         films=rules.index_catalog.output.films,
         concepts=rules.index_catalog.output.concepts,
@@ -15,7 +15,7 @@ rule score:
         f"{RESULTS}/logs/score/{{system}}/shard-{{shard}}.log",
     conda:
         ENV
-    threads: experiment.scoring_threads(config)
+    threads: planning.scoring_threads(config)
     resources:
         cpu_threads=cpu_threads,
     params:

@@ -18,3 +18,12 @@ def canonical_json(data: object) -> str:
 def canonical_sha(data: object) -> str:
     """sha256 of `canonical_json(data)`."""
     return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
+
+
+# Settings that change how fast a job runs, never what it produces (same seeds, cache keys and records).
+RUNTIME_KEYS = ("concurrency",)
+
+
+def without_runtime(section: dict) -> dict:
+    """`section` without the keys that change speed only: what identifies a system's or a judge's results."""
+    return {key: value for key, value in section.items() if key not in RUNTIME_KEYS}

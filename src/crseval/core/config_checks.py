@@ -18,12 +18,9 @@ from __future__ import annotations
 import copy
 import difflib
 import functools
-import glob
-import importlib
 import math
-import os
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import yaml
 from jsonschema import Draft202012Validator
@@ -37,6 +34,8 @@ LM_LAMBDAS = ("scoring", "response_stats", "lm", "lambdas")
 CAS_WEIGHTS = ("scoring", "cas", "weights")
 TAS = ("scoring", "tas")
 RANGES = (("scoring", "cas", "delay_range"),)  # every [low, high] pair of the schema
+# A check beyond the schema: the filled config -> one problem per line, each starting with its key path.
+Rule = Callable[[Any], Iterator[str]]
 
 
 class ConfigError(ValueError):
@@ -73,7 +72,7 @@ def _fill(value: Any, schema: dict) -> None:
             _fill(value[key], sub)
 
 
-def effective_config(*paths: str | Path, schema_path: str | Path = SCHEMA_PATH) -> dict:
+def effective_config(*paths: str | Path, schema_path: str | Path = SCHEMA_PATH, rules: tuple[Rule, ...] = ()) -> dict:
     """The config the workflow runs with `--configfile <paths...>`: the files merged in order (a later
     file's mapping updates the earlier one's, key by key, as Snakemake merges them), the schema's defaults
     filled in, checked. Shipped configs hold only what they change; this shows the rest."""
@@ -84,7 +83,7 @@ def effective_config(*paths: str | Path, schema_path: str | Path = SCHEMA_PATH) 
             raise ConfigError([f"{path}: a config file holds a mapping of settings"])
         _merge(merged, loaded)
     fill_defaults(merged, schema_path)
-    check_config(merged, schema_path)
+    check_config(merged, schema_path, rules)
     return merged
 
 
@@ -96,54 +95,20 @@ def _merge(into: dict, update: dict) -> None:
             into[key] = copy.deepcopy(value)
 
 
-def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH) -> None:
+def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH, rules: tuple[Rule, ...] = ()) -> None:
     """Raise one ConfigError listing every problem of `config`; return if there is none.
 
     The config is checked as the workflow uses it, with the schema's defaults filled in (on a copy:
-    `config` is not changed), so that the rules that relate values see the defaults too.
+    `config` is not changed), so that the rules that relate values see the defaults too. `rules` adds
+    the checks of the kinds the config selects (crseval.planning.check_config passes them); each skips
+    values of the wrong shape, which the schema reports.
     """
     filled = copy.deepcopy(config)
     fill_defaults(filled, schema_path)
     problems = [*_schema_problems(filled, str(schema_path)), *_rule_problems(filled)]
+    problems += [problem for rule in rules for problem in rule(filled)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
-
-
-def check_inputs(config: dict, workflow_dir: str | Path, embedded_models=frozenset()) -> None:
-    """Raise one ConfigError naming every file the config names that does not exist, by its key.
-
-    Run before any job is planned, so that a typo in a path stops the run at once whatever is already
-    under results/ (Snakemake would otherwise re-run nothing upstream of a missing input, or fail
-    later without naming the key). Paths are resolved as the rules resolve them (experiment.input_path).
-    """
-    from crseval.core import experiment
-
-    problems = []
-    named = {**experiment.config_inputs(config), **experiment.model_paths(config, frozenset(embedded_models))}
-    for key, path in named.items():
-        if not os.path.isfile(experiment.input_path(path, workflow_dir)):
-            problems.append(f"{key}: {path} does not exist" + (" (or is not a file)" if os.path.exists(path) else ""))
-    if not experiment.simulating(config):
-        pattern = config["sessions"].get("import_paths")
-        if pattern and not glob.glob(pattern):
-            problems.append(f"sessions.import_paths: {pattern} matches no file")
-        votes = config["sessions"].get("import_votes")
-        if votes and not os.path.isfile(votes):
-            problems.append(
-                f"sessions.import_votes: {votes} does not exist"
-                + (" (or is not a file)" if os.path.exists(votes) else "")
-            )
-    validity = (config.get("human_agreement") or {}).get("validity_table")
-    if validity and not os.path.isfile(validity):
-        problems.append(
-            f"human_agreement.validity_table: {validity} does not exist (run the calibration experiment first: "
-            "snakemake --cores 2 --configfile config/calibration.yaml)"
-        )
-    calibration = (config.get("human_agreement") or {}).get("calibration_config")
-    if calibration and not os.path.isfile(calibration):
-        problems.append(f"human_agreement.calibration_config: {calibration} does not exist")
-    if problems:
-        raise ConfigError(problems, "missing input file")
 
 
 @functools.lru_cache(maxsize=4)
@@ -194,10 +159,7 @@ def _rule_problems(config: Any) -> Iterator[str]:
     yield from _ranges(config)
     yield from _unique_system_names(config)
     yield from _unique_panel_names(config)
-    yield from _import_votes(config)
-    yield from _in_process_concurrency(config)
     yield from _one_calibration_source(config)
-    yield from _python_entry_points(config)
 
 
 def _at(config: Any, path: tuple) -> Any:
@@ -314,17 +276,6 @@ def _unique_panel_names(config: Any) -> Iterator[str]:
             first[name] = i
 
 
-def _import_votes(config: Any) -> Iterator[str]:
-    """Votes belong to an imported corpus whose format has them; elsewhere they would be silently unused."""
-    sessions = _at(config, ("sessions",))
-    if not isinstance(sessions, dict) or sessions.get("import_votes") is None:
-        return
-    if sessions.get("source") != "import":
-        yield "sessions.import_votes: votes are read only with `source: import` (they are votes on imported dialogues)"
-    elif sessions.get("import_format") == "thesis_logs":
-        yield "sessions.import_votes: the thesis_logs format has no votes (votes come with `crsarena` or `jsonl`)"
-
-
 def _one_calibration_source(config: Any) -> Iterator[str]:
     """The scorecard joins one calibration experiment's verdicts: a finished table or a config to run, not both."""
     section = _at(config, ("human_agreement",))
@@ -333,42 +284,3 @@ def _one_calibration_source(config: Any) -> Iterator[str]:
             "human_agreement.calibration_config: give either validity_table (a finished calibration run) or "
             "calibration_config (run it here), not both"
         )
-
-
-def _python_entry_points(config: Any) -> Iterator[str]:
-    """A `python` system's class is imported here, so that a typo in its module or class stops the run
-    before any job, named by its key (the import runs the module's top-level code, as the job would)."""
-    systems = _at(config, ("systems",))
-    for i, system in enumerate(systems if isinstance(systems, list) else []):
-        if not isinstance(system, dict) or system.get("agent") != "python":
-            continue
-        entry = system.get("entry_point")
-        if not isinstance(entry, str) or entry.count(":") != 1:
-            continue  # the schema's pattern reports it
-        module_name, class_name = entry.split(":")
-        try:
-            module = importlib.import_module(module_name)
-        except Exception as error:  # any failure of the import is the user's to see, by key
-            yield f"systems[{i}].entry_point: {entry!r}: module {module_name!r} does not import: {error!r}"
-            continue
-        if not isinstance(getattr(module, class_name, None), type):
-            yield f"systems[{i}].entry_point: {entry!r}: module {module_name!r} has no class {class_name!r}"
-
-
-def _in_process_concurrency(config: Any) -> Iterator[str]:
-    """An explicit concurrency above 1 for an in-process llama.cpp backend would promise a speed-up
-    that one model instance in the job cannot give (the global llm.concurrency is simply not applied
-    to such jobs, see crseval.core.experiment)."""
-    entries = [(("systems", i), system) for i, system in enumerate(_at(config, ("systems",)) or [])]
-    entries.append((("judge",), _at(config, ("judge",))))
-    panel = _at(config, ("judge", "panel"))
-    entries += [(("judge", "panel", i), entry) for i, entry in enumerate(panel if isinstance(panel, list) else [])]
-    for path, entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("backend"), dict):
-            continue
-        concurrency = entry.get("concurrency")
-        if entry["backend"].get("type") == "llamacpp" and _is_number(concurrency) and concurrency > 1:
-            yield (
-                f"{key_path((*path, 'concurrency'))}: {concurrency} requests in flight need a server backend "
-                "(ollama, openai); the llamacpp backend runs in the job's process, one request at a time: use 1"
-            )

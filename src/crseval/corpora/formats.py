@@ -11,9 +11,10 @@ is a new module listed in FORMATS.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from types import ModuleType
-from typing import Protocol
+from typing import Iterator, Protocol
 
 from crseval.corpora import crsarena, jsonl, thesis_logs
 from crseval.corpora.dialogue import CorpusError
@@ -38,8 +39,10 @@ FORMATS: dict[str, ModuleType] = {module.FORMAT: module for module in (thesis_lo
 def reader(import_format: str) -> CorpusReader:
     try:
         return FORMATS[import_format]
-    except KeyError:
-        raise ValueError(f"corpus format {import_format!r} is not one of {sorted(FORMATS)}") from None
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(str(import_format).lower(), list(FORMATS), n=1, cutoff=0.7)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ValueError(f"corpus format {import_format!r}{hint} is not one of {sorted(FORMATS)}") from None
 
 
 def import_logs(
@@ -72,3 +75,16 @@ def import_votes(path: str | Path, sessions: dict[str, list[dict]], import_forma
     if not chosen.HAS_VOTES:
         raise CorpusError(f"{path}: the {import_format} format has no votes")
     return chosen.import_votes(path, sessions)
+
+
+def config_problems(config: dict) -> Iterator[str]:
+    """Votes belong to an imported corpus whose format has them; elsewhere they would be silently unused."""
+    sessions = config.get("sessions") if isinstance(config, dict) else None
+    if not isinstance(sessions, dict) or sessions.get("import_votes") is None:
+        return
+    chosen = FORMATS.get(sessions.get("import_format"))
+    if sessions.get("source") != "import":
+        yield "sessions.import_votes: votes are read only with `source: import` (they are votes on imported dialogues)"
+    elif chosen is not None and not chosen.HAS_VOTES:
+        with_votes = " or ".join(f"`{name}`" for name, module in FORMATS.items() if module.HAS_VOTES)
+        yield f"sessions.import_votes: the {chosen.FORMAT} format has no votes (votes come with {with_votes})"

@@ -29,8 +29,6 @@ from __future__ import annotations
 import json
 import math
 import warnings
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import krippendorff
 import numpy as np
@@ -38,13 +36,12 @@ import pandas as pd
 from scipy import stats as sps
 
 from crseval.judge.columns import CRITERIA, column, panel_judges, samples_column, score_column
-from crseval.llm.models import EMBEDDED_MODELS
+from crseval.llm.backends import identities
 
 NAN = math.nan
 SCALE = (1, 2, 3, 4, 5)
 RELY, TENTATIVE = 0.8, 0.667
 TIE = 1e-12  # system means closer than this are tied in a judge's ranking
-LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 
 def judges_of(sessions: pd.DataFrame) -> list[str | None]:
@@ -209,39 +206,15 @@ def judge_backends(judge_settings: dict) -> list[dict]:
     return [judge_settings["backend"], *(entry["backend"] for entry in judge_settings.get("panel", []))]
 
 
-def _model_identities(backend: dict) -> set[tuple]:
-    """What makes two backends the same model: the same type and model name; for llama.cpp the same
-    GGUF file (a path, or an embedded model and a path to its file name); for servers the same model
-    on the same server (host and port, whichever API reaches it: Ollama's or the OpenAI-compatible one)."""
-    kind, model = backend["type"], backend["model"]
-    identities = {(kind, model)}
-    if kind == "llamacpp":
-        embedded = {spec.filename: name for name, spec in EMBEDDED_MODELS.items()}
-        if model in EMBEDDED_MODELS:
-            identities.add(("embedded", model))
-        else:
-            path = Path(model).expanduser()
-            identities.add(("file", str(path.resolve())))
-            if path.name in embedded:
-                identities.add(("embedded", embedded[path.name]))
-    else:
-        address = backend.get("host") or backend.get("base_url") or ""
-        url = urlsplit(address if "//" in address else f"//{address}")  # a host given without its scheme
-        host = url.hostname or ""
-        server = ("loopback" if host in LOOPBACK else host, url.port)
-        identities.add(("server", *server, model))
-    return identities
-
-
 def judged_by_own_model(judge_backends: list[dict], systems: list[dict]) -> dict[str, list[str]]:
     """Each judge model (by its backend's `model`) that is also the model of systems under test, with
     those systems' names in config order; systems without an LLM backend are never the judge."""
     found: dict[str, list[str]] = {}
     for judge in judge_backends:
-        judge_identities = _model_identities(judge)
+        judge_identities = identities(judge)
         for system in systems:
             backend = system.get("backend")
-            if backend and judge_identities & _model_identities(backend):
+            if backend and judge_identities & identities(backend):
                 names = found.setdefault(judge["model"], [])
                 if system["name"] not in names:
                     names.append(system["name"])

@@ -106,32 +106,9 @@ def make_backend(
 ) -> Backend:
     """A backend from a system's `backend` config section; a server backend's calls last at most
     `timeout_s` each and their replies are bounded (crseval.llm.server)."""
-    kind = settings["type"]
-    if kind == "llamacpp":
-        from crseval.llm.llamacpp_backend import LlamaCppBackend
+    from crseval.llm.backends import backend_kind  # the backends import this module's siblings
 
-        return LlamaCppBackend(settings["model"], n_ctx=settings.get("n_ctx", 2048), threads=threads)
-    if kind == "ollama":
-        from crseval.llm.ollama_backend import OllamaBackend
-
-        return OllamaBackend(
-            settings["model"],
-            host=settings.get("host", "http://127.0.0.1:11434"),
-            num_ctx=settings.get("num_ctx"),
-            timeout_s=timeout_s,
-            max_reply_bytes=max_reply_bytes,
-        )
-    if kind == "openai":
-        from crseval.llm.openai_backend import OpenAIBackend
-
-        return OpenAIBackend(
-            settings["model"],
-            base_url=settings["base_url"],
-            api_key_env=settings.get("api_key_env"),
-            timeout_s=timeout_s,
-            max_reply_bytes=max_reply_bytes,
-        )
-    raise LLMError(f"unknown LLM backend type {kind!r}")
+    return backend_kind(settings["type"]).build(settings, threads, timeout_s, max_reply_bytes)
 
 
 def make_client(backend: dict, llm_runtime: dict, threads: int) -> LLMClient:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from crseval.llm.backend_kind import BackendKind
 from crseval.llm.base import LLMError, LLMRequest, LLMResponse, excerpt, reply_text, short_label, token_count
 from crseval.llm.models import EMBEDDED_MODELS, model_path
 
@@ -166,3 +167,37 @@ class LlamaCppBackend:
             extra={"finish_reason": short_label(reply["choices"][0].get("finish_reason"))},
             token_logprobs=recorder.entries(llm) if recorder is not None else None,
         )
+
+
+def _build(settings: dict, threads: int, timeout_s: float, max_reply_bytes: int | None) -> LlamaCppBackend:
+    return LlamaCppBackend(settings["model"], n_ctx=settings.get("n_ctx", 2048), threads=threads)
+
+
+def _model_file(settings: dict) -> str | None:
+    """A GGUF path; None for an embedded model (crseval.llm.models checks its file)."""
+    return None if settings["model"] in EMBEDDED_MODELS else settings["model"]
+
+
+def _identities(settings: dict) -> set[tuple]:
+    """The same GGUF file: a path, or an embedded model and a path to its file name."""
+    model = settings["model"]
+    identities = {("llamacpp", model)}
+    if model in EMBEDDED_MODELS:
+        identities.add(("embedded", model))
+    else:
+        embedded = {spec.filename: name for name, spec in EMBEDDED_MODELS.items()}
+        path = Path(model).expanduser()
+        identities.add(("file", str(path.resolve())))
+        if path.name in embedded:
+            identities.add(("embedded", embedded[path.name]))
+    return identities
+
+
+KIND = BackendKind(
+    name="llamacpp",
+    summary="a GGUF model run by llama.cpp inside the job's own process (an embedded model or a file)",
+    in_process=True,
+    build=_build,
+    model_file=_model_file,
+    identities=_identities,
+)

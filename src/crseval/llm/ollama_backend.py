@@ -6,6 +6,7 @@ import json
 import os
 from urllib.parse import urlsplit, urlunsplit
 
+from crseval.llm.backend_kind import BackendKind, no_model_file, server_identities
 from crseval.llm.base import (
     LLMError,
     LLMRequest,
@@ -102,3 +103,23 @@ def json_value(value) -> str:
     """A decoded JSON value written back as JSON, cut short, for a message."""
     text = json.dumps(value)
     return text if len(text) <= 40 else text[:40] + "…"
+
+
+def _build(settings: dict, threads: int, timeout_s: float, max_reply_bytes: int | None) -> OllamaBackend:
+    return OllamaBackend(
+        settings["model"],
+        host=settings.get("host", "http://127.0.0.1:11434"),
+        num_ctx=settings.get("num_ctx"),
+        timeout_s=timeout_s,
+        max_reply_bytes=max_reply_bytes,
+    )
+
+
+KIND = BackendKind(
+    name="ollama",
+    summary="a model served by an Ollama server (its /api/chat)",
+    in_process=False,
+    build=_build,
+    model_file=no_model_file,
+    identities=server_identities,
+)

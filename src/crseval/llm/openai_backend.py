@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from urllib.parse import urlsplit, urlunsplit
 
+from crseval.llm.backend_kind import BackendKind, no_model_file, server_identities
 from crseval.llm.base import (
     LLMError,
     LLMRequest,
@@ -100,3 +101,23 @@ class OpenAIBackend:
             extra={"finish_reason": short_label(data["choices"][0].get("finish_reason"))},
             token_logprobs=token_logprobs_from(self._where, data["choices"][0]),
         )
+
+
+def _build(settings: dict, threads: int, timeout_s: float, max_reply_bytes: int | None) -> OpenAIBackend:
+    return OpenAIBackend(
+        settings["model"],
+        base_url=settings["base_url"],
+        api_key_env=settings.get("api_key_env"),
+        timeout_s=timeout_s,
+        max_reply_bytes=max_reply_bytes,
+    )
+
+
+KIND = BackendKind(
+    name="openai",
+    summary="a model behind any OpenAI-compatible chat endpoint (vLLM, llama.cpp's server)",
+    in_process=False,
+    build=_build,
+    model_file=no_model_file,
+    identities=server_identities,
+)

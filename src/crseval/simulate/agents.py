@@ -18,6 +18,7 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.language.tracker import Constraint, ConstraintTracker
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.prompts import PromptTemplate
+from crseval.simulate.agent_kind import AgentKind
 from crseval.simulate.retrieval import Retriever
 
 FIELD_PHRASES = {
@@ -171,3 +172,33 @@ class LLMAgent(Agent):
         )
         response = self.client.complete(request)
         return response.text.strip(), response.meta()
+
+
+def _template_agent(runner, seed: int) -> TemplateAgent:
+    return TemplateAgent(runner.ctx.index, runner.tracker, runner.agent_settings, seed)
+
+
+def _llm_agent(runner, seed: int) -> LLMAgent:
+    return LLMAgent(
+        runner.ctx.index,
+        runner.tracker,
+        runner.agent_settings,
+        seed,
+        runner.client,
+        runner.prompt,
+        runner.system["options"],
+    )
+
+
+TEMPLATE = AgentKind(
+    "template",
+    "LLM-free: names the tracked wishes and the first retrieved films in a fixed sentence",
+    make_agent=_template_agent,
+)
+LLM = AgentKind(
+    "llm",
+    "tracks the wishes and retrieves candidates like the template agent; an LLM phrases the reply from `prompt`",
+    make_agent=_llm_agent,
+    llm_backend=True,
+    prompt_key="prompt",
+)

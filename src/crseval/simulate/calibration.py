@@ -21,9 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from crseval.language.tracker import Constraint
+from crseval.simulate.agent_kind import AgentKind
 from crseval.simulate.agents import Agent, AgentSettings, Reply, describe_constraints
-
-CALIBRATION_AGENTS = ("oracle", "lagging", "stubborn", "random", "parrot")
 
 
 class CalibrationAgent(Agent):
@@ -129,22 +128,28 @@ class ParrotAgent(CalibrationAgent):
         return f"{user_text}{film}", None
 
 
-def make_calibration_agent(system: dict, index, matcher, settings: AgentSettings, seed: int) -> CalibrationAgent:
-    kind = system["agent"]
-    if kind == "lagging":
-        return LaggingAgent(index, matcher, settings, seed, int(system["lag"]))
-    classes = {"oracle": OracleAgent, "stubborn": StubbornAgent, "random": RandomAgent, "parrot": ParrotAgent}
-    return classes[kind](index, matcher, settings, seed)
+def _kind(name: str, cls: type[CalibrationAgent], summary: str) -> AgentKind:
+    return AgentKind(
+        name,
+        summary,
+        make_agent=lambda runner, seed: cls(runner.ctx.index, runner.tracker, runner.agent_settings, seed),
+        calibration_role=lambda entry: name,
+    )
 
 
-def calibration_roles(systems: list[dict]) -> dict[str, str]:
-    """System name -> calibration role for the calibration systems among `systems` (config['systems']):
-    oracle, lag<k>, stubborn, random or parrot, the names the expected orders of
-    crseval.analysis.validity rank. Systems under test have no role."""
-    roles = {}
-    for system in systems:
-        if system["agent"] == "lagging":
-            roles[system["name"]] = f"lag{system['lag']}"
-        elif system["agent"] in CALIBRATION_AGENTS:
-            roles[system["name"]] = system["agent"]
-    return roles
+def _lagging_agent(runner, seed: int) -> LaggingAgent:
+    return LaggingAgent(runner.ctx.index, runner.tracker, runner.agent_settings, seed, int(runner.system["lag"]))
+
+
+KINDS = (
+    _kind("oracle", OracleAgent, "calibration: serves the current gold constraints (the upper bound)"),
+    AgentKind(
+        "lagging",
+        "calibration: serves the gold constraints of `lag` turns earlier",
+        make_agent=_lagging_agent,
+        calibration_role=lambda entry: f"lag{entry['lag']}",
+    ),
+    _kind("stubborn", StubbornAgent, "calibration: serves the first turn's constraints all session"),
+    _kind("random", RandomAgent, "calibration: random catalog films in a fluent sentence"),
+    _kind("parrot", ParrotAgent, "calibration: echoes the user's message, with a film of the first focus"),
+)

@@ -13,7 +13,8 @@ from pathlib import Path
 from crseval.core.redact import redact_url
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.base import LLMError, TransientLLMError
-from crseval.simulate.external import ExternalReply, ExternalSystemError
+from crseval.simulate.agent_kind import AgentKind
+from crseval.simulate.external import ExternalReply, ExternalSystemError, external_agent
 
 
 class ChatSystem:
@@ -56,3 +57,19 @@ class ChatSystem:
     def describe(self) -> dict:
         backend = {k: redact_url(v) if k in ("host", "base_url") else v for k, v in self.backend.items()}
         return {"agent": "chat", "backend": backend, "options": self.options, "system_prompt": self.prompt_version}
+
+
+def _chat_system(entry: dict, client: LLMClient | None, prompt_file: str | None) -> ChatSystem:
+    return ChatSystem(
+        entry["name"], client, entry["backend"], entry["options"], prompt_file or entry.get("system_prompt")
+    )
+
+
+KIND = AgentKind(
+    "chat",
+    "any chat model answers the conversation itself (optionally with `system_prompt`); films read from its reply",
+    make_agent=external_agent,
+    llm_backend=True,
+    prompt_key="system_prompt",
+    make_system=_chat_system,
+)

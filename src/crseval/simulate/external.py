@@ -25,8 +25,6 @@ from crseval.language.titles import title_key
 from crseval.language.tracker import Constraint
 from crseval.simulate.agents import Reply
 
-EXTERNAL_AGENTS = ("chat", "http", "python")
-
 
 @dataclass(frozen=True)
 class ExternalReply:
@@ -248,3 +246,10 @@ class ExternalAgent:
         if self.cache is not None:
             self.cache.put(key, reply)
         return reply
+
+
+def external_agent(runner, seed: int) -> ExternalAgent:
+    """The agent of an external kind for one session: one system object per session (a system may keep
+    per-session state, and sessions run in threads)."""
+    system = runner.kind.make_system(runner.system, runner.client, runner.prompt_file)
+    return ExternalAgent(system, runner.ctx.index, runner.ctx.matcher, seed, runner.reply_cache, runner.external)

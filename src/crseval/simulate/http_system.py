@@ -33,7 +33,8 @@ from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.core.redact import redact_url, redact_urls
 from crseval.llm.base import retry_after, transient_status
 from crseval.llm.client import RetryPolicy
-from crseval.simulate.external import ExternalReply, ExternalSystemError, reply_from_record
+from crseval.simulate.agent_kind import AgentKind
+from crseval.simulate.external import ExternalReply, ExternalSystemError, external_agent, reply_from_record
 
 CONSTRAINT_FIELDS = (*CONCEPT_FIELDS, KEYWORD_FIELD)
 _EXCERPT = 200  # characters of a bad body quoted in an error
@@ -207,3 +208,24 @@ class _Transient(Exception):
     def __init__(self, message: str, wait: float | None = None):
         super().__init__(message)
         self.wait = wait
+
+
+def _http_system(entry: dict, client, prompt_file: str | None) -> HttpSystem:
+    return HttpSystem(
+        entry["name"],
+        entry["url"],
+        timeout=entry["timeout"],
+        retries=entry["retries"],
+        api_key_env=entry.get("api_key_env"),
+        headers=entry.get("headers"),
+        max_reply_bytes=entry.get("max_reply_bytes", DEFAULT_MAX_REPLY_BYTES),
+    )
+
+
+KIND = AgentKind(
+    "http",
+    "a recommender served over HTTP answers each turn (docs/own_recommender.md)",
+    make_agent=external_agent,
+    asks_a_service=True,
+    make_system=_http_system,
+)

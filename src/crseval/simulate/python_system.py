@@ -31,9 +31,10 @@ import importlib
 import re
 import threading
 from importlib.metadata import PackageNotFoundError, packages_distributions, version
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
-from crseval.simulate.external import ExternalReply, ExternalSystemError, reply_from_record
+from crseval.simulate.agent_kind import AgentKind
+from crseval.simulate.external import ExternalReply, ExternalSystemError, external_agent, reply_from_record
 
 ENTRY_POINT = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 
@@ -108,12 +109,7 @@ class PythonSystem:
         return self._reply(turn, result)
 
     def describe(self) -> dict:
-        return {
-            "agent": "python",
-            "entry_point": self.entry_point,
-            "package_version": package_version(self.entry_point),
-            "options": self.options,
-        }
+        return _describe(self.entry_point, self.options)
 
     def _where(self, turn: int | None) -> str:
         moment = "at session start" if turn is None else f"turn {turn}"
@@ -170,3 +166,44 @@ class PythonSystem:
 
 def _cause(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
+
+
+def _describe(entry_point: str, options: dict) -> dict:
+    return {
+        "agent": "python",
+        "entry_point": entry_point,
+        "package_version": package_version(entry_point),
+        "options": dict(options),
+    }
+
+
+def _python_system(entry: dict, client, prompt_file: str | None) -> PythonSystem:
+    return PythonSystem(
+        entry["name"], entry["entry_point"], options=entry.get("options", {}), timeout=entry.get("timeout")
+    )
+
+
+def _entry_point_problems(entry: dict, key: str) -> Iterator[str]:
+    """The class is imported while the config is checked, so that a typo in its module or class stops the
+    run before any job, named by its key (the import runs the module's top-level code, as the job would)."""
+    entry_point = entry.get("entry_point")
+    if not isinstance(entry_point, str) or entry_point.count(":") != 1:
+        return  # the schema's pattern reports it
+    module_name, class_name = entry_point.split(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:  # any failure of the import is the user's to see, by key
+        yield f"{key}.entry_point: {entry_point!r}: module {module_name!r} does not import: {error!r}"
+        return
+    if not isinstance(getattr(module, class_name, None), type):
+        yield f"{key}.entry_point: {entry_point!r}: module {module_name!r} has no class {class_name!r}"
+
+
+KIND = AgentKind(
+    "python",
+    "a researcher's Python class answers each turn in the job's process (docs/own_recommender.md)",
+    make_agent=external_agent,
+    make_system=_python_system,
+    describe_entry=lambda entry: _describe(entry["entry_point"], entry.get("options", {})),
+    check=_entry_point_problems,
+)

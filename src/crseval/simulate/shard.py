@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crseval.catalog.index import CatalogIndex
-from crseval.core.canonical import canonical_sha
-from crseval.core.experiment import without_runtime
+from crseval.core.canonical import canonical_sha, without_runtime
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.core.session_records import catalog_sha as read_catalog_sha
 from crseval.core.session_records import load_schema
@@ -17,9 +16,10 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient
 from crseval.llm.client import make_client
 from crseval.llm.prompts import PromptTemplate
-from crseval.simulate.agents import AgentSettings, LLMAgent, TemplateAgent
-from crseval.simulate.calibration import CALIBRATION_AGENTS, make_calibration_agent
-from crseval.simulate.external import EXTERNAL_AGENTS, ExternalAgent, ExternalCalls, ReplyCache
+from crseval.simulate.agent_kind import AgentKind
+from crseval.simulate.agents import AgentSettings
+from crseval.simulate.external import ExternalCalls, ReplyCache
+from crseval.simulate.kinds import kind_of, system_prompt_key
 from crseval.simulate.sessions import Paraphraser, SessionContext, run_shard
 from crseval.simulate.user import SimulatorSettings, Templates
 
@@ -35,24 +35,22 @@ class ShardRunner:
     client: LLMClient | None
     prompt: PromptTemplate | None
     agent_matcher: ConceptMatcher | None = None  # the agents' tracker (plot keywords optional)
-    concurrency: int = 1  # sessions in flight (crseval.core.experiment); changes speed, not results
-    reply_cache: ReplyCache | None = None  # replies of an external system (chat, http, python)
+    concurrency: int = 1  # sessions in flight (crseval.planning); changes speed, not results
+    reply_cache: ReplyCache | None = None  # replies of an external system
     external: ExternalCalls | None = None
-    system_prompt_file: str | None = None  # a chat system's prompt, as the rule resolved it
+    prompt_file: str | None = None  # the prompt file the system's kind reads, as the rule resolved it
+
+    @property
+    def kind(self) -> AgentKind:
+        return kind_of(self.system)
+
+    @property
+    def tracker(self) -> ConceptMatcher:
+        """The matcher an agent tracks the user's wishes with (plot keywords as `agent` says)."""
+        return self.agent_matcher or self.ctx.matcher
 
     def make_agent(self, seed: int):
-        matcher = self.agent_matcher or self.ctx.matcher
-        if self.system["agent"] in EXTERNAL_AGENTS:
-            # one system object per session: a system may keep per-session state, and sessions run in threads
-            system = make_external_system(self.system, self.client, self.system_prompt_file)
-            return ExternalAgent(system, self.ctx.index, self.ctx.matcher, seed, self.reply_cache, self.external)
-        if self.system["agent"] == "template":
-            return TemplateAgent(self.ctx.index, matcher, self.agent_settings, seed)
-        if self.system["agent"] in CALIBRATION_AGENTS:
-            return make_calibration_agent(self.system, self.ctx.index, matcher, self.agent_settings, seed)
-        return LLMAgent(
-            self.ctx.index, matcher, self.agent_settings, seed, self.client, self.prompt, self.system["options"]
-        )
+        return self.kind.make_agent(self, seed)
 
     def run(self, indices: range, progress: str | Path, output: str | Path) -> dict:
         return run_shard(
@@ -81,32 +79,6 @@ class ShardRunner:
     @property
     def cache_hits(self) -> int:
         return sum(c.cache_hits for c in self._counters())
-
-
-def make_external_system(system: dict, client: LLMClient | None, system_prompt_file: str | None = None):
-    """The ExternalSystem of a `chat`, `http` or `python` system entry."""
-    name, agent = system["name"], system["agent"]
-    if agent == "chat":
-        from crseval.simulate.chat import ChatSystem
-
-        prompt = system_prompt_file or system.get("system_prompt")
-        return ChatSystem(name, client, system["backend"], system["options"], prompt)
-    if agent == "http":
-        from crseval.core.bounded_http import DEFAULT_MAX_REPLY_BYTES
-        from crseval.simulate.http_system import HttpSystem
-
-        return HttpSystem(
-            name,
-            system["url"],
-            timeout=system["timeout"],
-            retries=system["retries"],
-            api_key_env=system.get("api_key_env"),
-            headers=system.get("headers"),
-            max_reply_bytes=system.get("max_reply_bytes", DEFAULT_MAX_REPLY_BYTES),
-        )
-    from crseval.simulate.python_system import PythonSystem
-
-    return PythonSystem(name, system["entry_point"], options=system.get("options", {}), timeout=system.get("timeout"))
 
 
 def build_shard_runner(
@@ -150,16 +122,19 @@ def build_shard_runner(
     ctx = SessionContext(
         index, matcher, templates, SimulatorSettings.from_config(simulator), turns, catalog_sha, paraphraser
     )
-    client = prompt = None
-    if system["agent"] == "llm":
-        client = make_client(system["backend"], llm_runtime, threads)
-        prompt = PromptTemplate(prompt_file or system["prompt"])
-    external = reply_cache = None
-    if system["agent"] in EXTERNAL_AGENTS:
+    kind = kind_of(system)
+    client = prompt = external = reply_cache = None
+    prompt_key = system_prompt_key(system)
+    if prompt_key:
+        prompt_file = prompt_file or system[prompt_key]
+        prompt = PromptTemplate(prompt_file)
+    if kind.external:
         external = ExternalCalls()
         reply_cache = ReplyCache(llm_runtime["cache_dir"]) if llm_runtime.get("cache_dir") else None
-        if system["agent"] == "chat":  # its replies are cached as the external system's, not twice
-            client = make_client(system["backend"], {**llm_runtime, "cache_dir": None}, threads)
+    if kind.llm_backend:  # an external system's replies are cached as its own, not twice
+        client = make_client(
+            system["backend"], {**llm_runtime, "cache_dir": None} if kind.external else llm_runtime, threads
+        )
     config_sha = canonical_sha(
         {
             "system": without_runtime(system),
@@ -169,12 +144,8 @@ def build_shard_runner(
             "turns": turns,
             "catalog": catalog_sha,
             "templates": templates.version,
-            "prompt": prompt.version if prompt else None,
-            **(
-                {"system_prompt": file_version(prompt_file or system["system_prompt"])}
-                if system.get("system_prompt")
-                else {}
-            ),
+            "prompt": None,
+            **({prompt_key: prompt.version} if prompt_key else {}),
         }
     )
     return ShardRunner(
@@ -190,10 +161,5 @@ def build_shard_runner(
         concurrency,
         reply_cache,
         external,
-        (prompt_file or system["system_prompt"]) if system.get("system_prompt") else None,
+        prompt_file if prompt_key else None,
     )
-
-
-def file_version(path: str | Path) -> str:
-    """Content hash of a file the sessions depend on (a chat system's prompt)."""
-    return PromptTemplate(path).version

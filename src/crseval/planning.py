@@ -1,0 +1,445 @@
+"""What an experiment's config asks of the workflow: its results layout, each rule's inputs, the LLMs
+each job calls, its threads and concurrency, the files it reads, the figures it draws, and the full
+check of the config before any job is planned.
+
+Above the stages and below the workflow: the rules (workflow/rules/*.smk), the provenance record
+(crseval.provenance) and the CLI ask here, and this module asks each pluggable kind what it declares
+(agent kinds: crseval.simulate.kinds; LLM backends: crseval.llm.backends; metric families:
+crseval.metrics.families; corpus formats: crseval.corpora.formats) instead of testing kind names.
+LLM backends are returned as {config key: backend settings}, the key naming who uses the backend
+(`systems.<name>`, `simulator.paraphrase`, `scoring.cas`, `scoring.adherence`, `judge`,
+`judge.panel.<name>`).
+
+Threads: a backend whose kind runs in the job's own process (llama.cpp) gets the job's threads
+(`llm.threads`); so does the sentence-embedding model (torch). A server backend runs elsewhere, and
+its job waits on it with one thread.
+
+Concurrency is a runtime setting like the cache folder or the timeout: it changes how fast a job
+runs, never what it produces (same seeds, same cache keys, same records in the same order). So it is
+kept out of the settings that identify results (crseval.core.canonical.without_runtime) and out of
+the rules' params, and a change of it re-runs nothing. A job runs one request at a time when any of
+its backends runs inside the job's own process (one model instance decodes one stream) and when it
+makes no LLM call at all (threads would only contend for the interpreter), unless its system's kind
+asks a service that answers many requests at once.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+from crseval.core import config_checks
+from crseval.core.config_checks import ConfigError
+from crseval.corpora.formats import config_problems as format_problems
+from crseval.llm.backends import BACKEND_KINDS, backend_kind
+from crseval.metrics import families
+from crseval.simulate.kinds import calibration_roles, kind_of, system_problems, system_prompt_key
+
+__all__ = ["calibration_roles", "system_prompt_key"]
+
+# Relative config paths under this folder may name the files shipped with the workflow (`input_path`).
+SHIPPED = "resources"
+# The prompt of the LLM topic extractors (legacy CAS `topics: llm`, adherence `extractor: llm`), shipped
+# with the workflow like the CRS and judge prompts.
+TOPICS_PROMPT = "resources/prompts/topics.txt"
+
+
+# ------------------------------------------------------------------ the config, checked whole
+
+
+def kind_problems(config: dict):
+    """What the kinds the config selects require beyond the schema: each system's agent kind, each
+    metric family, the corpus format."""
+    yield from system_problems(config)
+    yield from families.config_problems(config)
+    yield from format_problems(config)
+    yield from _in_process_concurrency(config)
+
+
+def check_config(config: dict) -> None:
+    """Raise one ConfigError listing every problem of `config`: the schema, the rules that relate
+    several values, and what each selected kind requires (crseval.core.config_checks)."""
+    config_checks.check_config(config, rules=(kind_problems,))
+
+
+def effective_config(*paths: str | Path) -> dict:
+    """The config the workflow runs with `--configfile <paths...>`, defaults filled in, checked whole."""
+    return config_checks.effective_config(*paths, rules=(kind_problems,))
+
+
+def _in_process_concurrency(config: dict):
+    """An explicit concurrency above 1 for a backend that runs in the job's own process would promise a
+    speed-up that one model instance in the job cannot give (the global llm.concurrency is simply not
+    applied to such jobs)."""
+    entries = [(("systems", i), system) for i, system in enumerate(_list(config, "systems"))]
+    judge = config.get("judge") if isinstance(config, dict) else None
+    entries.append((("judge",), judge))
+    panel = judge.get("panel") if isinstance(judge, dict) else None
+    entries += [(("judge", "panel", i), entry) for i, entry in enumerate(panel if isinstance(panel, list) else [])]
+    for path, entry in entries:
+        if not isinstance(entry, dict) or not isinstance(entry.get("backend"), dict):
+            continue
+        concurrency = entry.get("concurrency")
+        try:
+            kind = backend_kind(entry["backend"].get("type"))
+        except Exception:
+            continue  # the schema names an unknown type
+        if kind.in_process and config_checks._is_number(concurrency) and concurrency > 1:
+            servers = ", ".join(name for name, other in BACKEND_KINDS.items() if not other.in_process)
+            yield (
+                f"{config_checks.key_path((*path, 'concurrency'))}: {concurrency} requests in flight need a "
+                f"server backend ({servers}); the {kind.name} backend runs in the job's process, one request "
+                "at a time: use 1"
+            )
+
+
+def _list(config, key: str) -> list:
+    value = config.get(key) if isinstance(config, dict) else None
+    return value if isinstance(value, list) else []
+
+
+# ------------------------------------------------------------------ the results layout
+
+
+def results_dir(config: dict) -> str:
+    """Every output of the experiment is under results/<experiment>/ of the working directory."""
+    return f"results/{config['experiment']}"
+
+
+def corpus_manifest(config: dict) -> str:
+    """Where the workflow keeps the manifest of an imported corpus (crseval.corpora.manifest)."""
+    return f"{results_dir(config)}/sessions/corpus_manifest.json"
+
+
+# ------------------------------------------------------------------ which LLMs each job calls
+
+
+def simulating(config: dict) -> bool:
+    """Sessions are simulated (not imported from logs)."""
+    return config.get("sessions", {}).get("source", "simulate") == "simulate"
+
+
+def system_backends(system: dict, config: dict) -> dict[str, dict]:
+    """The LLMs a simulate job of `system` (an entry of config['systems']) calls: its own, if its kind
+    calls one, and the paraphraser's, which rewrites the simulated user's turns of every system."""
+    backends = {}
+    if kind_of(system).llm_backend:
+        backends[f"systems.{system['name']}"] = system["backend"]
+    paraphrase = config.get("simulator", {}).get("paraphrase", {})
+    if paraphrase.get("enabled"):
+        backends["simulator.paraphrase"] = paraphrase["backend"]
+    return backends
+
+
+def scoring_backends(config: dict) -> dict[str, dict]:
+    """The LLMs a score job calls: only those of the metric families `scoring.metrics` selects."""
+    return families.scoring_backends(config.get("scoring", {}))
+
+
+def panel_names(config: dict) -> list[str]:
+    """The panel judges (`judge.panel`) of an experiment whose judge is on, in config order."""
+    judge = config.get("judge", {})
+    return [entry["name"] for entry in judge.get("panel", [])] if judge.get("enabled") else []
+
+
+# What a panel judge takes from the first judge; its backend, options, top_logprobs and concurrency are its own.
+PANEL_SHARED = ("prompt", "samples", "retries", "seed")
+
+
+def judge_settings(config: dict, name: str | None = None) -> dict:
+    """The settings of one judge's jobs: the judge section without its panel for the first judge
+    (`name` None), else the panel judge `name`'s own backend and, where it gives none, the first
+    judge's options, top_logprobs, and its prompt, samples, retries and seed."""
+    first = {key: value for key, value in config["judge"].items() if key != "panel"}
+    if name is None:
+        return first
+    entry = next((e for e in config["judge"].get("panel", []) if e["name"] == name), None)
+    if entry is None:
+        raise KeyError(f"judge.panel has no judge named {name!r}")
+    settings = {key: first[key] for key in PANEL_SHARED}
+    settings |= {
+        "name": name,
+        "backend": entry["backend"],
+        "options": entry.get("options", first["options"]),
+        "top_logprobs": entry.get("top_logprobs", first.get("top_logprobs", 0)),
+    }
+    return settings | ({"concurrency": entry["concurrency"]} if "concurrency" in entry else {})
+
+
+def judge_key(name: str | None = None) -> str:
+    """Who calls a judge's backend: `judge`, or `judge.panel.<name>`."""
+    return "judge" if name is None else f"judge.panel.{name}"
+
+
+def judge_job_backends(config: dict, name: str | None = None) -> dict[str, dict]:
+    """The LLM one judge job calls: the first judge's, or the panel judge `name`'s (none when the judge is off)."""
+    if not config.get("judge", {}).get("enabled"):
+        return {}
+    return {judge_key(name): judge_settings(config, name)["backend"]}
+
+
+def judge_backends(config: dict) -> dict[str, dict]:
+    """The LLMs the judge stage calls: the first judge's and each panel judge's (none when the judge is off)."""
+    backends = judge_job_backends(config)
+    for name in panel_names(config):
+        backends |= judge_job_backends(config, name)
+    return backends
+
+
+def experiment_backends(config: dict) -> dict[str, dict]:
+    """Every LLM the experiment calls, by the config key that uses it."""
+    backends = {}
+    if simulating(config):
+        for system in config.get("systems", []):
+            backends.update(system_backends(system, config))
+    return backends | scoring_backends(config) | judge_backends(config)
+
+
+def embedding_users(config: dict) -> list[str]:
+    """The settings that make scoring load the all-MiniLM-L6-v2 sentence embedding model (in-process,
+    torch): only those of the metric families `scoring.metrics` selects."""
+    return families.embedding_users(config.get("scoring", {}))
+
+
+def scoring_reads_lda(config: dict) -> bool:
+    """Some selected metric family reads the LDA topic model (the `train_lda` rule's output)."""
+    return families.reads_lda(config.get("scoring", {}))
+
+
+def uses_llm(backends: dict[str, dict]) -> bool:
+    return bool(backends)
+
+
+def in_process(backends: dict[str, dict]) -> bool:
+    """Some backend runs inside the job's own process."""
+    return any(backend_kind(backend["type"]).in_process for backend in backends.values())
+
+
+# ------------------------------------------------------------------ threads
+
+
+def threads_for(backends: dict[str, dict], config: dict) -> int:
+    """A job's threads: `llm.threads` for a model in its own process, 1 to wait on a server or on nothing."""
+    return config["llm"]["threads"] if in_process(backends) else 1
+
+
+def system_threads(system: dict, config: dict) -> int:
+    return threads_for(system_backends(system, config), config)
+
+
+def scoring_threads(config: dict) -> int:
+    """A score job's threads: a model or the embedding model in its process take `llm.threads`."""
+    return config["llm"]["threads"] if embedding_users(config) else threads_for(scoring_backends(config), config)
+
+
+def judge_threads(config: dict, name: str | None = None) -> int:
+    """Threads of a job of the first judge, or of the panel judge `name`."""
+    return threads_for(judge_job_backends(config, name), config)
+
+
+# ------------------------------------------------------------------ concurrency
+
+
+def effective(requested: int, backends: dict[str, dict]) -> int:
+    """The concurrency a job really uses, given the backends it calls."""
+    if not uses_llm(backends) or in_process(backends):
+        return 1
+    return max(1, int(requested))
+
+
+def simulate_concurrency(system: dict, config: dict) -> int:
+    """Sessions in flight in one simulate job of `system` (an entry of config['systems'])."""
+    requested = system.get("concurrency", config["llm"].get("concurrency", 1))
+    backends = system_backends(system, config)
+    if kind_of(system).asks_a_service and not in_process(backends):  # a service answers many requests at a time
+        return max(1, int(requested))
+    return effective(requested, backends)
+
+
+def simulate_takes_slots(system: dict, config: dict) -> bool:
+    """A simulate job of `system` keeps requests in flight (an LLM or a service): it takes `llm_slots`."""
+    return uses_llm(system_backends(system, config)) or kind_of(system).asks_a_service
+
+
+def judge_concurrency(config: dict, name: str | None = None) -> int:
+    """Sessions judged at once in one job of the first judge, or of the panel judge `name`."""
+    settings = judge_settings(config, name)
+    requested = settings.get("concurrency", config["llm"].get("concurrency", 1))
+    return effective(requested, judge_job_backends(config, name))
+
+
+# ------------------------------------------------------------------ figures
+
+
+# Drawn for every experiment (crseval.analysis.figures); the families and the judge add theirs.
+BASE_FIGURES = ("metric_bars", "correlation_heatmap", "recovery_delay_box", "distributions")
+
+
+def scatter_columns(config: dict) -> list[str]:
+    """Per session, TAS against these: the selected families' and, when it runs, the judge's scores."""
+    from crseval.judge.columns import CRITERIA, score_column
+
+    judged = [score_column(criterion) for criterion in CRITERIA] if config["judge"]["enabled"] else []
+    return families.scatter_columns(config["scoring"]) + judged
+
+
+def figures(config: dict) -> list[str]:
+    """The figures the `plots` rule draws for this config, by their file stem: the base figures, the
+    selected families' own, the judge's, then those that plot a family's metric against others."""
+    scoring, scatter = config["scoring"], scatter_columns(config)
+    own = families.figures(scoring, [])
+    drawn = [*BASE_FIGURES, *own]
+    if config["judge"]["enabled"]:
+        drawn.append("judge_radar")
+    return drawn + [figure for figure in families.figures(scoring, scatter) if figure not in own]
+
+
+# ------------------------------------------------------------------ files the config names
+
+
+def input_path(path: str, workflow_dir: str | Path) -> str:
+    """Where the workflow reads a file the config names (config/README.md, "Paths").
+
+    A path is read from the working directory, where snakemake runs and results/ is written. A
+    relative path under resources/ that names no file there names the file shipped with the
+    workflow at `workflow_dir` (its prompts, templates, word lists, demo catalog), so that the
+    shipped configs run unchanged from a checkout and from a folder that uses the workflow as a
+    module. A path found in neither place is returned as written, for the missing-file error to name.
+    """
+    if os.path.isabs(path) or os.path.exists(path) or Path(os.path.normpath(path)).parts[:1] != (SHIPPED,):
+        return path
+    shipped = Path(workflow_dir) / path
+    return str(shipped) if shipped.exists() else path
+
+
+def config_inputs(config: dict) -> dict[str, str]:
+    """Config key -> file path, for every file the config makes the workflow read (not the import
+    glob, nor GGUF models, which `model_paths` lists). Keys as written in the YAML file."""
+    inputs = {
+        "catalog.path": config["catalog"]["path"],
+        "catalog.non_genre_values": config["catalog"]["non_genre_values"],
+    }
+    if simulating(config):
+        inputs["simulator.templates"] = config["simulator"]["templates"]
+        for i, system in enumerate(config.get("systems", [])):
+            if key := system_prompt_key(system):
+                inputs[f"systems[{i}].{key}"] = system[key]
+    if config.get("judge", {}).get("enabled"):
+        inputs["judge.prompt"] = config["judge"]["prompt"]
+    return inputs
+
+
+def model_paths(config: dict) -> dict[str, str]:
+    """Config key -> GGUF file, for the backends that name a model file by path (not an embedded model)."""
+    sections = {}
+    if simulating(config):
+        for i, system in enumerate(config.get("systems", [])):
+            if kind_of(system).llm_backend:
+                sections[f"systems[{i}].backend.model"] = system["backend"]
+        if config["simulator"]["paraphrase"].get("enabled"):
+            sections["simulator.paraphrase.backend.model"] = config["simulator"]["paraphrase"]["backend"]
+    for key, backend in scoring_backends(config).items():
+        sections[f"{key}.llm.backend.model"] = backend
+    if config.get("judge", {}).get("enabled"):
+        sections["judge.backend.model"] = config["judge"]["backend"]
+        for i, entry in enumerate(config["judge"].get("panel", [])):
+            sections[f"judge.panel[{i}].backend.model"] = entry["backend"]
+    files = {key: backend_kind(backend["type"]).model_file(backend) for key, backend in sections.items()}
+    return {key: path for key, path in files.items() if path is not None}
+
+
+def check_inputs(config: dict, workflow_dir: str | Path) -> None:
+    """Raise one ConfigError naming every file the config names that does not exist, by its key.
+
+    Run before any job is planned, so that a typo in a path stops the run at once whatever is already
+    under results/ (Snakemake would otherwise re-run nothing upstream of a missing input, or fail
+    later without naming the key). Paths are resolved as the rules resolve them (`input_path`).
+    """
+    problems = []
+    for key, path in {**config_inputs(config), **model_paths(config)}.items():
+        if not os.path.isfile(input_path(path, workflow_dir)):
+            problems.append(f"{key}: {path} does not exist" + (" (or is not a file)" if os.path.exists(path) else ""))
+    if not simulating(config):
+        pattern = config["sessions"].get("import_paths")
+        if pattern and not glob.glob(pattern):
+            problems.append(f"sessions.import_paths: {pattern} matches no file")
+        votes = config["sessions"].get("import_votes")
+        if votes and not os.path.isfile(votes):
+            problems.append(
+                f"sessions.import_votes: {votes} does not exist"
+                + (" (or is not a file)" if os.path.exists(votes) else "")
+            )
+    validity = (config.get("human_agreement") or {}).get("validity_table")
+    if validity and not os.path.isfile(validity):
+        problems.append(
+            f"human_agreement.validity_table: {validity} does not exist (run the calibration experiment first: "
+            "snakemake --cores 2 --configfile config/calibration.yaml)"
+        )
+    calibration = (config.get("human_agreement") or {}).get("calibration_config")
+    if calibration and not os.path.isfile(calibration):
+        problems.append(f"human_agreement.calibration_config: {calibration} does not exist")
+    if problems:
+        raise ConfigError(problems, "missing input file")
+
+
+# ------------------------------------------------------------------ the provenance rule's inputs
+
+
+def backends_used(config: dict) -> list[tuple[str, dict]]:
+    """(user, backend config) for every LLM the config makes the workflow call."""
+    return list(experiment_backends(config).items())
+
+
+def prompts_used(config: dict) -> dict[str, list[str]]:
+    """Prompt file -> its users (systems.<name>, judge, the LLM topic extractors scoring.cas and
+    scoring.adherence), for the prompts the config makes the workflow read."""
+    prompts: dict[str, list[str]] = {}
+    if simulating(config):
+        for system in config.get("systems", []):
+            if key := system_prompt_key(system):
+                prompts.setdefault(system[key], []).append(f"systems.{system['name']}")
+    if config.get("judge", {}).get("enabled"):
+        prompts.setdefault(config["judge"]["prompt"], []).append("judge")
+    for user in scoring_backends(config):
+        prompts.setdefault(TOPICS_PROMPT, []).append(user)
+    return prompts
+
+
+def model_files(config: dict) -> list[str]:
+    """GGUF files named by path in the backends the experiment calls (embedded models are checked by
+    crseval.llm.models), each once."""
+    return list(dict.fromkeys(model_paths(config).values()))
+
+
+def other_inputs(config: dict) -> dict[str, list[str]]:
+    """Config key -> data files besides the catalog and prompts that shape the sessions."""
+    inputs = {"catalog.non_genre_values": [config["catalog"]["non_genre_values"]]}
+    if simulating(config):
+        inputs["simulator.templates"] = [config["simulator"]["templates"]]
+    else:
+        inputs["sessions.import_paths"] = sorted(glob.glob(config["sessions"]["import_paths"]))
+        if config["sessions"].get("import_votes"):
+            inputs["sessions.import_votes"] = [config["sessions"]["import_votes"]]
+    return inputs
+
+
+def provenance_inputs(config: dict, workflow_dir: str | Path) -> dict[str, str | list[str]]:
+    """The files the provenance rule depends on, so that it re-runs when one of them changes: each
+    where the workflow at `workflow_dir` reads it (`input_path`)."""
+    inputs = other_inputs(config)
+
+    def read(paths: list[str]) -> list[str]:
+        return [input_path(path, workflow_dir) for path in paths]
+
+    return {
+        "catalog": input_path(config["catalog"]["path"], workflow_dir),
+        "non_genre_values": read(inputs["catalog.non_genre_values"]),
+        "templates": read(inputs.get("simulator.templates", [])),
+        # an imported corpus is an input through its manifest (crseval.corpora.manifest), which changes
+        # whenever a log does: listing every log would make planning grow with the corpus
+        "logs": [] if simulating(config) else [corpus_manifest(config)],
+        "votes": inputs.get("sessions.import_votes", []),
+        "prompts": read(sorted(prompts_used(config))),
+        "models": model_files(config),
+    }
