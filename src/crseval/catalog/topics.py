@@ -33,6 +33,7 @@ from gensim.models import CoherenceModel, LdaModel
 from gensim.models.ldamodel import dirichlet_expectation, mean_absolute_difference
 from threadpoolctl import ThreadpoolController
 
+from crseval.core.config_checks import schema_defaults
 from crseval.language.text import content_words
 
 MODEL_FILE = "lda.model"
@@ -58,22 +59,25 @@ def ranked(probabilities: np.ndarray, topn: int) -> list[int]:
     return np.argsort(-np.round(probabilities, DECIMALS), kind="stable")[:topn].tolist()
 
 
+_DEFAULTS = schema_defaults("lda")
+
+
 @dataclass(frozen=True)
 class LdaSettings:
-    """Every knob of training and inference; the `lda` section of the config."""
+    """Every knob of training and inference; the `lda` section of the config (defaults from the schema)."""
 
-    num_topics: int = 12
-    passes: int = 20
-    iterations: int = 100
-    random_state: int = 42
-    no_below: int = 2
-    no_above: float = 0.5
-    min_token_length: int = 3
-    lemmatize: bool = True
-    top_words: int = 5
-    minimum_probability: float = 0.1
-    coherence: str = "c_v"
-    coherence_top_n: int = 10
+    num_topics: int = _DEFAULTS["num_topics"]
+    passes: int = _DEFAULTS["passes"]
+    iterations: int = _DEFAULTS["iterations"]
+    random_state: int = _DEFAULTS["random_state"]
+    no_below: int = _DEFAULTS["no_below"]
+    no_above: float = _DEFAULTS["no_above"]
+    min_token_length: int = _DEFAULTS["min_token_length"]
+    lemmatize: bool = _DEFAULTS["lemmatize"]
+    top_words: int = _DEFAULTS["top_words"]
+    minimum_probability: float = _DEFAULTS["minimum_probability"]
+    coherence: str = _DEFAULTS["coherence"]
+    coherence_top_n: int = _DEFAULTS["coherence_top_n"]
 
     @classmethod
     def from_config(cls, section: dict) -> "LdaSettings":

@@ -72,6 +72,22 @@ def _fill(value: Any, schema: dict) -> None:
             _fill(value[key], sub)
 
 
+@functools.lru_cache(maxsize=1)
+def _default_config() -> dict:
+    config: dict = {}
+    fill_defaults(config)
+    return config
+
+
+def schema_defaults(*path: str) -> dict:
+    """The schema's default of every setting of the section at `path` (("scoring", "tas")): a settings
+    class takes its defaults from here, so that each default is written once, in the schema."""
+    section = _default_config()
+    for key in path:
+        section = section[key]
+    return copy.deepcopy(section)
+
+
 def effective_config(*paths: str | Path, schema_path: str | Path = SCHEMA_PATH, rules: tuple[Rule, ...] = ()) -> dict:
     """The config the workflow runs with `--configfile <paths...>`: the files merged in order (a later
     file's mapping updates the earlier one's, key by key, as Snakemake merges them), the schema's defaults

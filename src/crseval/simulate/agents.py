@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crseval.catalog.index import CatalogIndex
+from crseval.core.config_checks import schema_defaults
 from crseval.core.fields import display
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.tracker import Constraint, ConstraintTracker
@@ -52,11 +53,20 @@ class Reply:
     unknown_titles: list[str] = field(default_factory=list)  # films named that the catalog does not hold
 
 
+_DEFAULTS = schema_defaults("agent")
+
+
 @dataclass(frozen=True)
 class AgentSettings:
-    candidates: int = 5
-    history_turns: int = 2
-    track_plot_keywords: bool = False
+    """The `agent` section of the config; defaults from the schema."""
+
+    candidates: int = _DEFAULTS["candidates"]
+    history_turns: int = _DEFAULTS["history_turns"]
+    track_plot_keywords: bool = _DEFAULTS["track_plot_keywords"]
+
+    @classmethod
+    def from_config(cls, section: dict) -> "AgentSettings":
+        return cls(**section)
 
 
 class Agent(ABC):

@@ -151,7 +151,7 @@ def build_shard_runner(
     return ShardRunner(
         ctx,
         system,
-        AgentSettings(**agent),
+        AgentSettings.from_config(agent),
         experiment_seed,
         config_sha,
         load_schema(schema),

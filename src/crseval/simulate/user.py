@@ -26,6 +26,7 @@ import numpy as np
 import yaml
 
 from crseval.catalog.index import CatalogIndex
+from crseval.core.config_checks import schema_defaults
 from crseval.core.fields import CONCEPT_FIELDS, display
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.text import lemma
@@ -39,13 +40,18 @@ class SimulatorTextError(RuntimeError):
     """No wording of an utterance says exactly what the simulated user means."""
 
 
+_DEFAULTS = schema_defaults("simulator")
+
+
 @dataclass(frozen=True)
 class SimulatorSettings:
-    shift_every: int = 2
-    field_order: tuple[str, ...] = ("genre", "actor", "director", "writer", "language", "year")
-    contradiction_rate: float = 0.1
-    accept_rate: float = 0.7
-    max_bridge_share: float = 0.1
+    """The user's behaviour in the `simulator` section of the config; defaults from the schema."""
+
+    shift_every: int = _DEFAULTS["shift_every"]
+    field_order: tuple[str, ...] = tuple(_DEFAULTS["field_order"])
+    contradiction_rate: float = _DEFAULTS["contradiction_rate"]
+    accept_rate: float = _DEFAULTS["accept_rate"]
+    max_bridge_share: float = _DEFAULTS["max_bridge_share"]
 
     @classmethod
     def from_config(cls, section: dict) -> "SimulatorSettings":
