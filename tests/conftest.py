@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from crseval.core.config_checks import effective_config
+from crseval.planning import effective_config
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_CATALOG = REPO / "resources" / "catalog" / "demo_movies.json"

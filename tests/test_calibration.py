@@ -1,6 +1,7 @@
 """Calibration systems: the grounded metrics order them as their construction says."""
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,7 @@ from crseval.analysis.validity import EXPECTATIONS, assess, cliffs_delta, kendal
 from crseval.language.concepts import ConceptMatcher
 from crseval.metrics import grounded
 from crseval.simulate.agents import AgentSettings, TemplateAgent
-from crseval.simulate.calibration import calibration_roles, make_calibration_agent
+from crseval.simulate.kinds import agent_kind, calibration_roles
 from crseval.simulate.sessions import SessionContext, run_session, session_seed
 from crseval.simulate.user import SimulatorSettings, Templates
 
@@ -35,6 +36,12 @@ GROUNDED = (
     "recovery_rate_cosine",
     "tas_copying",
 )
+
+
+def make_calibration_agent(system: dict, index, matcher, settings, seed: int):
+    """The agent a shard runner builds for `system`, through its kind's declaration."""
+    runner = SimpleNamespace(ctx=SimpleNamespace(index=index), tracker=matcher, agent_settings=settings, system=system)
+    return agent_kind(system["agent"]).make_agent(runner, seed)
 
 
 @pytest.fixture(scope="module")

@@ -15,12 +15,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from crseval.core.config_checks import ConfigError, check_config
+from crseval.core.config_checks import ConfigError
 from crseval.core.names import NAME_PATTERN
 from crseval.metrics.basic import jaccard
 from crseval.metrics.grounded import TasSettings, tas_value
 from crseval.metrics.legacy_cas import CasSettings, score_dialogue
 from crseval.metrics.response_stats import TrigramLM
+from crseval.planning import check_config
 
 SCHEMA = yaml.safe_load((REPO / "src" / "crseval" / "core" / "schemas" / "config.schema.yaml").read_text())
 SHIPPED = sorted((REPO / "config").glob("*.yaml"))

@@ -6,7 +6,8 @@ written in the YAML file (`systems[2].backend.type`). The schema states what one
 (types, bounds, names); the rules here are the ones a JSON schema cannot state because they relate
 several values (sums, ordering, unique names). Without them the pipeline runs and gives silently
 wrong numbers, or fails late with an exception that names no key. config/README.md ("Validation")
-lists the rules.
+lists the rules. The rules of a pluggable kind (a metric family's weights, an agent kind's entry) are
+declared by the kind and passed in by crseval.planning.check_config, the check the workflow runs.
 
 A setting the schema gives a `default` may be left out: `fill_defaults` writes the default in, so
 that a config written before the setting existed keeps working, and every rule (and the provenance
@@ -30,10 +31,6 @@ from crseval.core.names import NAME_PATTERN, NAME_RULE
 
 SCHEMA_PATH = Path(__file__).resolve().with_name("schemas") / "config.schema.yaml"  # package data
 SUM_TOLERANCE = 1e-9
-LM_LAMBDAS = ("scoring", "response_stats", "lm", "lambdas")
-CAS_WEIGHTS = ("scoring", "cas", "weights")
-TAS = ("scoring", "tas")
-RANGES = (("scoring", "cas", "delay_range"),)  # every [low, high] pair of the schema
 # A check beyond the schema: the filled config -> one problem per line, each starting with its key path.
 Rule = Callable[[Any], Iterator[str]]
 
@@ -169,10 +166,6 @@ def _did_you_mean(given: str, known: list[str]) -> str:
 def _rule_problems(config: Any) -> Iterator[str]:
     """The cross-value rules; each skips values of the wrong shape, which the schema reports."""
     yield from _finite_numbers(config, ())
-    yield from _lm_lambdas(config)
-    yield from _cas_weights(config)
-    yield from _tas_weights(config)
-    yield from _ranges(config)
     yield from _unique_system_names(config)
     yield from _unique_panel_names(config)
     yield from _one_calibration_source(config)
@@ -216,46 +209,6 @@ def _finite_numbers(value: Any, path: tuple) -> Iterator[str]:
     elif isinstance(value, list):
         for i, item in enumerate(value):
             yield from _finite_numbers(item, (*path, i))
-
-
-def _lm_lambdas(config: Any) -> Iterator[str]:
-    """Interpolation weights: any sum other than 1 scales every probability, hence the perplexity."""
-    lambdas = _numbers(_at(config, LM_LAMBDAS), 3)
-    if lambdas is not None and abs(math.fsum(lambdas) - 1) > SUM_TOLERANCE:
-        yield (
-            f"{key_path(LM_LAMBDAS)}: {lambdas} sum to {_show(math.fsum(lambdas))}, but must sum to 1 "
-            "(they interpolate the unigram, bigram and trigram models)"
-        )
-
-
-def _cas_weights(config: Any) -> Iterator[str]:
-    """CAS divides by the sum of its weights: with no positive weight it is NaN for every session."""
-    weights = _at(config, CAS_WEIGHTS)
-    if isinstance(weights, dict) and weights and all(map(_is_number, weights.values())):
-        total = math.fsum(weights.values())
-        if total <= 0:
-            yield (
-                f"{key_path(CAS_WEIGHTS)}: they sum to {_show(total)}, but must have a positive sum "
-                "(CAS is the mean of its components weighted by them)"
-            )
-
-
-def _tas_weights(config: Any) -> Iterator[str]:
-    """TAS = alpha CC + beta CR - gamma I: without alpha and beta it rewards no adherence at all."""
-    alpha, beta = _at(config, (*TAS, "alpha")), _at(config, (*TAS, "beta"))
-    if _is_number(alpha) and _is_number(beta) and alpha + beta <= 0:
-        yield (
-            f"{key_path(TAS)}: alpha + beta is {_show(alpha + beta)}, but must be positive "
-            "(TAS = alpha CC + beta CR - gamma I would be 0 or below for every system)"
-        )
-
-
-def _ranges(config: Any) -> Iterator[str]:
-    """A [low, high] range normalises by high - low: an empty or reversed one divides by 0 or flips."""
-    for path in RANGES:
-        pair = _numbers(_at(config, path), 2)
-        if pair is not None and not pair[0] < pair[1]:
-            yield f"{key_path(path)}: {pair} must be strictly increasing (first < second)"
 
 
 def _unique_system_names(config: Any) -> Iterator[str]:

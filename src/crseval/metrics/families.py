@@ -21,8 +21,6 @@ from crseval.metrics.family import FamilyKind
 FAMILY_KINDS: dict[str, FamilyKind] = {
     kind.name: kind for kind in (grounded.KIND, legacy_cas.KIND, adherence.KIND, response_stats.KIND)
 }
-# The base figures every experiment draws; the families add theirs (`figures`), the judge its radar.
-BASE_FIGURES = ("metric_bars", "correlation_heatmap", "recovery_delay_box", "distributions")
 
 
 def family_kind(name: str) -> FamilyKind:

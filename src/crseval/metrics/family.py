@@ -44,7 +44,7 @@ class ScoringContext:
     space: object  # grounded.ConceptSpace: catalog concepts in text, shared by TAS and adherence
     lda_dir: str | Path | None
     llm_factory: Callable | None
-    topics_prompt: str | Path | None  # the LLM topic extractors' prompt file (crseval.core.experiment.TOPICS_PROMPT)
+    topics_prompt: str | Path | None  # the LLM topic extractors' prompt file (crseval.planning.TOPICS_PROMPT)
     make_tfidf: Callable[[], object]
     make_embedder: Callable[[], object]
     texts: TextAnalyses = field(default_factory=TextAnalyses)  # the shard's texts, each analysed once

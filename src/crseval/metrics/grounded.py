@@ -36,7 +36,7 @@ import numpy as np
 
 from crseval.catalog.index import CatalogIndex
 from crseval.core.columns import Column
-from crseval.core.config_checks import _at, _is_number, _show, key_path
+from crseval.core.config_checks import _at, _is_number, _show, key_path, schema_defaults
 from crseval.language.concepts import CONCEPT_FIELDS, ConceptMatcher
 from crseval.language.titles import title_key
 from crseval.language.tokens import TextAnalyses, words
@@ -95,15 +95,20 @@ TURN_COLUMNS = (
 )
 
 
+_DEFAULTS = schema_defaults("scoring", "tas")
+
+
 @dataclass(frozen=True)
 class TasSettings:
-    alpha: float = 0.4
-    beta: float = 0.4
-    gamma: float = 0.2
-    fields: tuple[str, ...] = CONCEPT_FIELDS
-    include_titles: bool = False
-    recovery_window: int = 2
-    recovery_threshold: float = 0.5
+    """The `scoring.tas` section of the config; defaults from the schema."""
+
+    alpha: float = _DEFAULTS["alpha"]
+    beta: float = _DEFAULTS["beta"]
+    gamma: float = _DEFAULTS["gamma"]
+    fields: tuple[str, ...] = tuple(_DEFAULTS["fields"])
+    include_titles: bool = _DEFAULTS["include_titles"]
+    recovery_window: int = _DEFAULTS["recovery_window"]
+    recovery_threshold: float = _DEFAULTS["recovery_threshold"]
 
     @classmethod
     def from_config(cls, section: dict) -> "TasSettings":

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from crseval.core.columns import Column
-from crseval.core.config_checks import _at, _is_number, _numbers, _show, key_path
+from crseval.core.config_checks import _at, _is_number, _numbers, _show, key_path, schema_defaults
 from crseval.metrics.basic import jaccard
 from crseval.metrics.expectations import ADAPTATION, ECHO, ECHO_REASON, Expectation, column_named
 from crseval.metrics.family import FamilyKind, no_figure_params, no_figures
@@ -46,25 +46,22 @@ TURN_COLUMNS = (
 )
 
 
+_DEFAULTS = schema_defaults("scoring", "cas")
+
+
 @dataclass(frozen=True)
 class CasSettings:
-    mode: str = "fixed"
-    sim_topic_shift: float = 0.55
-    topic_jaccard_shift: float = 0.35
-    alignment_threshold: float = 0.65
-    jaccard_fallback: float = 0.3
-    interference_cap: int = 4
-    delay_min: float = 1.0
-    delay_max: float = 6.0
-    weights: dict = field(
-        default_factory=lambda: {
-            "recovery": 0.01,
-            "delay": 0.02,
-            "interference": 0.02,
-            "cross_coherence": 0.3,
-            "context_retention": 0.15,
-        }
-    )
+    """The `scoring.cas` section of the config; defaults from the schema."""
+
+    mode: str = _DEFAULTS["mode"]
+    sim_topic_shift: float = _DEFAULTS["sim_topic_shift"]
+    topic_jaccard_shift: float = _DEFAULTS["topic_jaccard_shift"]
+    alignment_threshold: float = _DEFAULTS["alignment_threshold"]
+    jaccard_fallback: float = _DEFAULTS["jaccard_fallback"]
+    interference_cap: int = _DEFAULTS["interference_cap"]
+    delay_min: float = float(_DEFAULTS["delay_range"][0])
+    delay_max: float = float(_DEFAULTS["delay_range"][1])
+    weights: dict = field(default_factory=lambda: dict(_DEFAULTS["weights"]))
 
     @classmethod
     def from_config(cls, section: dict) -> "CasSettings":
