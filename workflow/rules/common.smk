@@ -201,8 +201,8 @@ def panel_outputs(name):
 
 # ------------------------------------------------------------------ figures
 
-# The figures the plots rule draws (crseval.planning.figures: the families and the judge add theirs), and
-# the per-session scores TAS is plotted against.
+# The figures of the experiment, by file stem (the families and the judge add theirs to the base ones;
+# crseval.planning.figures), and the per-session scores TAS is plotted against.
 FIGURES = planning.figures(config)
 SCATTER = planning.scatter_columns(config)
 
