@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import re
 import shutil
 import subprocess
@@ -14,6 +15,7 @@ import yaml
 from crseval.planning import effective_config
 
 REPO = Path(__file__).resolve().parents[1]
+TESTS = REPO / "tests"
 DEMO_CATALOG = REPO / "resources" / "catalog" / "demo_movies.json"
 NON_GENRES = REPO / "resources" / "wordlists" / "non_genre_values.tsv"
 FULL_CATALOG = REPO.parent / "shared" / "data" / "opendialkg_movie_data.json"
@@ -49,6 +51,81 @@ def copy_workflow(destination: Path) -> Path:
 @pytest.fixture
 def workflow_copy(tmp_path: Path) -> Path:
     return copy_workflow(tmp_path)
+
+
+def _runs_snakemake(function, seen: set) -> bool:
+    """Whether a test-suite function calls run_snakemake or runs `python -m snakemake` itself, or
+    through the test suite's own helpers it names (followed a few levels deep)."""
+    function = inspect.unwrap(function)
+    code = getattr(function, "__code__", None)
+    if code is None or code in seen or len(seen) > 50:
+        return False
+    seen.add(code)
+    codes = [code]
+    while codes:
+        current = codes.pop()
+        if "run_snakemake" in current.co_names or {"-m", "snakemake"} <= set(current.co_consts):
+            return True
+        codes += [c for c in current.co_consts if inspect.iscode(c)]
+        for name in current.co_names:
+            helper = function.__globals__.get(name)
+            if inspect.isfunction(helper) and Path(helper.__code__.co_filename).parent == TESTS:
+                if _runs_snakemake(helper, seen):
+                    return True
+    return False
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m selects by marker
+def pytest_collection_modifyitems(config, items):
+    """Every test that runs the Snakemake CLI, itself or in a fixture of the test suite, is marked
+    `workflow` (the marker's definition), so that `-m "not workflow"` leaves out every one of them
+    even where the test module does not say so."""
+    for item in items:
+        if item.get_closest_marker("workflow") or not isinstance(item, pytest.Function):
+            continue
+        functions = [item.function]
+        for definitions in item._fixtureinfo.name2fixturedefs.values():
+            functions += [d.func for d in definitions if Path(inspect.getfile(d.func)).parent == TESTS]
+        if any(_runs_snakemake(function, set()) for function in functions):
+            item.add_marker(pytest.mark.workflow)
+
+
+# The longest tests outside the Snakemake runs (seconds on two cores), started first when pytest-xdist shares
+# the tests out, so that the other tests fill in around them instead of one of them ending the run alone.
+LONGEST_FIRST = {
+    "test_score_equivalence.py::test_scores_match_the_reference[thesis]": 225,
+    "test_external_resume.py::test_kill_9_of_a_shard_in_flight_loses_and_repeats_nothing[python]": 61,
+    "test_simulator.py::test_the_user_says_exactly_what_it_means_on_the_full_catalog": 47,
+    "test_concurrency.py::test_kill_9_at_concurrency_8_loses_and_duplicates_nothing": 19,
+    "test_comparison.py::test_one_family_setting_changes_every_table_alike": 18,
+}
+
+
+@pytest.hookimpl(specname="pytest_collection_modifyitems", trylast=True)  # on the tests left after -m
+def pytest_collection_modifyitems_deal_out_the_longest(config, items):
+    """In a pytest-xdist worker (every worker sorts alike): `--dist worksteal` first gives each of the n workers
+    one of n consecutive equal slices of the tests (and later moves tests from the ends of the slices of
+    busy workers to idle ones); the longest tests are dealt out over the heads of the slices."""
+    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
+    long = sorted((i for i in items if i.nodeid.endswith(tuple(LONGEST_FIRST))), key=_seconds, reverse=True)
+    if workers < 2 or not long:
+        return
+    heads = [[] for _ in range(workers)]
+    for item in long:
+        min(heads, key=lambda head: sum(map(_seconds, head))).append(item)
+    rest = [item for item in items if item not in long]
+    ordered, start = [], 0
+    for worker, head in enumerate(heads):
+        size = (len(items) - len(ordered)) // (workers - worker)
+        taken = max(0, size - len(head))
+        ordered += head + rest[start : start + taken]
+        start += taken
+    ordered += rest[start:]
+    items[:] = ordered
+
+
+def _seconds(item) -> int:
+    return next(seconds for name, seconds in LONGEST_FIRST.items() if item.nodeid.endswith(name))
 
 
 def run_snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:

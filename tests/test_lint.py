@@ -35,6 +35,7 @@ def test_snakefmt_would_change_nothing():
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.workflow
 @pytest.mark.parametrize("configfile", SHIPPED_CONFIGS)
 def test_snakemake_lint_finds_nothing(configfile):
     if configfile == "config/thesis_logs.yaml" and not REFERENCE_LOGS.exists():

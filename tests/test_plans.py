@@ -20,6 +20,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import REFERENCE_LOGS, REPO  # noqa: E402
 
+pytestmark = pytest.mark.workflow  # each test runs `snakemake -n`
+
 PLANS = REPO / "tests" / "data" / "plans"
 CONFIGS = sorted(
     p.relative_to(REPO).as_posix() for p in [*REPO.glob("config/*.yaml"), *REPO.glob("config/test/*.yaml")]

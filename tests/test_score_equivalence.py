@@ -181,16 +181,18 @@ def assert_same_table(actual: pd.DataFrame, expected: pd.DataFrame, name: str) -
 
 
 @pytest.fixture(scope="module")
-def scored(tmp_path_factory):
+def prepared(tmp_path_factory):
+    """The index, LDA model and records both runs score (each run is scored in its own test, so that
+    test workers running them side by side do not each score both)."""
     workdir = tmp_path_factory.mktemp("score_reference")
     prepare(workdir)
-    records = imported_sessions(workdir) + read_simulated()
-    return {run: score_all(workdir, records, run) for run in RUNS}
+    return workdir, imported_sessions(workdir) + read_simulated()
 
 
 @pytest.mark.parametrize("run", list(RUNS))
-def test_scores_match_the_reference(scored, run):
-    sessions, turns = scored[run]
+def test_scores_match_the_reference(prepared, run):
+    workdir, records = prepared
+    sessions, turns = score_all(workdir, records, run)
     # parquet round trip, so that dtypes compare as stored
     for table, frame in (("sessions", sessions), ("turns", turns)):
         expected = pd.read_parquet(fixture_path(run, table))
