@@ -34,6 +34,7 @@ def test_bad_config_fails_naming_the_key(mutate, message):
         check_config(config)
 
 
+@pytest.mark.workflow
 def test_workflow_refuses_a_bad_config_at_start(workflow_copy):
     config = default_config()
     config["lda"]["no_belw"] = 3
@@ -61,6 +62,7 @@ def test_bad_system_or_simulator_config_fails(mutate):
         check_config(config)
 
 
+@pytest.mark.workflow
 def test_duplicate_system_names_fail_at_start(workflow_copy):
     config = default_config()
     config["systems"].append(dict(config["systems"][-1]))
@@ -82,6 +84,7 @@ PAPER_JOBS = {
 }
 
 
+@pytest.mark.workflow
 @pytest.mark.parametrize("profile", [None, "profiles/slurm"])
 def test_paper_config_dry_run_lists_the_expected_jobs(workflow_copy, profile):
     """6 models x 1,000 sessions in shards of 50: 20 jobs per system for simulate, score and judge."""

@@ -246,6 +246,7 @@ def test_test_experiments_pass(path):
 # --- what the user of the workflow sees -----------------------------------------------------------
 
 
+@pytest.mark.workflow
 def test_snakemake_prints_every_problem_naming_its_key(workflow_copy):
     config = default_config()
     config["scoring"]["response_stats"]["lm"]["lambdas"] = [1, 1, 1]
@@ -260,6 +261,7 @@ def test_snakemake_prints_every_problem_naming_its_key(workflow_copy):
     assert "Failed validating" not in output  # no schema dump
 
 
+@pytest.mark.workflow
 def test_snakemake_fills_the_schema_defaults(workflow_copy):
     config = default_config()
     del config["sessions"]["source"], config["agent"], config["stats"]["power"]  # a key, a section, a nested section

@@ -44,8 +44,18 @@ TOLERANCE = 1e-9
 # is far below what a change of these metrics would move (their values lie in -1..2).
 EMBEDDING_TOLERANCE = 1e-5
 EMBEDDING_COLUMNS = ("embedding_diversity", "cluster_silhouette", "intra_cluster_diversity", "inter_cluster_diversity")
-# name -> (cas mode, metric families); the embedding model runs with one thread so that its vectors repeat
-RUNS = {"thesis": ("thesis", ["tas", "cas", "adherence", "response_stats"]), "fixed": ("fixed", ["cas"])}
+# The columns computed from the sentence embeddings: absent from a run without them.
+FROM_EMBEDDINGS = (*EMBEDDING_COLUMNS, "semantic_clusters")
+# name -> (cas mode, metric families, sentence embeddings); the embedding model runs with one thread so that
+# its vectors repeat. Each run has a fixture of its own.
+RUNS = {
+    "thesis": ("thesis", ["tas", "cas", "adherence", "response_stats"], True),
+    "fixed": ("fixed", ["cas"], False),
+}
+# The thesis run without the embedding model (about 10 s, where the model takes 3-4 minutes on one core):
+# every column but those FROM_EMBEDDINGS must match the thesis fixture. The full run is marked `llm`
+# (a language model over the whole corpus), so the quick subset of the tests keeps every other check.
+WITHOUT_EMBEDDINGS = {"thesis_words": "thesis"}
 SIMULATED_SYSTEMS = [
     {"name": "template", "agent": "template"},
     {"name": "oracle", "agent": "oracle"},
@@ -122,15 +132,19 @@ def simulate_sessions(workdir: Path) -> list[dict]:
 
 def score_all(workdir: Path, records: list[dict], run: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Score the records system by system in shards of SHARD_SIZE with one scorer, as score jobs do."""
+    return score_with(workdir, records, *RUNS[run])
+
+
+def score_with(workdir: Path, records: list[dict], mode: str, families: list[str], embeddings: bool):
+    """`score_all` with the run's settings given: the CAS mode, the families, the sentence embeddings."""
     from crseval.metrics.scorer import build_scorer
 
-    mode, families = RUNS[run]
     scoring = thesis_config()["scoring"]
     settings = {
         **scoring,
         "metrics": families,
         "cas": {**scoring["cas"], "mode": mode},
-        "response_stats": {**scoring["response_stats"], "embeddings": True},
+        "response_stats": {**scoring["response_stats"], "embeddings": embeddings},
     }
     scorer = build_scorer(
         films=workdir / "films.parquet",
@@ -189,7 +203,7 @@ def prepared(tmp_path_factory):
     return workdir, imported_sessions(workdir) + read_simulated()
 
 
-@pytest.mark.parametrize("run", list(RUNS))
+@pytest.mark.parametrize("run", [pytest.param(run, marks=pytest.mark.llm) if RUNS[run][2] else run for run in RUNS])
 def test_scores_match_the_reference(prepared, run):
     workdir, records = prepared
     sessions, turns = score_all(workdir, records, run)
@@ -197,6 +211,21 @@ def test_scores_match_the_reference(prepared, run):
     for table, frame in (("sessions", sessions), ("turns", turns)):
         expected = pd.read_parquet(fixture_path(run, table))
         assert_same_table(pd.read_parquet(_round_trip(frame)), expected, f"{run}.{table}")
+
+
+@pytest.mark.parametrize("run", list(WITHOUT_EMBEDDINGS))
+def test_scores_without_the_embedding_model_match_the_reference(prepared, run):
+    workdir, records = prepared
+    reference = WITHOUT_EMBEDDINGS[run]
+    mode, families, _ = RUNS[reference]
+    tables = score_with(workdir, records, mode, families, embeddings=False)
+    for table, frame in zip(("sessions", "turns"), tables):
+        actual = pd.read_parquet(_round_trip(frame))
+        computed = [column for column in FROM_EMBEDDINGS if column in actual]
+        assert table == "turns" or computed, f"{run}.sessions: no column from the embeddings"
+        assert actual[computed].isna().all().all(), f"{run}.{table}: embedding columns filled without the model"
+        expected = pd.read_parquet(fixture_path(reference, table)).drop(columns=computed)
+        assert_same_table(actual.drop(columns=computed), expected, f"{run}.{table}")
 
 
 def _round_trip(frame: pd.DataFrame):

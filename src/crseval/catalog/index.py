@@ -23,6 +23,7 @@ class CatalogIndex:
         self.concepts = concepts
         self._id_by_title = {t: int(f) for t, f in zip(films["title"], films["film_id"])}
         self._field_values: dict[str, dict[int, list[str]]] = {}
+        self._shares: dict[tuple[str, str], float] = {}
         self._by_value = {
             key: np.asarray(group["film_id"].to_numpy(), dtype=np.int32)
             for key, group in concepts.groupby(["field", "value"], sort=True)
@@ -72,3 +73,12 @@ class CatalogIndex:
     def films_with(self, field_name: str, value: str) -> np.ndarray:
         """Ids of the films that have `value` in `field_name` (empty when none)."""
         return self._by_value.get((field_name, value), np.empty(0, dtype=np.int32))
+
+    def share(self, field_name: str, value: str) -> float:
+        """The share of the catalog's films that have `value` in `field_name` (the simulated user asks it
+        millions of times on a full catalog: computed once per value)."""
+        key = (field_name, value)
+        share = self._shares.get(key)
+        if share is None:
+            share = self._shares[key] = len(self.films_with(field_name, value)) / len(self.films)
+        return share

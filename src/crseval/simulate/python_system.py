@@ -27,6 +27,7 @@ the thread ends with the process.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import re
 import threading
@@ -65,9 +66,12 @@ def load_class(name: str, entry_point: str) -> Callable:
     return target
 
 
+@functools.lru_cache(maxsize=64)
 def package_version(entry_point: str) -> str | None:
     """The installed version of the distribution providing the entry point's top-level package, or
-    None when it is not installed as a distribution (a module on PYTHONPATH)."""
+    None when it is not installed as a distribution (a module on PYTHONPATH). Asked for every reply's
+    cache key, and a scan of every installed package's metadata takes a good part of a second: once
+    per entry point and process (a job does not see packages installed while it runs)."""
     top = entry_point.split(":")[0].split(".")[0]
     try:
         return version(top)

@@ -421,7 +421,7 @@ class UserSimulator:
         return value not in self.index.spelled_elsewhere(field_name) and lemma(value) == value
 
     def _share(self, concept: tuple[str, str]) -> float:
-        return len(self.index.films_with(*concept)) / len(self.index.films)
+        return self.index.share(*concept)
 
     def _rarest(self, concepts: set[tuple[str, str]]) -> tuple[str, str]:
         return min(concepts, key=lambda c: (self._share(c), c))
