@@ -94,10 +94,10 @@ def pytest_collection_modifyitems(config, items):
 # the tests out, so that the other tests fill in around them instead of one of them ending the run alone.
 LONGEST_FIRST = {
     "test_score_equivalence.py::test_scores_match_the_reference[thesis]": 225,
-    "test_external_resume.py::test_kill_9_of_a_shard_in_flight_loses_and_repeats_nothing[python]": 61,
-    "test_simulator.py::test_the_user_says_exactly_what_it_means_on_the_full_catalog": 47,
+    "test_simulator.py::test_the_user_says_exactly_what_it_means_on_the_full_catalog": 39,
     "test_concurrency.py::test_kill_9_at_concurrency_8_loses_and_duplicates_nothing": 19,
-    "test_comparison.py::test_one_family_setting_changes_every_table_alike": 18,
+    "test_comparison.py::test_one_family_setting_changes_every_table_alike": 17,
+    "test_sessions.py::test_kill_9_mid_shard_then_resume": 11,
 }
 
 
