@@ -85,7 +85,7 @@ def test_unknown_kind_names_fail_naming_the_known_ones_and_the_closest():
         agent_kind("templte")
     with pytest.raises(LLMError, match=r"'llama_cpp' \(did you mean 'llamacpp'\?\); known: llamacpp, ollama, openai"):
         backend_kind("llama_cpp")
-    with pytest.raises(ValueError, match=r"'crs_arena' \(did you mean 'crsarena'\?\) is not one of"):
+    with pytest.raises(ValueError, match=r"format 'crs_arena' \(did you mean 'crsarena'\?\); known: thesis"):
         reader("crs_arena")
 
 

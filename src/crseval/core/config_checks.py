@@ -17,7 +17,6 @@ record) sees the value the run uses.
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import math
 from pathlib import Path
@@ -28,6 +27,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError, best_match
 
 from crseval.core.names import NAME_PATTERN, NAME_RULE
+from crseval.core.registry import did_you_mean
 
 SCHEMA_PATH = Path(__file__).resolve().with_name("schemas") / "config.schema.yaml"  # package data
 SUM_TOLERANCE = 1e-9
@@ -148,19 +148,13 @@ def _message(error: ValidationError) -> str:
     if error.validator == "pattern" and error.validator_value == NAME_PATTERN:
         return f"{error.message}: a name must be {NAME_RULE}"
     if error.validator == "enum" and isinstance(error.instance, str):
-        return error.message + _did_you_mean(error.instance, [str(v) for v in error.validator_value])
+        return error.message + did_you_mean(error.instance, [str(v) for v in error.validator_value])
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         known = list(error.schema.get("properties", {}))
         unknown = [key for key in error.instance if key not in known]
         if len(unknown) == 1 and known:
-            return error.message + _did_you_mean(unknown[0], known)
+            return error.message + did_you_mean(unknown[0], known)
     return error.message
-
-
-def _did_you_mean(given: str, known: list[str]) -> str:
-    """ " (did you mean 'x'?)" for the closest known name, if one is close; "" otherwise."""
-    close = difflib.get_close_matches(given.lower(), known, n=1, cutoff=0.7)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _rule_problems(config: Any) -> Iterator[str]:

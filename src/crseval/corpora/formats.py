@@ -11,11 +11,11 @@ is a new module listed in FORMATS.
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from types import ModuleType
 from typing import Iterator, Protocol
 
+from crseval.core.registry import look_up
 from crseval.corpora import crsarena, jsonl, thesis_logs
 from crseval.corpora.dialogue import CorpusError
 from crseval.language.concepts import ConceptMatcher
@@ -37,12 +37,7 @@ FORMATS: dict[str, ModuleType] = {module.FORMAT: module for module in (thesis_lo
 
 
 def reader(import_format: str) -> CorpusReader:
-    try:
-        return FORMATS[import_format]
-    except (KeyError, TypeError):
-        close = difflib.get_close_matches(str(import_format).lower(), list(FORMATS), n=1, cutoff=0.7)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"corpus format {import_format!r}{hint} is not one of {sorted(FORMATS)}") from None
+    return look_up(FORMATS, import_format, "corpus format")
 
 
 def import_logs(

@@ -6,8 +6,7 @@ its model library at import time (llama.cpp is loaded by the first call), so pla
 
 from __future__ import annotations
 
-import difflib
-
+from crseval.core.registry import look_up
 from crseval.llm import llamacpp_backend, ollama_backend, openai_backend
 from crseval.llm.backend_kind import BackendKind
 from crseval.llm.base import LLMError
@@ -19,12 +18,7 @@ BACKEND_KINDS: dict[str, BackendKind] = {
 
 def backend_kind(name: str) -> BackendKind:
     """The kind of backend `type` `name`; an LLMError naming the known ones (and the closest) otherwise."""
-    try:
-        return BACKEND_KINDS[name]
-    except (KeyError, TypeError):
-        close = difflib.get_close_matches(str(name).lower(), list(BACKEND_KINDS), n=1, cutoff=0.7)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise LLMError(f"unknown LLM backend type {name!r}{hint}; known: {', '.join(BACKEND_KINDS)}") from None
+    return look_up(BACKEND_KINDS, name, "LLM backend type", LLMError)
 
 
 def in_process(settings: dict) -> bool:

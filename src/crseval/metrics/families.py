@@ -10,10 +10,10 @@ filled in); `config_problems` takes the whole config, of any shape.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 from typing import Any
 
+from crseval.core.registry import look_up
 from crseval.metrics import adherence, grounded, legacy_cas, response_stats
 from crseval.metrics.expectations import Expectation
 from crseval.metrics.family import FamilyKind
@@ -25,12 +25,7 @@ FAMILY_KINDS: dict[str, FamilyKind] = {
 
 def family_kind(name: str) -> FamilyKind:
     """The family named `name`; a ValueError naming the known ones (and the closest) otherwise."""
-    try:
-        return FAMILY_KINDS[name]
-    except (KeyError, TypeError):
-        close = difflib.get_close_matches(str(name).lower(), list(FAMILY_KINDS), n=1, cutoff=0.7)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown metric family {name!r}{hint}; known: {', '.join(FAMILY_KINDS)}") from None
+    return look_up(FAMILY_KINDS, name, "metric family")
 
 
 def selected(scoring: dict) -> list[FamilyKind]:

@@ -7,9 +7,9 @@ config checks, the provenance record, the calibration roles) asks here.
 
 from __future__ import annotations
 
-import difflib
 from typing import Iterator
 
+from crseval.core.registry import look_up
 from crseval.simulate import agents, calibration, chat, http_system, python_system
 from crseval.simulate.agent_kind import AgentKind
 
@@ -21,12 +21,7 @@ AGENT_KINDS: dict[str, AgentKind] = {
 
 def agent_kind(name: str) -> AgentKind:
     """The kind named `name`; a ValueError naming the known ones (and the closest) otherwise."""
-    try:
-        return AGENT_KINDS[name]
-    except (KeyError, TypeError):
-        close = difflib.get_close_matches(str(name).lower(), list(AGENT_KINDS), n=1, cutoff=0.7)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise ValueError(f"unknown agent {name!r}{hint}; known: {', '.join(AGENT_KINDS)}") from None
+    return look_up(AGENT_KINDS, name, "agent")
 
 
 def kind_of(system: dict) -> AgentKind:
