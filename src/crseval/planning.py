@@ -32,7 +32,8 @@ from pathlib import Path
 from crseval.core import config_checks
 from crseval.core.config_checks import ConfigError
 from crseval.corpora.formats import config_problems as format_problems
-from crseval.llm.backends import BACKEND_KINDS, backend_kind
+from crseval.llm.backends import backend_kind
+from crseval.llm.backends import config_problems as backend_problems
 from crseval.metrics import families
 from crseval.simulate.kinds import calibration_roles, kind_of, system_problems, system_prompt_key
 
@@ -50,11 +51,11 @@ TOPICS_PROMPT = "resources/prompts/topics.txt"
 
 def kind_problems(config: dict):
     """What the kinds the config selects require beyond the schema: each system's agent kind, each
-    metric family, the corpus format."""
+    metric family, the corpus format, the LLM backends."""
     yield from system_problems(config)
     yield from families.config_problems(config)
     yield from format_problems(config)
-    yield from _in_process_concurrency(config)
+    yield from backend_problems(config)
 
 
 def check_config(config: dict) -> None:
@@ -66,37 +67,6 @@ def check_config(config: dict) -> None:
 def effective_config(*paths: str | Path) -> dict:
     """The config the workflow runs with `--configfile <paths...>`, defaults filled in, checked whole."""
     return config_checks.effective_config(*paths, rules=(kind_problems,))
-
-
-def _in_process_concurrency(config: dict):
-    """An explicit concurrency above 1 for a backend that runs in the job's own process would promise a
-    speed-up that one model instance in the job cannot give (the global llm.concurrency is simply not
-    applied to such jobs)."""
-    entries = [(("systems", i), system) for i, system in enumerate(_list(config, "systems"))]
-    judge = config.get("judge") if isinstance(config, dict) else None
-    entries.append((("judge",), judge))
-    panel = judge.get("panel") if isinstance(judge, dict) else None
-    entries += [(("judge", "panel", i), entry) for i, entry in enumerate(panel if isinstance(panel, list) else [])]
-    for path, entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("backend"), dict):
-            continue
-        concurrency = entry.get("concurrency")
-        try:
-            kind = backend_kind(entry["backend"].get("type"))
-        except Exception:
-            continue  # the schema names an unknown type
-        if kind.in_process and config_checks._is_number(concurrency) and concurrency > 1:
-            servers = ", ".join(name for name, other in BACKEND_KINDS.items() if not other.in_process)
-            yield (
-                f"{config_checks.key_path((*path, 'concurrency'))}: {concurrency} requests in flight need a "
-                f"server backend ({servers}); the {kind.name} backend runs in the job's process, one request "
-                "at a time: use 1"
-            )
-
-
-def _list(config, key: str) -> list:
-    value = config.get(key) if isinstance(config, dict) else None
-    return value if isinstance(value, list) else []
 
 
 # ------------------------------------------------------------------ the results layout

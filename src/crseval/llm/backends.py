@@ -6,6 +6,9 @@ its model library at import time (llama.cpp is loaded by the first call), so pla
 
 from __future__ import annotations
 
+from typing import Iterator
+
+from crseval.core.config_checks import _at, _is_number, key_path
 from crseval.core.registry import look_up
 from crseval.llm import llamacpp_backend, ollama_backend, openai_backend
 from crseval.llm.backend_kind import BackendKind
@@ -34,3 +37,24 @@ def model_file(settings: dict) -> str | None:
 def identities(settings: dict) -> set[tuple]:
     """What makes two backend sections the same model (compare by intersection)."""
     return backend_kind(settings["type"]).identities(settings)
+
+
+def config_problems(config) -> Iterator[str]:
+    """An explicit concurrency above 1 for a backend that runs in the job's own process would promise a
+    speed-up that one model instance in the job cannot give (the global llm.concurrency is simply not
+    applied to such jobs). Entries of the wrong shape or an unknown type are the schema's to report."""
+    panel = _at(config, ("judge", "panel"))
+    paths = [("systems", i) for i in range(len(_at(config, ("systems",)) or []))]
+    paths += [("judge",), *(("judge", "panel", i) for i in range(len(panel if isinstance(panel, list) else [])))]
+    servers = ", ".join(name for name, kind in BACKEND_KINDS.items() if not kind.in_process)
+    for path in paths:
+        entry = _at(config, path)
+        backend = entry.get("backend") if isinstance(entry, dict) else None
+        kind_name = backend.get("type") if isinstance(backend, dict) else None
+        kind = BACKEND_KINDS.get(kind_name) if isinstance(kind_name, str) else None
+        concurrency = entry.get("concurrency") if kind else None
+        if kind and kind.in_process and _is_number(concurrency) and concurrency > 1:
+            yield (
+                f"{key_path((*path, 'concurrency'))}: {concurrency} requests in flight need a server backend "
+                f"({servers}); the {kind.name} backend runs in the job's process, one request at a time: use 1"
+            )

@@ -32,7 +32,7 @@ from crseval.llm.base import (
 
 ENVELOPE_BYTES = 64 << 10  # the reply's JSON around the text: ids, usage, timings
 # One token in a reply, worst case: its text (tokens run to about 16 characters; escaped as JSON, a non-ASCII
-# character takes 6 bytes, \uXXXX) ~100 bytes, plus its entry in `logprobs` (the text again, its UTF-8 bytes
+# character takes 6 bytes, as in \u00e9) ~100 bytes, plus its entry in `logprobs` (the text again, its UTF-8 bytes
 # as a list of numbers ~65, the logprob ~25, keys ~40) ~230: 512 leaves twice that, so no real reply meets
 # the bound while one that ignores max_tokens by orders of magnitude does.
 BYTES_PER_TOKEN = 512
