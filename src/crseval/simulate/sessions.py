@@ -29,7 +29,7 @@ from crseval.core.session_records import session_line, session_validator, valida
 from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMRequest
 from crseval.simulate.agents import Agent
-from crseval.simulate.user import ORDINARY_STAGES, SimulatorSettings, Templates, UserSimulator
+from crseval.simulate.user import SimulatorSettings, Templates, make_user
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,7 @@ class SessionContext:
 
 
 def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: int, seed: int, config_sha: str) -> dict:
-    user = UserSimulator(ctx.index, ctx.simulator, ctx.templates, seed, ctx.matcher)
+    user = make_user(ctx.index, ctx.simulator, ctx.templates, seed, ctx.matcher)
     session_id = f"{system}/s{session_index:05d}"
     if hasattr(agent, "begin_session"):  # systems under test from outside (crseval.simulate.external)
         agent.begin_session(session_id)
@@ -102,14 +102,16 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
     last_recommended: list[str] = []
     last_mentioned: list[str] = []
     last_unknown: list[str] = []
+    last_text = ""
+    ending = {"reason": "turn_limit", "turn": ctx.turns, "farewell": None}
     for number in range(1, ctx.turns + 1):
-        user_turn = user.turn(number, last_recommended, last_mentioned, last_unknown)
+        user_turn = user.turn(number, last_recommended, last_mentioned, last_unknown, last_text)
+        if user_turn.meta["stage"] == "leave":  # the user gave up: the session ends without a reply
+            ending = {"reason": "abandoned", "turn": number - 1, "farewell": user_turn.text}
+            break
         text, paraphrase = user_turn.text, None
         if ctx.paraphraser is not None:
-            required = [user_turn.meta["focus_value"]] + user_turn.meta["titles"]
-            if user_turn.meta["bridge"]:
-                required.append(user_turn.meta["bridge"]["value"])
-            required = [display(user_turn.meta["focus_field"], required[0]), *required[1:]]
+            required = _paraphrase_keeps(user_turn.meta, user.profile.is_explicit)
             text, verdict, llm = ctx.paraphraser(text, required, seed * 1000 + number)
             paraphrase = {"verdict": verdict, "template_text": user_turn.text, "llm": llm}
         if getattr(agent, "reads_ground_truth", False):  # calibration systems only (crseval.simulate.calibration)
@@ -130,7 +132,7 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
             }
         )
         last_recommended, last_mentioned = reply.recommended_titles, reply.mentioned_titles
-        last_unknown = reply.unknown_titles
+        last_unknown, last_text = reply.unknown_titles, reply.text
     return {
         "session_id": session_id,
         "session_index": session_index,
@@ -142,7 +144,18 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
         "unknown_title_turns": sum(t["user_meta"]["cannot_judge"] for t in turns),
         "turns": turns,
         "shift_events": user.shift_events,
+        "profile": user.profile.name,
+        "ending": ending,
     }
+
+
+def _paraphrase_keeps(meta: dict, explicit: bool) -> list[str]:
+    """The words a rewording must keep: the catalog values and titles the turn names (the explicit
+    user's: its focus and bridge, as the thesis user's paraphrases were checked)."""
+    if explicit:
+        required = [display(meta["focus_field"], meta["focus_value"]), *meta["titles"]]
+        return required + ([meta["bridge"]["value"]] if meta["bridge"] else [])
+    return [display(s["field"], s["value"]) for s in meta["stated"]] + meta["titles"]
 
 
 def load_progress(path: Path, config_sha: str) -> dict[int, dict]:
@@ -203,7 +216,7 @@ def run_shard(
         total=len(indices) * ctx.turns,
         desc=f"{system} turns",
         unit="turn",
-        initial=resumed * ctx.turns,
+        initial=resumed * ctx.turns,  # an abandoned session counts its turns as done
         mininterval=1.0,
     )
 
@@ -224,16 +237,18 @@ def run_shard(
     bar.close()
     write_sessions((done[index] for index in indices), output_path, validator)
     progress_path.unlink()
-    stages = Counter(t["user_meta"]["stage"] for i in indices for t in done[i]["turns"])
-    ordinary = sum(stages[s] for s in ORDINARY_STAGES)
+    turns = [t["user_meta"] for i in indices for t in done[i]["turns"]]
+    events = Counter(meta["plan_event"] for meta in turns)
+    ordinary = sum(1 for meta in turns if meta["stage"] != "open" and meta["plan_event"] != "shift")
     return {
         "sessions": len(indices),
         "resumed": resumed,
         "simulated": len(indices) - resumed,
         "ordinary_turns": ordinary,
-        "contradictions": stages["contradict"],
-        "unknown_title_reactions": stages["unknown_title"],
-        "contradiction_rate_realised": round(stages["contradict"] / ordinary, 4) if ordinary else None,
+        "contradictions": events["contradiction"],
+        "unknown_title_reactions": sum(1 for meta in turns if meta["stage"] == "unknown_title"),
+        "contradiction_rate_realised": round(events["contradiction"] / ordinary, 4) if ordinary else None,
+        "abandoned": sum(1 for i in indices if done[i]["ending"]["reason"] == "abandoned"),
     }
 
 

@@ -120,7 +120,13 @@ def build_shard_runner(
         paraphrase = simulator["paraphrase"]
         paraphraser = Paraphraser(make_client(paraphrase["backend"], llm_runtime, threads), paraphrase["options"])
     ctx = SessionContext(
-        index, matcher, templates, SimulatorSettings.from_config(simulator), turns, catalog_sha, paraphraser
+        index,
+        matcher,
+        templates,
+        SimulatorSettings.from_config(simulator, system.get("profile")),
+        turns,
+        catalog_sha,
+        paraphraser,
     )
     kind = kind_of(system)
     client = prompt = external = reply_cache = None

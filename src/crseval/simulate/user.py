@@ -28,12 +28,13 @@ import yaml
 from crseval.catalog.index import CatalogIndex
 from crseval.core.config_checks import schema_defaults
 from crseval.core.fields import CONCEPT_FIELDS, display
+from crseval.language.asks import OPEN, asked_fields
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.text import lemma
 from crseval.language.tracker import Constraint, extract_statements
+from crseval.simulate.profiles import EXPLICIT, UserProfile
 
 MAX_REDRAWS = 40
-ORDINARY_STAGES = ("accept", "reject", "ask", "no_title", "unknown_title", "contradict")
 
 
 class SimulatorTextError(RuntimeError):
@@ -52,10 +53,13 @@ class SimulatorSettings:
     contradiction_rate: float = _DEFAULTS["contradiction_rate"]
     accept_rate: float = _DEFAULTS["accept_rate"]
     max_bridge_share: float = _DEFAULTS["max_bridge_share"]
+    profile: str = _DEFAULTS["profile"]
 
     @classmethod
-    def from_config(cls, section: dict) -> "SimulatorSettings":
+    def from_config(cls, section: dict, profile: str | None = None) -> "SimulatorSettings":
+        """`profile`: a system's own user profile, instead of the section's."""
         return cls(
+            profile=profile or section["profile"],
             shift_every=section["shift_every"],
             field_order=tuple(section["field_order"]),
             contradiction_rate=section["contradiction_rate"],
@@ -131,6 +135,9 @@ class UserSimulator:
     seen_titles: set[str] = field(init=False, default_factory=set)  # titles that appeared in the dialogue
     shift_events: list[dict] = field(init=False, default_factory=list)
     redraws: int = field(init=False, default=0)
+    disclosure: dict[Constraint, str] = field(init=False, default_factory=dict)  # of every gold constraint so far
+    said: set[Constraint] = field(init=False, default_factory=set)  # the gold constraints the user has stated
+    profile: UserProfile = field(init=False, default=EXPLICIT)
 
     def __post_init__(self):
         # Two streams, so that the plan (what the user wants when) is the same whatever the
@@ -150,6 +157,7 @@ class UserSimulator:
         self.focus = (first_field, values[int(self.plan_rng.integers(len(values)))])
         self.constraints = [Constraint(*self.focus)]
         self.liked = [self._title(self.anchor)]
+        self._disclose_new()
 
     # ------------------------------------------------------------ catalog access
 
@@ -213,16 +221,20 @@ class UserSimulator:
     # ------------------------------------------------------------ turns
 
     def turn(
-        self, number: int, last_recommended: list[str], last_mentioned: list[str] = (), last_unknown: list[str] = ()
+        self,
+        number: int,
+        last_recommended: list[str],
+        last_mentioned: list[str] = (),
+        last_unknown: list[str] = (),
+        last_text: str = "",
     ) -> UserTurn:
         """The user's utterance at turn `number` (from 1), reacting to the titles the system
         recommended in its previous reply; `last_unknown`: the films that reply named outside the
-        catalog (the user cannot judge them: it knows the catalog only)."""
+        catalog (the user cannot judge them: it knows the catalog only); `last_text`: the reply."""
         self.seen_titles.update(last_recommended)
         self.seen_titles.update(last_mentioned)
         candidates = list(last_recommended)
         shift_event = None
-        bridge = None
         focus_wish = lambda: Statement(self.focus[0], self.focus[1], "wish")  # noqa: E731
         if number == 1:
             stage = "open"
@@ -234,7 +246,7 @@ class UserSimulator:
         elif self.settings.is_shift_turn(number) and (shift := self._shift()) is not None:
             stage = "shift"
             shift["anchor_new"] = shift["from_anchor"] not in self.seen_titles  # the wording then says it is new
-            shift_event, bridge = shift, shift["bridge"]
+            shift_event = shift
             compose = lambda: self._shift_text(shift)  # noqa: E731
         elif (excluded := self._maybe_contradict()) is not None:
             stage = "contradict"
@@ -250,25 +262,52 @@ class UserSimulator:
             )
         else:
             stage, compose = self._react(last_recommended, last_unknown)
+        self._disclose_new()
         text, statements, titles = self._say(compose, candidates, number)
+        implied = {"accepts": [], "rejects": []}
+        if stage == "accept":
+            implied["accepts"] = [titles[0]]
+        elif stage == "reject":
+            implied["rejects"] = list(last_recommended)
+        plan_event = "shift" if shift_event is not None else "contradiction" if stage == "contradict" else None
+        return self._turn(number, text, statements, titles, stage, shift_event, plan_event, implied, last_text)
+
+    def _turn(self, number, text, statements, titles, stage, shift_event, plan_event, implied, last_text) -> UserTurn:
+        """The turn with its ground truth (`user_meta`), and the user's memory of it."""
         self.seen_titles.update(titles)
-        if stage == "accept" and titles[0] not in self.liked:
-            self.liked.append(titles[0])
+        self.liked += [title for title in implied["accepts"] if title not in self.liked]
+        self.said.update(Constraint(s.field, s.value, s.role == "exclusion") for s in statements if s.role != "context")
         meta = {
             "focus_field": self.focus[0],
             "focus_value": self.focus[1],
             "constraints": [c.as_dict() for c in self.constraints],
+            "disclosure": [self.disclosure[c] for c in self.constraints],
+            "said": [c in self.said for c in self.constraints],
             "shift_event": shift_event is not None,
-            "bridge": bridge,
+            "plan_event": plan_event,
+            "bridge": shift_event["bridge"] if shift_event is not None else None,
             "anchor_title": self._title(self.anchor),
             "stage": stage,
             "stated": [s.as_dict() for s in statements],
+            "implied": implied,
+            "asked": sorted(asked_fields(last_text)) if last_text else [],
             "titles": titles,
             "cannot_judge": stage == "unknown_title",
         }
         if shift_event is not None:
             self.shift_events.append({"turn": number, **shift_event})
         return UserTurn(text=text, meta=meta)
+
+    def _disclose_new(self) -> list[Constraint]:
+        """Give each gold constraint that has just arisen its disclosure; returns them."""
+        new = [c for c in self.constraints if c not in self.disclosure]
+        for constraint in new:
+            self.disclosure[constraint] = self._draw_disclosure()
+        return new
+
+    def _draw_disclosure(self) -> str:
+        """The explicit user volunteers everything (no draw, so its streams are the thesis user's)."""
+        return "volunteer"
 
     def _react(self, recommended: list[str], unknown: list[str] = ()):
         """Stage and composer of a reaction to the system's last recommendations. A reply that named
@@ -437,3 +476,253 @@ class UserSimulator:
                 if int(film_id) != self.anchor:
                     counts.setdefault(int(film_id), set()).add((field_name, value))
         return sorted(counts.items())
+
+
+# The user's own words a typo may touch: not the cues the trackers read (negations, a fresh start).
+_TYPO_WORD = re.compile(r"(?<![{\w'])[a-z]{4,}(?![\w}'])")
+_PLACEHOLDER = re.compile(r"(\{\w+\})")
+_NO_TYPO = {"nothing", "never", "without", "longer", "except", "instead", "changed", "another", "different"}
+
+
+@dataclass
+class ProfiledUser(UserSimulator):
+    """The user of a profile other than `explicit` (crseval.simulate.profiles): it follows the same
+    plan as the explicit user of its seed, but says a gold constraint only as its disclosure allows,
+    reacts to replies in short turns, answers the system's questions, and may leave.
+
+    A turn is made of parts, each a sentence: a greeting, a reaction to the last reply (accept, ask
+    why, ask for more, reject, with or without the wrong field), the wishes it says now (volunteered
+    as they arise, answers to the system's question, or `on_ask` wishes it gives up waiting to be
+    asked for), "no preference" for a field it was asked about and says nothing of, and thanks."""
+
+    user_profile: UserProfile = EXPLICIT
+    disclosure_rng: np.random.Generator = field(init=False)  # which constraint is said when: the plan's
+    misses: int = field(init=False, default=0)  # unsatisfying replies in a row
+    _style: dict = field(init=False, default_factory=dict)  # lower case and typo of the turn being worded
+
+    def __post_init__(self):
+        if self.user_profile.is_explicit:
+            raise ValueError("the explicit profile is the UserSimulator itself; make_user chooses it")
+        self.profile = self.user_profile
+        # the third child of the session seed: the explicit user's two streams stay as they are
+        self.disclosure_rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(3)[2])
+        super().__post_init__()
+
+    def _draw_disclosure(self) -> str:
+        return self.profile.disclose(self.disclosure_rng.random())
+
+    # ------------------------------------------------------------ wording
+
+    def _chance(self, share: float) -> bool:
+        """A draw of the text stream only when the share leaves a choice (0 and 1 draw nothing)."""
+        return share >= 1 or (share > 0 and self.text_rng.random() < share)
+
+    def _pick(self, *keys: str) -> str:
+        """A template in the user's style of this turn: in lower case, or with two letters swapped."""
+        template = self.templates.pick(self.text_rng, *keys)
+        if self._style.get("lower"):
+            template = "".join(p if p.startswith("{") else p.lower() for p in _PLACEHOLDER.split(template))
+        if self._style.get("typo"):
+            words = [m for m in _TYPO_WORD.finditer(template) if m.group(0) not in _NO_TYPO]
+            if words:
+                word = words[int(self.text_rng.integers(len(words)))]
+                at = word.start() + 1 + int(self.text_rng.integers(len(word.group(0)) - 2))
+                template = template[:at] + template[at + 1] + template[at] + template[at + 2 :]
+                self._style["typo"] = False
+        return template
+
+    def _wish_phrase(self, constraint: Constraint, terse: bool) -> str:
+        value = display(constraint.field, constraint.value)
+        return with_article(self._pick("short" if terse else "focus", constraint.field).format(value=value))
+
+    def _statement_text(self, constraint: Constraint) -> tuple[str, Statement]:
+        """One sentence saying one gold constraint, and what it states."""
+        terse = self._chance(self.profile.terse)
+        value = display(constraint.field, constraint.value)
+        if constraint.negated:
+            group = "exclude_short" if terse else "reject_value"
+            text = self._pick(group, constraint.field).format(value=value)
+            return _sentence(text), Statement(constraint.field, constraint.value, "exclusion")
+        phrase = self._wish_phrase(constraint, terse)
+        text = _sentence(phrase) if terse else self._pick("wish").format(focus=phrase)
+        return text, Statement(constraint.field, constraint.value, "wish")
+
+    # ------------------------------------------------------------ turns
+
+    def turn(
+        self,
+        number: int,
+        last_recommended: list[str],
+        last_mentioned: list[str] = (),
+        last_unknown: list[str] = (),
+        last_text: str = "",
+    ) -> UserTurn:
+        self.seen_titles.update(last_recommended)
+        self.seen_titles.update(last_mentioned)
+        self._style = {}
+        asked = asked_fields(last_text) if number > 1 else frozenset()
+        shift = excluded = None
+        if number > 1:  # the plan moves exactly as the explicit user's of this seed
+            if self.settings.is_shift_turn(number) and (shift := self._shift()) is not None:
+                shift["anchor_new"] = shift["from_anchor"] not in self.seen_titles
+            else:
+                excluded = self._maybe_contradict()
+        # the opening focus arose when the user was made
+        arisen = list(self.constraints) if number == 1 else self._disclose_new()
+        plan_event = "shift" if shift is not None else "contradiction" if excluded is not None else None
+        fitting = [t for t in last_recommended if self.title_satisfies(t)]
+        if number > 1:
+            # a reply that asks and recommends nothing is neither
+            if fitting:
+                self.misses = 0
+            elif last_recommended or last_unknown or not asked:
+                self.misses += 1
+        candidates = list(last_recommended)
+        if self.profile.patience and self.misses >= self.profile.patience:
+            text, _, _ = self._say(lambda: (self._pick("leave"), [], []), candidates, number)
+            implied = {"accepts": [], "rejects": [t for t in last_recommended if t not in fitting]}
+            return self._turn(number, text, [], [], "leave", shift, plan_event, implied, last_text)
+
+        volunteered = [c for c in arisen if self.disclosure[c] == "volunteer"]
+        answers = self._answers(asked)
+        revealed = []
+        if self.profile.reveal_after and self.misses >= self.profile.reveal_after:
+            revealed = [c for c in self.constraints if self.disclosure[c] == "on_ask" and c not in self.said]
+        tell = list(dict.fromkeys(volunteered + answers + revealed))
+        no_preference = bool(asked) and not answers
+        announced = shift is not None and Constraint(*self.focus) in volunteered
+        reaction = None if number == 1 or announced else self._reaction(last_recommended, fitting, last_unknown, asked)
+        focus = Constraint(*self.focus)
+        if reaction and focus in self.said and focus not in tell and self._chance(self.profile.restate_focus):
+            tell.append(focus)
+        stage = (
+            "open"
+            if number == 1
+            else "shift"
+            if announced
+            else "contradict"
+            if excluded is not None and excluded in volunteered
+            else "answer"
+            if answers
+            else "reveal"
+            if revealed
+            else reaction[0]
+            if reaction
+            else "answer"
+        )
+        greeting = number == 1 and self._chance(self.profile.greeting)
+        thanks = reaction is not None and reaction[0] == "accept" and self._chance(self.profile.thanks)
+        opening_quiet = number == 1 and not tell
+
+        def compose():
+            self._style = {"lower": self._chance(self.profile.lowercase), "typo": self._chance(self.profile.typo)}
+            parts, statements, titles = [], [], []
+            if greeting:
+                parts.append(self._pick("greeting"))
+            if opening_quiet:
+                parts.append(self._pick("open_vague"))
+            if reaction:
+                text, named = reaction[1]()
+                parts.append(text)
+                titles += named
+            if announced:
+                text, said, named = self._announce(shift)
+                parts.append(text)
+                statements += said
+                titles += named
+            for constraint in tell:
+                if announced and constraint == focus:
+                    continue
+                text, statement = self._statement_text(constraint)
+                parts.append(text)
+                statements.append(statement)
+            if no_preference:
+                parts.append(self._pick("no_preference"))
+            if thanks:
+                parts.append(self._pick("thanks"))
+            return " ".join(parts), statements, titles
+
+        text, statements, titles = self._say(compose, candidates, number)
+        implied = {"accepts": [], "rejects": [t for t in last_recommended if t not in fitting]}
+        if reaction is not None and reaction[0] == "accept":
+            implied = {"accepts": [reaction[2]], "rejects": []}
+        return self._turn(number, text, statements, titles, stage, shift, plan_event, implied, last_text)
+
+    def _answers(self, asked: frozenset[str]) -> list[Constraint]:
+        """What the user says to a question: the wishes it does not hide on the fields asked about
+        (said before or not), or to an open question those it has not said yet."""
+        if not asked:
+            return []
+        shown = [c for c in self.constraints if self.disclosure[c] != "hidden"]
+        answers = [c for c in shown if c.field in asked]
+        if OPEN in asked:
+            answers += [c for c in shown if c not in self.said]
+        return list(dict.fromkeys(answers))
+
+    def _reaction(self, recommended: list[str], fitting: list[str], unknown: list[str], asked: frozenset[str]):
+        """(stage, compose() -> (text, titles), the film taken) of the user's reaction to the last reply,
+        or None when the reply only asked something."""
+        if not recommended:
+            if unknown:
+                return "unknown_title", lambda: (self._pick("unknown_short"), []), None
+            if asked:
+                return None
+            return "no_title", lambda: (self._pick("no_title_short"), []), None
+        if fitting:
+            take = fitting[0]
+            if self._chance(self.settings.accept_rate):
+                return "accept", self._titled("accept_short", take), take
+            if self._chance(self.profile.why):
+                return "why", self._titled("why", take), None
+            return "ask", lambda: (self._pick("more"), []), None
+        wrong = self._violated(recommended[0])
+        if wrong is not None and self._chance(self.profile.reason):
+            return "reject", lambda: (self._pick("reason", wrong.field), []), None
+        return "reject", lambda: (self._pick("reject_short"), []), None
+
+    def _titled(self, group: str, title: str):
+        def compose():
+            template = self._pick(group)
+            return template.format(title=self._film(title)), [title] if "{title}" in template else []
+
+        return compose
+
+    def _violated(self, title: str) -> Constraint | None:
+        """The first gold constraint the film does not meet."""
+        film_id = self.index.film_id(title)
+        if film_id is None:
+            return None
+        return next((c for c in self.constraints if not self._satisfies(film_id, [c])), None)
+
+    def _announce(self, shift: dict) -> tuple[str, list[Statement], list[str]]:
+        """A shift the user announces: in full (the anchor, the bridge, the new wish; unlike the
+        explicit user, not the earlier wishes that still hold) or in short ("change of plan: ...")."""
+        if self._chance(self.profile.terse):
+            phrase = self._wish_phrase(Constraint(*self.focus), True)
+            return self._pick("announce").format(focus=phrase), [Statement(*self.focus, "wish")], []
+        bridge = shift["bridge"]
+        text = self._pick("shift_new" if shift["anchor_new"] else "shift").format(
+            anchor=self._film(shift["from_anchor"]),
+            bridge=with_article(
+                self._pick("bridge", bridge["field"]).format(value=display(bridge["field"], bridge["value"]))
+            ),
+            focus=with_article(self._pick("focus", self.focus[0]).format(value=display(*self.focus))),
+        )
+        statements = [Statement(bridge["field"], bridge["value"], "context"), Statement(*self.focus, "wish")]
+        return text, statements, [shift["from_anchor"]]
+
+
+def _sentence(phrase: str) -> str:
+    """A phrase as a sentence of its own: capitalised, with a full stop unless it has one."""
+    phrase = phrase[:1].upper() + phrase[1:]
+    return phrase if phrase[-1:] in ".?!" else phrase + "."
+
+
+def make_user(index, settings: SimulatorSettings, templates: Templates, seed: int, matcher) -> UserSimulator:
+    """The simulated user of `settings.profile` for one session."""
+    from crseval.simulate.profiles import user_profile
+
+    profile = user_profile(settings.profile)
+    if profile.is_explicit:
+        return UserSimulator(index, settings, templates, seed, matcher)
+    return ProfiledUser(index, settings, templates, seed, matcher, user_profile=profile)
