@@ -26,6 +26,7 @@ from tqdm import tqdm
 from crseval.catalog.index import CatalogIndex
 from crseval.core.fields import display
 from crseval.core.session_records import session_line, session_validator, validate_session, write_sessions
+from crseval.language.asks import asked_fields
 from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMRequest
 from crseval.simulate.agents import Agent
@@ -102,10 +103,10 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
     last_recommended: list[str] = []
     last_mentioned: list[str] = []
     last_unknown: list[str] = []
-    last_text = ""
+    last_asks: frozenset[str] = frozenset()
     ending = {"reason": "turn_limit", "turn": ctx.turns, "farewell": None}
     for number in range(1, ctx.turns + 1):
-        user_turn = user.turn(number, last_recommended, last_mentioned, last_unknown, last_text)
+        user_turn = user.turn(number, last_recommended, last_mentioned, last_unknown, last_asks)
         if user_turn.meta["stage"] == "leave":  # the user gave up: the session ends without a reply
             ending = {"reason": "abandoned", "turn": number - 1, "farewell": user_turn.text}
             break
@@ -117,6 +118,7 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
         if getattr(agent, "reads_ground_truth", False):  # calibration systems only (crseval.simulate.calibration)
             agent.see_ground_truth(user_turn.meta)
         reply = agent.respond(number, text)
+        asks = asked_fields(reply.text)
         turns.append(
             {
                 "turn": number,
@@ -128,11 +130,13 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
                 "recommended_titles": reply.recommended_titles,
                 "mentioned_titles": reply.mentioned_titles,
                 "unknown_titles": reply.unknown_titles,
+                "user_implies": user_turn.implies,
+                "system_asks": sorted(asks),
                 "llm": reply.llm,
             }
         )
         last_recommended, last_mentioned = reply.recommended_titles, reply.mentioned_titles
-        last_unknown, last_text = reply.unknown_titles, reply.text
+        last_unknown, last_asks = reply.unknown_titles, asks
     return {
         "session_id": session_id,
         "session_index": session_index,

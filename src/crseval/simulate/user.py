@@ -28,7 +28,7 @@ import yaml
 from crseval.catalog.index import CatalogIndex
 from crseval.core.config_checks import schema_defaults
 from crseval.core.fields import CONCEPT_FIELDS, display
-from crseval.language.asks import OPEN, asked_fields
+from crseval.language.asks import OPEN
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.text import lemma
 from crseval.language.tracker import Constraint, extract_statements
@@ -102,7 +102,8 @@ def with_article(phrase: str) -> str:
 @dataclass
 class UserTurn:
     text: str
-    meta: dict
+    meta: dict  # the plan and what the utterance states (`user_meta`)
+    implies: dict = field(default_factory=lambda: {"accepts": [], "rejects": []})  # its reaction to the last reply
 
 
 @dataclass(frozen=True)
@@ -226,11 +227,12 @@ class UserSimulator:
         last_recommended: list[str],
         last_mentioned: list[str] = (),
         last_unknown: list[str] = (),
-        last_text: str = "",
+        last_asks: frozenset[str] = frozenset(),
     ) -> UserTurn:
         """The user's utterance at turn `number` (from 1), reacting to the titles the system
         recommended in its previous reply; `last_unknown`: the films that reply named outside the
-        catalog (the user cannot judge them: it knows the catalog only); `last_text`: the reply."""
+        catalog (the user cannot judge them: it knows the catalog only); `last_asks`: what the reply
+        asked the user about (crseval.language.asks; the explicit user answers every turn in full)."""
         self.seen_titles.update(last_recommended)
         self.seen_titles.update(last_mentioned)
         candidates = list(last_recommended)
@@ -270,10 +272,11 @@ class UserSimulator:
         elif stage == "reject":
             implied["rejects"] = list(last_recommended)
         plan_event = "shift" if shift_event is not None else "contradiction" if stage == "contradict" else None
-        return self._turn(number, text, statements, titles, stage, shift_event, plan_event, implied, last_text)
+        return self._turn(number, text, statements, titles, stage, shift_event, plan_event, implied)
 
-    def _turn(self, number, text, statements, titles, stage, shift_event, plan_event, implied, last_text) -> UserTurn:
-        """The turn with its ground truth (`user_meta`), and the user's memory of it."""
+    def _turn(self, number, text, statements, titles, stage, shift_event, plan_event, implied, revealed=()) -> UserTurn:
+        """The turn with its ground truth (`user_meta`), and the user's memory of it. `revealed`: the
+        on-ask constraints said unasked, after unsatisfying replies."""
         self.seen_titles.update(titles)
         self.liked += [title for title in implied["accepts"] if title not in self.liked]
         self.said.update(Constraint(s.field, s.value, s.role == "exclusion") for s in statements if s.role != "context")
@@ -283,20 +286,19 @@ class UserSimulator:
             "constraints": [c.as_dict() for c in self.constraints],
             "disclosure": [self.disclosure[c] for c in self.constraints],
             "said": [c in self.said for c in self.constraints],
+            "revealed": [c.as_dict() for c in revealed],
             "shift_event": shift_event is not None,
             "plan_event": plan_event,
             "bridge": shift_event["bridge"] if shift_event is not None else None,
             "anchor_title": self._title(self.anchor),
             "stage": stage,
             "stated": [s.as_dict() for s in statements],
-            "implied": implied,
-            "asked": sorted(asked_fields(last_text)) if last_text else [],
             "titles": titles,
             "cannot_judge": stage == "unknown_title",
         }
         if shift_event is not None:
             self.shift_events.append({"turn": number, **shift_event})
-        return UserTurn(text=text, meta=meta)
+        return UserTurn(text=text, meta=meta, implies=implied)
 
     def _disclose_new(self) -> list[Constraint]:
         """Give each gold constraint that has just arisen its disclosure; returns them."""
@@ -555,12 +557,12 @@ class ProfiledUser(UserSimulator):
         last_recommended: list[str],
         last_mentioned: list[str] = (),
         last_unknown: list[str] = (),
-        last_text: str = "",
+        last_asks: frozenset[str] = frozenset(),
     ) -> UserTurn:
         self.seen_titles.update(last_recommended)
         self.seen_titles.update(last_mentioned)
         self._style = {}
-        asked = asked_fields(last_text) if number > 1 else frozenset()
+        asked = last_asks
         shift = excluded = None
         if number > 1:  # the plan moves exactly as the explicit user's of this seed
             if self.settings.is_shift_turn(number) and (shift := self._shift()) is not None:
@@ -581,7 +583,7 @@ class ProfiledUser(UserSimulator):
         if self.profile.patience and self.misses >= self.profile.patience:
             text, _, _ = self._say(lambda: (self._pick("leave"), [], []), candidates, number)
             implied = {"accepts": [], "rejects": [t for t in last_recommended if t not in fitting]}
-            return self._turn(number, text, [], [], "leave", shift, plan_event, implied, last_text)
+            return self._turn(number, text, [], [], "leave", shift, plan_event, implied)
 
         volunteered = [c for c in arisen if self.disclosure[c] == "volunteer"]
         answers = self._answers(asked)
@@ -640,13 +642,16 @@ class ProfiledUser(UserSimulator):
                 parts.append(self._pick("no_preference"))
             if thanks:
                 parts.append(self._pick("thanks"))
+            if not self._style["lower"]:
+                parts = [part[:1].upper() + part[1:] for part in parts]
             return " ".join(parts), statements, titles
 
         text, statements, titles = self._say(compose, candidates, number)
         implied = {"accepts": [], "rejects": [t for t in last_recommended if t not in fitting]}
         if reaction is not None and reaction[0] == "accept":
             implied = {"accepts": [reaction[2]], "rejects": []}
-        return self._turn(number, text, statements, titles, stage, shift, plan_event, implied, last_text)
+        revealed = [c for c in revealed if c not in answers]
+        return self._turn(number, text, statements, titles, stage, shift, plan_event, implied, revealed)
 
     def _answers(self, asked: frozenset[str]) -> list[Constraint]:
         """What the user says to a question: the wishes it does not hide on the fields asked about
@@ -661,24 +666,25 @@ class ProfiledUser(UserSimulator):
 
     def _reaction(self, recommended: list[str], fitting: list[str], unknown: list[str], asked: frozenset[str]):
         """(stage, compose() -> (text, titles), the film taken) of the user's reaction to the last reply,
-        or None when the reply only asked something."""
+        or None when the reply only asked something; in short or in full sentences as the profile talks."""
+        style = "short" if self._chance(self.profile.terse) else "plain"
         if not recommended:
             if unknown:
-                return "unknown_title", lambda: (self._pick("unknown_short"), []), None
+                return "unknown_title", lambda: (self._pick(f"unknown_{style}"), []), None
             if asked:
                 return None
-            return "no_title", lambda: (self._pick("no_title_short"), []), None
+            return "no_title", lambda: (self._pick(f"no_title_{style}"), []), None
         if fitting:
             take = fitting[0]
             if self._chance(self.settings.accept_rate):
-                return "accept", self._titled("accept_short", take), take
+                return "accept", self._titled(f"accept_{style}", take), take
             if self._chance(self.profile.why):
-                return "why", self._titled("why", take), None
-            return "ask", lambda: (self._pick("more"), []), None
+                return "why", self._titled(f"why_{style}", take), None
+            return "ask", lambda: (self._pick(f"more_{style}"), []), None
         wrong = self._violated(recommended[0])
         if wrong is not None and self._chance(self.profile.reason):
             return "reject", lambda: (self._pick("reason", wrong.field), []), None
-        return "reject", lambda: (self._pick("reject_short"), []), None
+        return "reject", self._titled(f"reject_{style}", recommended[0]), None
 
     def _titled(self, group: str, title: str):
         def compose():

@@ -1,0 +1,216 @@
+"""User profiles: the explicit user is the thesis user to the byte; the others follow the same plan,
+say a wish only as its disclosure allows, answer questions, and leave when their patience ends."""
+
+import gzip
+import json
+from dataclasses import replace
+
+import pytest
+from conftest import REPO
+
+from crseval.language.asks import OPEN
+from crseval.language.concepts import ConceptMatcher
+from crseval.language.tracker import extract_statements
+from crseval.simulate.agents import AgentSettings, TemplateAgent
+from crseval.simulate.calibration import OracleAgent, RandomAgent
+from crseval.simulate.profiles import PROFILES, UserProfile, user_profile
+from crseval.simulate.sessions import SessionContext, run_session
+from crseval.simulate.user import SimulatorSettings, Templates
+
+TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
+SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)
+AGENTS = {"template": TemplateAgent, "oracle": OracleAgent, "random": RandomAgent}
+# Sessions the explicit user made before profiles existed (template, oracle and random systems, seeds 0-11,
+# 10 turns, the demo catalog, the settings above), written by the code of that time.
+BEFORE = REPO / "tests" / "data" / "explicit_user" / "sessions_before_profiles.jsonl.gz"
+
+
+def matcher_of(index, cache={}):
+    if id(index) not in cache:
+        cache[id(index)] = ConceptMatcher(index.concepts, index.films)
+    return cache[id(index)]
+
+
+def simulate(index, profile, agent="template", seed=0, turns=10, settings=SETTINGS, session_index=0):
+    matcher = matcher_of(index)
+    ctx = SessionContext(index, matcher, TEMPLATES, replace(settings, profile=profile), turns, "0" * 64)
+    system = AGENTS[agent](index, matcher, AgentSettings(), seed) if isinstance(agent, str) else agent(seed)
+    return run_session(ctx, str(agent), system, session_index, seed, "0" * 64)
+
+
+def without_new_fields(new: dict, old: dict):
+    """`new` restricted to the keys `old` has, recursively (the fields added since are left out)."""
+    if isinstance(old, dict):
+        return {key: without_new_fields(new[key], value) for key, value in old.items()}
+    if isinstance(old, list) and len(old) == len(new):
+        return [without_new_fields(n, o) for n, o in zip(new, old)]
+    return new
+
+
+def test_the_explicit_user_is_the_user_of_before_profiles(demo_index):
+    with gzip.open(BEFORE, "rt", encoding="utf-8") as handle:
+        before = [json.loads(line) for line in handle]
+    assert len(before) == 36
+    for old in before:
+        new = simulate(demo_index, "explicit", old["system"], old["seed"], session_index=old["session_index"])
+        assert without_new_fields(new, old) == old, old["session_id"]
+        for turn in new["turns"]:
+            meta = turn["user_meta"]
+            assert set(meta["disclosure"]) == {"volunteer"} and all(meta["said"])
+        assert new["profile"] == "explicit" and new["ending"] == {"reason": "turn_limit", "turn": 10, "farewell": None}
+
+
+def gold(turn):
+    return [(c["field"], c["value"], c["negated"]) for c in turn["user_meta"]["constraints"]]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_every_profile_follows_the_same_plan_and_every_system_meets_the_same_user(demo_index, seed):
+    plans = {}
+    for profile in PROFILES:
+        for agent in ("template", "oracle"):
+            record = simulate(demo_index, profile, agent, seed)
+            plans[profile, agent] = [(gold(t), t["user_meta"]["shift_event"]) for t in record["turns"]]
+            if profile != "explicit":
+                disclosed = [t["user_meta"]["disclosure"] for t in record["turns"]]
+                plans[profile, agent, "disclosure"] = disclosed
+    reference = plans["explicit", "template"]
+    for key, plan in plans.items():
+        if len(key) == 2:  # a user who left early followed the plan up to there
+            assert plan == reference[: len(plan)], key
+    for profile in ("implicit", "realistic"):
+        a, b = plans[profile, "template", "disclosure"], plans[profile, "oracle", "disclosure"]
+        assert a[: len(b)] == b[: len(a)]
+
+
+def said_when(record):
+    """Gold constraint -> the turn it was first said, its disclosure, what the reply before asked, and
+    whether the user said it unasked after unsatisfying replies."""
+    first = {}
+    previous_asks = []
+    for turn in record["turns"]:
+        meta = turn["user_meta"]
+        for constraint, disclosure, said in zip(gold(turn), meta["disclosure"], meta["said"]):
+            if said and constraint not in first:
+                revealed = {"field": constraint[0], "value": constraint[1], "negated": constraint[2]} in meta[
+                    "revealed"
+                ]
+                first[constraint] = (turn["turn"], disclosure, previous_asks, revealed)
+        previous_asks = turn["system_asks"]
+    return first
+
+
+class Asker(TemplateAgent):
+    """A system that asks about every field before its first recommendation, one a turn."""
+
+    QUESTIONS = ["What genre would you like?", "Any actor in mind?", "Which director do you like?"]
+
+    def phrase(self, turn, user_text, tracked, candidate_ids):
+        if turn <= len(self.QUESTIONS):
+            return self.QUESTIONS[turn - 1], None
+        return super().phrase(turn, user_text, tracked, candidate_ids)
+
+
+@pytest.mark.parametrize("profile", ["implicit", "realistic"])
+def test_a_wish_is_said_only_as_its_disclosure_allows(demo_index, profile):
+    matcher = matcher_of(demo_index)
+    seen = {"volunteer": 0, "on_ask": 0, "hidden": 0, "asked": 0}
+    for seed in range(40):
+        for agent in ("template", lambda s: Asker(demo_index, matcher, AgentSettings(), s)):
+            record = simulate(demo_index, profile, agent, seed)
+            for turn in record["turns"]:
+                for disclosure, said in zip(turn["user_meta"]["disclosure"], turn["user_meta"]["said"]):
+                    seen[disclosure] += 1
+                    assert not (disclosure == "hidden" and said), turn
+            for constraint, (number, disclosure, asks, revealed) in said_when(record).items():
+                assert disclosure != "hidden"
+                if disclosure == "on_ask":
+                    asked = constraint[0] in asks or OPEN in asks
+                    seen["asked"] += asked
+                    assert asked != revealed, (constraint, number, asks)
+    assert min(seen.values()) > 0, seen
+
+
+def test_a_question_about_a_field_gets_the_wish_on_that_field(demo_index):
+    """The asker's first question is about the genre: an on-ask genre wish is said at once."""
+    matcher = matcher_of(demo_index)
+    answered = 0
+    for seed in range(60):
+        record = simulate(demo_index, "implicit", lambda s: Asker(demo_index, matcher, AgentSettings(), s), seed)
+        first, second = record["turns"][:2]
+        genre = [c for c in gold(first) if c[0] == "genre"]
+        disclosure = first["user_meta"]["disclosure"][0]
+        if disclosure == "on_ask" and genre and not first["user_meta"]["stated"]:
+            assert first["system_asks"] == ["genre"]
+            assert {"field": "genre", "value": genre[0][1], "role": "wish"} in second["user_meta"]["stated"]
+            assert second["user_meta"]["stage"] in ("answer", "contradict")  # a volunteered exclusion comes first
+            answered += 1
+    assert answered >= 5
+
+
+def test_the_user_leaves_when_its_patience_ends(demo_index):
+    """Under `realistic` (patience 4) a system that recommends random films loses most users; the session
+    ends after the last reply, the farewell is recorded, and the four replies before it all missed."""
+    left = 0
+    for seed in range(30):
+        record = simulate(demo_index, "realistic", "random", seed, turns=12)
+        ending = record["ending"]
+        assert len(record["turns"]) == ending["turn"]
+        if ending["reason"] == "abandoned":
+            left += 1
+            assert ending["farewell"] and ending["turn"] >= 4
+            for turn in record["turns"][-3:]:  # the user's reactions to the replies before the last
+                assert turn["user_implies"]["accepts"] == []
+        else:
+            assert ending == {"reason": "turn_limit", "turn": 12, "farewell": None}
+    assert left >= 20
+
+
+def test_the_realistic_user_talks_shorter_and_in_its_own_style(demo_index):
+    def words(profile):
+        lengths = sorted(
+            len(t["user_text"].split())
+            for seed in range(30)
+            for t in simulate(demo_index, profile, "oracle", seed)["turns"]
+        )
+        return lengths[len(lengths) // 2]
+
+    assert words("realistic") < words("implicit") < words("explicit")
+    texts = [t["user_text"] for seed in range(30) for t in simulate(demo_index, "realistic", "oracle", seed)["turns"]]
+    assert any(text[:1].islower() for text in texts)
+    assert any(text.startswith(("Hi", "Hello", "Hey", "Good evening", "hi", "hello", "hey")) for text in texts)
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+def test_every_profile_says_exactly_what_it_means_over_10000_turns(demo_index, profile):
+    """10,000 user turns per profile, against a system that recommends and one that asks: every
+    utterance reads back as exactly the statements and titles the ground truth records, and what it
+    states is gold (a context is the shift's bridge)."""
+    matcher = matcher_of(demo_index)
+    agents = ("oracle", lambda s: Asker(demo_index, matcher, AgentSettings(), s), "random")
+    turns = seed = 0
+    while turns < 10_000:
+        record = simulate(demo_index, profile, agents[seed % 3], seed, turns=12)
+        previous = []
+        for turn in record["turns"]:
+            text, meta = turn["user_text"], turn["user_meta"]
+            read = {(m.field, m.value, role) for m, role in extract_statements(matcher, text, previous)}
+            assert read == {(s["field"], s["value"], s["role"]) for s in meta["stated"]}, text
+            assert set(matcher.title_recognizer.recognise(text, candidates=previous).all) == set(meta["titles"])
+            wishes = {
+                (s["field"], s["value"], s["role"] == "exclusion") for s in meta["stated"] if s["role"] != "context"
+            }
+            assert wishes <= set(gold(turn)), text
+            previous = turn["recommended_titles"]
+            turns += 1
+        seed += 1
+
+
+def test_profiles_are_documented_and_checked():
+    for profile in PROFILES.values():
+        assert profile.summary and set(profile.settings()["disclosure"]) == {"volunteer", "on_ask", "hidden"}
+    with pytest.raises(ValueError, match="did you mean 'implicit'"):
+        user_profile("implict")
+    with pytest.raises(ValueError, match="sum to 1"):
+        replace(PROFILES["implicit"], disclosure=(0.5, 0.4, 0.2))
+    assert isinstance(PROFILES["explicit"], UserProfile) and PROFILES["explicit"].is_explicit
