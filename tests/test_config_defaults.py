@@ -187,6 +187,8 @@ def test_the_first_release_config_validates_and_takes_todays_defaults():
         ("stats", "family", "method"),
         ("stats", "min_sessions"),
         ("stats", "small_sample"),
+        ("simulator", "profile"),  # explicit: the thesis user
+        ("scoring", "goals"),  # a family without settings
     }
     for path, value in added.items():
         assert value == schema_default(path), path

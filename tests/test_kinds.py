@@ -21,6 +21,7 @@ from crseval.llm.base import LLMError
 from crseval.metrics.families import FAMILY_KINDS
 from crseval.simulate.agent_kind import AgentKind
 from crseval.simulate.kinds import AGENT_KINDS, agent_kind, calibration_roles
+from crseval.simulate.profiles import PROFILES
 
 SRC = REPO / "src" / "crseval"
 # kind -> (its names, the package that may test them)
@@ -38,6 +39,8 @@ def test_the_schema_allows_exactly_the_registered_kinds():
     assert set(schema["$defs"]["backend"]["properties"]["type"]["enum"]) == set(BACKEND_KINDS)
     assert set(schema["properties"]["scoring"]["properties"]["metrics"]["items"]["enum"]) == set(FAMILY_KINDS)
     assert set(schema["properties"]["sessions"]["properties"]["import_format"]["enum"]) == set(FORMATS)
+    assert set(schema["properties"]["simulator"]["properties"]["profile"]["enum"]) == set(PROFILES)
+    assert set(schema["$defs"]["system"]["properties"]["profile"]["enum"]) == set(PROFILES)
 
 
 @pytest.mark.parametrize("name", sorted(AGENT_KINDS))
@@ -60,6 +63,8 @@ def test_the_calibration_kinds_give_their_roles_and_nothing_else_has_one():
         "s-stubborn": "stubborn",
         "s-random": "random",
         "s-parrot": "parrot",
+        "s-literal": "literal",
+        "s-asker": "asker",
     }
 
 

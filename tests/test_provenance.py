@@ -13,6 +13,7 @@ from conftest import REPO, default_config
 
 from crseval import planning, provenance
 from crseval.llm.models import EMBEDDED_MODELS
+from crseval.simulate.profiles import PROFILES
 
 REQUIRED_PACKAGES = {
     "python",
@@ -60,7 +61,9 @@ def test_record_structure_for_the_default_config(tmp_path, no_git_above, monkeyp
         "other_inputs",
         "machine",
         "outputs",
+        "user_profiles",
     }
+    assert record["user_profiles"] == {"explicit": PROFILES["explicit"].settings()}
     assert record["outputs"] == []  # no outputs named: nothing described
     json.dumps(record, allow_nan=False)  # plain JSON
     assert record["config"] == config and record["experiment"] == "demo"

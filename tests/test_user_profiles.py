@@ -209,6 +209,7 @@ def test_every_profile_says_exactly_what_it_means_over_10000_turns(demo_index, p
 def test_profiles_are_documented_and_checked():
     for profile in PROFILES.values():
         assert profile.summary and set(profile.settings()["disclosure"]) == {"volunteer", "on_ask", "hidden"}
+        assert "summary" not in profile.settings()  # a reworded summary re-runs nothing
     with pytest.raises(ValueError, match="did you mean 'implicit'"):
         user_profile("implict")
     with pytest.raises(ValueError, match="sum to 1"):

@@ -36,6 +36,7 @@ from crseval.llm.backends import backend_kind
 from crseval.llm.backends import config_problems as backend_problems
 from crseval.metrics import families
 from crseval.simulate.kinds import calibration_roles, kind_of, system_problems, system_prompt_key
+from crseval.simulate.profiles import user_profile
 
 __all__ = ["calibration_roles", "system_prompt_key"]
 
@@ -225,6 +226,23 @@ def simulate_concurrency(system: dict, config: dict) -> int:
     if kind_of(system).asks_a_service and not in_process(backends):  # a service answers many requests at a time
         return max(1, int(requested))
     return effective(requested, backends)
+
+
+def user_profile_of(system: dict, config: dict) -> str:
+    """The user profile a system's sessions are simulated with: its own `profile`, else `simulator.profile`."""
+    return system.get("profile") or config["simulator"]["profile"]
+
+
+def user_profile_settings(system: dict, config: dict) -> dict:
+    """The settings of the user profile a system meets, as its simulate jobs and provenance record them."""
+    return user_profile(user_profile_of(system, config)).settings()
+
+
+def profiles_used(config: dict) -> list[str]:
+    """The user profiles the experiment's simulated sessions use, in the order of the systems."""
+    if not simulating(config):
+        return []
+    return list(dict.fromkeys(user_profile_of(system, config) for system in config.get("systems", [])))
 
 
 def simulate_takes_slots(system: dict, config: dict) -> bool:

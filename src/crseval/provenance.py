@@ -26,8 +26,17 @@ from pathlib import Path
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.redact import redact_url
 from crseval.llm.backends import backend_kind
-from crseval.planning import backends_used, embedding_users, input_path, other_inputs, prompts_used, simulating
+from crseval.planning import (
+    backends_used,
+    embedding_users,
+    input_path,
+    other_inputs,
+    profiles_used,
+    prompts_used,
+    simulating,
+)
 from crseval.simulate.kinds import kind_of, system_prompt_key
+from crseval.simulate.profiles import user_profile
 
 # 2: `outputs`, the tables, statistics and figures the record describes, with their sha256
 SCHEMA_VERSION = 2
@@ -387,6 +396,8 @@ def build(
             for key, paths in other_inputs(config).items()
             for path in paths
         ],
+        # the settings of each simulated user's profile, which the config names only
+        "user_profiles": {name: user_profile(name).settings() for name in profiles_used(config)},
         "machine": machine(),
         "outputs": output_records(outputs, results_dir),
     }

@@ -134,6 +134,11 @@ def system_params(wildcards):
     return canonical(without_runtime(SYSTEMS[wildcards.system]))
 
 
+def system_user_profile(wildcards):
+    """The settings of the user profile the system meets: editing a profile re-runs its sessions."""
+    return canonical(planning.user_profile_settings(SYSTEMS[wildcards.system], config))
+
+
 def system_prompt(wildcards):
     """The prompt file the system's kind reads (its `prompt` or `system_prompt`; none for most kinds)."""
     system = SYSTEMS[wildcards.system]
@@ -211,6 +216,8 @@ SCATTER = planning.scatter_columns(config)
 
 # System name -> calibration role (oracle, lag<k>, stubborn, random, parrot) of the calibration systems.
 CALIBRATION = planning.calibration_roles(config["systems"]) if not IMPORTING else {}
+# System name -> the user profile its sessions were simulated with, for the calibration systems.
+CALIBRATION_PROFILES = {name: planning.user_profile_of(SYSTEMS[name], config) for name in CALIBRATION}
 # The validity table and figure need at least three calibration systems (config/calibration.yaml).
 VALIDITY = len(CALIBRATION) >= 3
 

@@ -86,6 +86,7 @@ else:
         params:
             system=system_params,
             simulator=config_slice("simulator"),
+            user_profile=system_user_profile,
             agent=config_slice("agent"),
             seed=config["sessions"]["seed"],
             turns=config["sessions"]["turns"],

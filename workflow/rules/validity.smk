@@ -21,6 +21,7 @@ if VALIDITY:
             ENV
         params:
             roles=CALIBRATION,
+            profiles=CALIBRATION_PROFILES,
             stats=config_slice("stats"),
         script:
             "../scripts/validity.py"

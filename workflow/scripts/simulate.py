@@ -23,6 +23,7 @@ output = Path(snakemake.output[0])
 runner = build_shard_runner(
     system=system,
     simulator=json.loads(snakemake.params.simulator),
+    user_profile=json.loads(snakemake.params.user_profile),
     agent=json.loads(snakemake.params.agent),
     experiment_seed=snakemake.params.seed,
     turns=snakemake.params.turns,

@@ -1,27 +1,30 @@
-"""Rule validity: the metric-validity table of the calibration systems."""
+"""Rule validity: the metric-validity table of the calibration systems, per user profile."""
 
 import json
 
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis.validity import validity_markdown, validity_table
+from crseval.analysis.validity import validity_by_profile, validity_markdown
 from crseval.core.io import atomic_path, log_to
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.stats)
 roles = dict(snakemake.params.roles)
+profiles = dict(snakemake.params.profiles)
 sessions = pd.read_parquet(snakemake.input.sessions)
-frame = sessions[sessions["system"].isin(roles)].assign(system=lambda f: f["system"].map(roles))
-table = validity_table(frame, resamples=settings["bootstrap_resamples"], seed=settings["seed"])
+frame = sessions[sessions["system"].isin(roles)].assign(
+    profile=lambda f: f["system"].map(profiles), system=lambda f: f["system"].map(roles)
+)
+table = validity_by_profile(frame, profiles, resamples=settings["bootstrap_resamples"], seed=settings["seed"])
 with atomic_path(snakemake.output.table) as temporary:
     table.to_csv(temporary, index=False)
-counts = frame.groupby("system").size().to_dict()
+counts = {profile: own.groupby("system").size().to_dict() for profile, own in frame.groupby("profile", sort=False)}
 with atomic_path(snakemake.output.summary) as temporary:
     temporary.write_text(validity_markdown(table, counts))
 log.info(
-    "validity of %d metrics on %d calibration systems: %s",
-    len(table),
+    "validity of %d metrics on the calibration systems of %d user profiles: %s",
+    table["metric"].nunique(),
     len(counts),
     table["verdict"].value_counts().to_dict(),
 )

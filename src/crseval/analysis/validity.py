@@ -23,12 +23,27 @@ import pandas as pd
 from crseval.analysis.effects import cliffs_delta
 from crseval.judge import columns as judge_columns
 from crseval.metrics import families
-from crseval.metrics.expectations import ADAPTATION, CHECKS, Expectation, expand
+from crseval.metrics.expectations import ADAPTATION, CHECKS, ELICITATION, ELICITATION_REASON, Expectation, expand
 
-# Every row of the validity table: the adaptation checks, then the echo checks, each in the order
-# of the families' columns, the judge's last.
+DECLARED = (*families.expectations(), *judge_columns.EXPECTATIONS)
+
+
+def _elicitation_of_adaptation(declared: tuple[Expectation, ...]) -> tuple[Expectation, ...]:
+    """Every metric of adaptation is also asked to tell the asker from the literal system: under a user
+    who keeps wishes to itself, whether it still measures what the user wants is measured, not assumed
+    (metrics that compare a reply with what the user said may not)."""
+    own = {e.metric for e in declared if e.check == "elicitation"}
+    return tuple(
+        Expectation(e.column, ELICITATION, ELICITATION_REASON, "elicitation", e.higher_first)
+        for e in declared
+        if e.check == "adaptation" and e.metric not in own
+    )
+
+
+# Every row of the validity table: the adaptation checks, then the echo checks, then the elicitation
+# checks, each in the order of the families' columns, the judge's last.
 EXPECTATIONS: tuple[Expectation, ...] = tuple(
-    sorted((*families.expectations(), *judge_columns.EXPECTATIONS), key=lambda e: CHECKS.index(e.check))
+    sorted((*DECLARED, *_elicitation_of_adaptation(DECLARED)), key=lambda e: CHECKS.index(e.check))
 )
 
 
@@ -115,28 +130,78 @@ def row_seed(seed: int, expectation: Expectation) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def validity_table(frame: pd.DataFrame, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
-    return pd.DataFrame([assess(frame, e, resamples, row_seed(seed, e)) for e in EXPECTATIONS])
+def validity_table(frame: pd.DataFrame, resamples: int = 1000, seed: int = 0, withholds: bool = True) -> pd.DataFrame:
+    """The validity table of one user profile's calibration sessions. `withholds`: whether the user keeps
+    wishes to itself (every profile but `explicit`); if not, asking gains nothing and the elicitation
+    checks are not measured."""
+    rows = []
+    for e in EXPECTATIONS:
+        if e.check == "elicitation" and not withholds:
+            row = {
+                "metric": e.metric,
+                "check": e.check,
+                "expected_order": " > ".join(e.expected_order(set())),
+                "reason": e.reason,
+                **NOT_MEASURED,
+                "verdict": "not measured (the user says every wish)",
+            }
+            rows.append(row)
+            continue
+        rows.append(assess(frame, e, resamples, row_seed(seed, e)))
+    return pd.DataFrame(rows)
 
 
-def validity_markdown(table: pd.DataFrame, systems: dict[str, int]) -> str:
-    """The readable table (rounded; the CSV keeps full precision)."""
+def validity_by_profile(
+    frame: pd.DataFrame, profiles: dict[str, str], resamples: int = 1000, seed: int = 0
+) -> pd.DataFrame:
+    """The validity table per user profile: `frame` holds calibration sessions with their role as
+    `system` and their user profile as `profile`; each profile's systems are checked among themselves.
+    A profile's table gets the `profile` column first."""
+    tables = []
+    for profile in dict.fromkeys(profiles.values()):
+        own = frame[frame["profile"] == profile]
+        table = validity_table(own.drop(columns="profile"), resamples, seed, withholds=profile != "explicit")
+        tables.append(table.assign(profile=profile)[["profile", *table.columns]])
+    return pd.concat(tables, ignore_index=True)
 
-    def fmt(x: float) -> str:
-        return "n/a" if x != x else f"{x:.2f}"
 
+def validity_markdown(table: pd.DataFrame, systems: dict[str, dict[str, int]]) -> str:
+    """The readable table (rounded; the CSV keeps full precision), a section per user profile.
+    `systems`: profile -> calibration role -> sessions."""
     lines = [
         "# Metric validity on the calibration systems",
-        "",
-        "Sessions per system: " + ", ".join(f"{s} {n}" for s, n in systems.items()) + ".",
         "",
         "A metric passes when Kendall's tau between its order and the expected order is at least 0.8 and the "
         "95% bootstrap CI's lower end is above 0. Cliff's delta: oracle over random (1 = every oracle session "
         "scores better).",
         "",
         "Check `adaptation` orders the five systems built to adapt more or less; check `echo` adds the parrot, "
-        "which copies the user's words but never follows a shift in what it recommends.",
-        "",
+        "which copies the user's words but never follows a shift in what it recommends; check `elicitation` "
+        "orders the oracle, the asker (asks for the wishes the user keeps to itself), the literal system (acts on "
+        "what was said) and the stubborn and random systems, under a user profile that keeps wishes to itself "
+        '(docs/simulation.md, "User profiles").',
+    ]
+    for profile, own in table.groupby("profile", sort=False):
+        counts = systems.get(profile, {})
+        lines += [
+            "",
+            f"## User profile `{profile}`",
+            "",
+            "Sessions per system: " + ", ".join(f"{s} {n}" for s, n in counts.items()) + ".",
+            "",
+            *_rows(own),
+        ]
+    lines += ["", "## Why these orders", ""]
+    reasons = table.drop_duplicates(["metric", "check"])
+    lines += [f"- {row.metric} ({row.check}): {row.reason}" for row in reasons.itertuples()]
+    return "\n".join(lines) + "\n"
+
+
+def _rows(table: pd.DataFrame) -> list[str]:
+    def fmt(x: float) -> str:
+        return "n/a" if x != x else f"{x:.2f}"
+
+    lines = [
         "| metric | check | expected order | measured order | tau [95% CI] | Cliff's delta | verdict |",
         "|---|---|---|---|---|---|---|",
     ]
@@ -150,6 +215,4 @@ def validity_markdown(table: pd.DataFrame, systems: dict[str, int]) -> str:
     failed = [
         f"{m} ({c})" for m, c in table.loc[table["verdict"] == "fail", ["metric", "check"]].itertuples(index=False)
     ]
-    lines += ["", "Failing metrics: " + (", ".join(failed) if failed else "none") + ".", "", "## Why these orders", ""]
-    lines += [f"- {row.metric} ({row.check}): {row.reason}" for row in table.itertuples()]
-    return "\n".join(lines) + "\n"
+    return lines + ["", "Failing metrics: " + (", ".join(failed) if failed else "none") + "."]

@@ -2,7 +2,8 @@
 
 The calibration systems (crseval.simulate.calibration) are built to adapt more or less to the
 user's shifts; their roles (`calibration_roles`) are `oracle`, `lag<k>` (serves the wishes of k
-turns earlier), `stubborn`, `random` and `parrot`. An expected order lists roles best first, "a=b"
+turns earlier), `stubborn`, `random`, `parrot`, and, for a user who keeps wishes to itself, `literal`
+(acts on what the user said) and `asker` (asks for what it did not say). An expected order lists roles best first, "a=b"
 for roles expected to tie, and `LAGS` for every lagging system present, ordered by k (lag1 before
 lag2 before lag3 ...), so that one order holds whichever lags an experiment runs. Whoever declares
 a column declares what its calibration should show (a metric family's `FamilyKind.expectations`,
@@ -31,7 +32,18 @@ ECHO_REASON = (
     "the parrot echoes the user's message but recommends films of the first focus after every shift, as "
     "the stubborn system does: a metric of adaptation must not rank echoing above following the user"
 )
-CHECKS = ("adaptation", "echo")  # what a row tests: the five adapting systems, or those with the parrot
+# With a user who keeps wishes to itself (a profile other than `explicit`): the oracle knows every wish,
+# the asker asks for the ones not said before it recommends, the literal system acts on what was said
+# only, the stubborn and the random systems serve no current wish.
+ELICITATION = ("oracle", "asker", "literal", "stubborn=random")
+ELICITATION_REASON = (
+    "when the user keeps wishes to itself, a system that asks for them serves it better than one that acts "
+    "only on what was said, and the oracle, which knows every wish, best"
+)
+ASKING = ("asker", "oracle=literal=stubborn=random")
+# What a row tests: the five adapting systems, those with the parrot, or (under a user who keeps wishes
+# to itself) the systems that differ in what they learn of the user's wishes.
+CHECKS = ("adaptation", "echo", "elicitation")
 
 
 def lag_roles(roles: Iterable[str]) -> list[str]:
@@ -63,7 +75,7 @@ class Expectation:
     column: Column
     order: tuple[str, ...]  # calibration roles best first; "a=b" for a tie, LAGS for every lag by k
     reason: str
-    check: str = "adaptation"  # "adaptation" (the five adapting systems) or "echo" (the parrot too)
+    check: str = "adaptation"  # "adaptation" (the five adapting systems), "echo" (the parrot too) or "elicitation"
     # Only for a metric without a declared direction (a descriptive statistic): whether the
     # construction predicts higher values for the systems listed first.
     higher_first: bool | None = None

@@ -10,7 +10,13 @@ under test may do: the session runner hands it over only to agents whose class s
 - `lagging` (`lag: k`): serves the gold constraints of k turns earlier;
 - `stubborn`: serves the first turn's constraints for the whole session, ignoring every shift;
 - `random`: random catalog films in a fluent sentence, whatever the user asked;
-- `parrot`: echoes the user's message, with a film of the first focus.
+- `parrot`: echoes the user's message, with a film of the first focus;
+- `literal`: serves the gold constraints the user has said so far (`user_meta.said`), never asks;
+- `asker`: as `literal`, but first asks about the field of each gold constraint the user has not said
+  (one question a reply, each constraint once), and recommends when nothing is left to ask.
+
+`literal` and `asker` differ only under a user who keeps wishes to itself (a profile other than
+`explicit`, crseval.simulate.profiles); under `explicit` both serve every gold constraint.
 
 All phrase like the template system ("For genre crime, you could watch Heat (1995).") so that
 wording does not differ between them; only what they recommend and restate does.
@@ -33,9 +39,13 @@ class CalibrationAgent(Agent):
     def __init__(self, index, matcher, settings: AgentSettings, seed: int):
         super().__init__(index, matcher, settings, seed)
         self.gold_history: list[list[Constraint]] = []
+        self.said_history: list[list[Constraint]] = []  # the gold constraints the user had said, per turn
 
     def see_ground_truth(self, user_meta: dict) -> None:
-        self.gold_history.append([Constraint(c["field"], c["value"], c["negated"]) for c in user_meta["constraints"]])
+        gold = [Constraint(c["field"], c["value"], c["negated"]) for c in user_meta["constraints"]]
+        self.gold_history.append(gold)
+        said = user_meta.get("said", [True] * len(gold))
+        self.said_history.append([c for c, told in zip(gold, said) if told])
 
     def served(self) -> list[Constraint]:
         """The constraints this agent acts on at the current turn."""
@@ -128,6 +138,47 @@ class ParrotAgent(CalibrationAgent):
         return f"{user_text}{film}", None
 
 
+class LiteralAgent(CalibrationAgent):
+    """Serves what the user has said of its wishes (still gold), and never asks for more."""
+
+    def served(self):
+        return self.said_history[-1]
+
+
+# One question per field, each read by crseval.language.asks as asking about that field.
+QUESTIONS = {
+    "genre": "What genre would you like?",
+    "actor": "Any actor in mind?",
+    "director": "Which director do you like?",
+    "writer": "Is there a writer you like?",
+    "language": "Which language should the film be in?",
+    "year": "From which year or decade?",
+    "plot_keyword": "What should the story be about?",
+}
+
+
+class AskerAgent(LiteralAgent):
+    """Asks about the field of each gold constraint the user has not said, one a reply and each once,
+    then serves what the user has said."""
+
+    def __init__(self, index, matcher, settings, seed):
+        super().__init__(index, matcher, settings, seed)
+        self.asked_about: set[Constraint] = set()
+
+    def respond(self, turn: int, user_text: str):
+        if not self.gold_history:
+            return super().respond(turn, user_text)
+        said = set(self.said_history[-1])
+        unasked = [c for c in self.gold_history[-1] if c not in said and c not in self.asked_about]
+        if not unasked:
+            return super().respond(turn, user_text)
+        field = unasked[0].field
+        self.asked_about.update(c for c in unasked if c.field == field)
+        text = QUESTIONS[field]
+        self.history += [{"role": "user", "content": user_text}, {"role": "assistant", "content": text}]
+        return Reply(text, list(self.said_history[-1]), [], [], [], None)
+
+
 def _kind(name: str, cls: type[CalibrationAgent], summary: str) -> AgentKind:
     return AgentKind(
         name,
@@ -152,4 +203,6 @@ KINDS = (
     _kind("stubborn", StubbornAgent, "calibration: serves the first turn's constraints all session"),
     _kind("random", RandomAgent, "calibration: random catalog films in a fluent sentence"),
     _kind("parrot", ParrotAgent, "calibration: echoes the user's message, with a film of the first focus"),
+    _kind("literal", LiteralAgent, "calibration: serves the wishes the user has said, never asks"),
+    _kind("asker", AskerAgent, "calibration: asks about each wish the user has not said, then serves what it said"),
 )

@@ -9,7 +9,7 @@ crseval.simulate.user.ProfiledUser with the settings below.
 
 Disclosure: each gold constraint, when it first arises (the opening focus, a shift's new focus, an
 exclusion), is `volunteer` (said when it arises), `on_ask` (said when the system asks about its
-field or asks an open question, or unasked after `reveal_after` unsatisfying replies in a row) or
+field or asks an open question, or unasked after `reveal_after` unsatisfying replies since it arose) or
 `hidden` (never said: the user rejects the films that violate it). A shift whose new focus is not
 volunteered is implicit: the user says nothing of it and starts rejecting what no longer fits.
 Which constraint gets which disclosure is drawn from a stream of the session seed of its own, so
@@ -33,7 +33,8 @@ class UserProfile:
     summary: str
     # Shares of `volunteer`, `on_ask` and `hidden` among the gold constraints as they arise.
     disclosure: tuple[float, float, float]
-    # Unsatisfying replies in a row after which an `on_ask` constraint is said unasked (0: only when asked).
+    # Unsatisfying replies since an `on_ask` constraint arose (a satisfying reply starts the count again)
+    # after which it is said unasked (0: only when asked).
     reveal_after: int
     restate_focus: float  # a reaction repeats the current wish (when it has been said)
     terse: float  # a part of a turn is worded with the short templates ("something with X", "not that one")
@@ -54,8 +55,9 @@ class UserProfile:
         return self.name == "explicit"
 
     def settings(self) -> dict:
-        """Its settings as provenance records them."""
+        """What the user does under it (not its summary), as simulate jobs and provenance record it."""
         record = asdict(self)
+        del record["summary"]
         record["disclosure"] = dict(zip(DISCLOSURES, self.disclosure))
         return record
 

@@ -20,6 +20,7 @@ from crseval.simulate.agent_kind import AgentKind
 from crseval.simulate.agents import AgentSettings
 from crseval.simulate.external import ExternalCalls, ReplyCache
 from crseval.simulate.kinds import kind_of, system_prompt_key
+from crseval.simulate.profiles import user_profile as profile_by_name
 from crseval.simulate.sessions import Paraphraser, SessionContext, run_shard
 from crseval.simulate.user import SimulatorSettings, Templates
 
@@ -86,6 +87,7 @@ def build_shard_runner(
     system: dict,
     simulator: dict,
     agent: dict,
+    user_profile: dict | None = None,
     experiment_seed: int,
     turns: int,
     films,
@@ -100,7 +102,9 @@ def build_shard_runner(
 ) -> ShardRunner:
     """The runner of one shard. The templates and the prompt are read from `templates_file` and
     `prompt_file` when given (the files the rule resolved, config/README.md "Paths"), else from the
-    paths the settings name; the settings, paths as written, identify the sessions."""
+    paths the settings name; the settings, paths as written, identify the sessions. `user_profile`: the
+    settings of the user profile the system meets (crseval.planning.user_profile_settings; by default
+    the one its entry or `simulator.profile` names)."""
     index = CatalogIndex.read(films, concepts)
     keyword_wishes = KEYWORD_FIELD in simulator["field_order"]
     matcher = ConceptMatcher(
@@ -113,6 +117,7 @@ def build_shard_runner(
             index.films,
             CONCEPT_FIELDS + (KEYWORD_FIELD,) if agent.get("track_plot_keywords") else CONCEPT_FIELDS,
         )
+    profile = user_profile or profile_by_name(system.get("profile") or simulator["profile"]).settings()
     templates = Templates.load(templates_file or simulator["templates"])
     catalog_sha = read_catalog_sha(catalog_summary)
     paraphraser = None
@@ -123,7 +128,7 @@ def build_shard_runner(
         index,
         matcher,
         templates,
-        SimulatorSettings.from_config(simulator, system.get("profile")),
+        SimulatorSettings.from_config(simulator, profile["name"]),
         turns,
         catalog_sha,
         paraphraser,
@@ -145,6 +150,7 @@ def build_shard_runner(
         {
             "system": without_runtime(system),
             "simulator": simulator,
+            "user_profile": profile,
             "agent": agent,
             "seed": experiment_seed,
             "turns": turns,

@@ -500,6 +500,7 @@ class ProfiledUser(UserSimulator):
     user_profile: UserProfile = EXPLICIT
     disclosure_rng: np.random.Generator = field(init=False)  # which constraint is said when: the plan's
     misses: int = field(init=False, default=0)  # unsatisfying replies in a row
+    waiting: dict = field(init=False, default_factory=dict)  # constraint -> unsatisfying replies since it arose
     _style: dict = field(init=False, default_factory=dict)  # lower case and typo of the turn being worded
 
     def __post_init__(self):
@@ -577,8 +578,12 @@ class ProfiledUser(UserSimulator):
             # a reply that asks and recommends nothing is neither
             if fitting:
                 self.misses = 0
+                self.waiting = {c: 0 for c in self.constraints}
             elif last_recommended or last_unknown or not asked:
                 self.misses += 1
+                # a wish waits for the replies made after it arose
+                self.waiting = {c: self.waiting.get(c, 0) + 1 for c in self.constraints if c not in arisen}
+        self.waiting.update({c: 0 for c in arisen})
         candidates = list(last_recommended)
         if self.profile.patience and self.misses >= self.profile.patience:
             text, _, _ = self._say(lambda: (self._pick("leave"), [], []), candidates, number)
@@ -588,8 +593,14 @@ class ProfiledUser(UserSimulator):
         volunteered = [c for c in arisen if self.disclosure[c] == "volunteer"]
         answers = self._answers(asked)
         revealed = []
-        if self.profile.reveal_after and self.misses >= self.profile.reveal_after:
-            revealed = [c for c in self.constraints if self.disclosure[c] == "on_ask" and c not in self.said]
+        if self.profile.reveal_after:
+            revealed = [
+                c
+                for c in self.constraints
+                if self.disclosure[c] == "on_ask"
+                and c not in self.said
+                and self.waiting.get(c, 0) >= self.profile.reveal_after
+            ]
         tell = list(dict.fromkeys(volunteered + answers + revealed))
         no_preference = bool(asked) and not answers
         announced = shift is not None and Constraint(*self.focus) in volunteered
