@@ -89,7 +89,14 @@ def test_ground_truth_columns_are_exactly_those_missing_without_it(scored):
         elif column.name not in (*CLUSTER_KEYS, "embedding_diversity"):
             # every other metric has a value without ground truth (the clusters need embeddings, off here)
             assert not pd.isna(imported[column.name]), column.name
-    measured = [c for c in registry.SESSION_COLUMNS.values() if c.ground_truth and c.name in sessions]
+    # goal metrics that need a user who keeps a wish to itself, a success, or a recorded ending (this session
+    # is an explicit user's of the session format before profiles) are NaN by definition
+    undefined_here = {"elicitation_rate", "undisclosed_met", "turns_to_undisclosed", "turns_to_success", "abandoned"}
+    measured = [
+        c
+        for c in registry.SESSION_COLUMNS.values()
+        if c.ground_truth and c.name in sessions and c.name not in undefined_here
+    ]
     assert sum(not pd.isna(simulated[c.name]) for c in measured) >= len(measured) - 2  # delays: NaN if none recovered
 
 
