@@ -9,7 +9,14 @@ import pytest
 import yaml
 from conftest import REPO, default_config
 
-from crseval.analysis.validity import EXPECTATIONS, assess, cliffs_delta, kendall_tau
+from crseval.analysis.validity import (
+    EXPECTATIONS,
+    assess,
+    cliffs_delta,
+    kendall_tau,
+    validity_by_profile,
+    validity_markdown,
+)
 from crseval.language.concepts import ConceptMatcher
 from crseval.metrics import grounded
 from crseval.simulate.agents import AgentSettings, TemplateAgent
@@ -179,3 +186,33 @@ def test_calibration_roles_name_the_systems_the_expected_orders_rank():
     tas = next(e for e in EXPECTATIONS if e.metric == "tas" and e.check == "adaptation")
     late = tas.expected_order({"oracle", "lag10", "lag3", "random"})
     assert late == ("oracle", "lag3", "lag10", "stubborn", "random")
+
+
+def test_the_validity_table_runs_per_user_profile_with_the_elicitation_check_where_wishes_are_kept():
+    """Under `implicit`, a metric on which asker = literal (it compares replies with what the user said)
+    fails the elicitation check while success passes it; under `explicit` that check is not measured."""
+    rng = np.random.default_rng(3)
+    success = {"oracle": 0.9, "asker": 0.6, "literal": 0.3, "stubborn": 0.0, "random": 0.0}
+    said = {"oracle": 0.8, "asker": 0.5, "literal": 0.5, "stubborn": 0.1, "random": 0.1}
+    rows = [
+        {
+            "system": role,
+            "profile": profile,
+            "success": float(rng.random() < p),
+            "tas": said[role] + rng.normal(0, 0.02),
+        }
+        for profile in ("explicit", "implicit")
+        for role, p in success.items()
+        for _ in range(40)
+    ]
+    frame = pd.DataFrame(rows)
+    profiles = {f"{role}-{profile}": profile for profile in ("explicit", "implicit") for role in success}
+    table = validity_by_profile(frame, profiles, resamples=200, seed=1)
+    assert list(dict.fromkeys(table["profile"])) == ["explicit", "implicit"]
+    row = table.set_index(["profile", "metric", "check"])["verdict"]
+    assert row["implicit", "success", "elicitation"] == "pass"
+    assert row["implicit", "tas", "elicitation"] == "fail"
+    assert row["explicit", "tas", "elicitation"].startswith("not measured")
+    text = validity_markdown(table, {"explicit": {"oracle": 40}, "implicit": {"oracle": 40}})
+    assert "## User profile `explicit`" in text and "## User profile `implicit`" in text
+    assert text.count("- tas (elicitation):") == 1  # each reason once

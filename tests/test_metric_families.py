@@ -13,7 +13,7 @@ from crseval.core.columns import Column
 from crseval.core.config_checks import load_schema
 from crseval.judge import columns as judge_columns
 from crseval.metrics import families, scorer
-from crseval.metrics.expectations import ELICITATION, LAGS, Expectation, expand, lag_roles
+from crseval.metrics.expectations import ASKER_OVER_LITERAL, LAGS, Expectation, expand, lag_roles
 from crseval.metrics.family import FamilyKind
 
 KINDS = list(families.FAMILY_KINDS.values())
@@ -215,7 +215,7 @@ def test_the_validity_table_gathers_every_declared_expectation():
     # declares that check itself (session success does)
     adaptation = {e.metric for e in declared if e.check == "adaptation"}
     assert {e.metric for e in added} == adaptation - {"success"} and "tas" in adaptation
-    assert all(e.check == "elicitation" and e.order == ELICITATION for e in added)
+    assert all(e.check == "elicitation" and e.order == ASKER_OVER_LITERAL for e in added)
     checks = [e.check for e in validity.EXPECTATIONS]
     assert checks == sorted(checks, key=["adaptation", "echo", "elicitation"].index)
     rows = [(e.metric, e.check) for e in validity.EXPECTATIONS]

@@ -355,6 +355,7 @@ def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:
     panels. Expected ranks are over the systems the experiment has. Returns the metrics drawn."""
     measured = table[table["measured_order"].notna() & (table["measured_order"].astype(str).str.strip() != "")]
     skipped = table[~table.index.isin(measured.index)]
+    several_profiles = "profile" in table and table["profile"].nunique() > 1  # then each panel names its own
     systems = sorted({s for order in measured["measured_order"] for s in order_ranks(order)})
     colours = palette(systems)
     columns = min(4, max(len(measured), 1))
@@ -381,6 +382,8 @@ def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:
         tau = "n/a" if row.tau != row.tau else f"{row.tau:.2f}"
         ci = "" if row.tau_ci_low != row.tau_ci_low else f" [{row.tau_ci_low:.2f}, {row.tau_ci_high:.2f}]"
         check = f" ({row.check})" if getattr(row, "check", "adaptation") != "adaptation" else ""
+        if several_profiles:
+            check = f" ({row.check}, {row.profile})"
         ax.set_title(
             f"{label(row.metric)}{check}\ntau = {tau}{ci}: {row.verdict}",
             fontsize=9,

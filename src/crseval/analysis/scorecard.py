@@ -24,6 +24,8 @@ def _check(validity: pd.DataFrame | None, metric: str, check: str) -> str:
     if validity is None:
         return "not run"
     rows = validity[(validity["metric"] == metric) & (validity["check"] == check)]
+    if "profile" in rows and (rows["profile"] == "explicit").any():  # the user the checks were written for
+        rows = rows[rows["profile"] == "explicit"]
     verdict = str(rows["verdict"].iloc[0]) if len(rows) else "not run"
     return "not run" if verdict == "not measured" else verdict
 

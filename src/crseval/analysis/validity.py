@@ -23,7 +23,14 @@ import pandas as pd
 from crseval.analysis.effects import cliffs_delta
 from crseval.judge import columns as judge_columns
 from crseval.metrics import families
-from crseval.metrics.expectations import ADAPTATION, CHECKS, ELICITATION, ELICITATION_REASON, Expectation, expand
+from crseval.metrics.expectations import (
+    ADAPTATION,
+    ASKER_OVER_LITERAL,
+    ASKER_OVER_LITERAL_REASON,
+    CHECKS,
+    Expectation,
+    expand,
+)
 
 DECLARED = (*families.expectations(), *judge_columns.EXPECTATIONS)
 
@@ -34,7 +41,7 @@ def _elicitation_of_adaptation(declared: tuple[Expectation, ...]) -> tuple[Expec
     (metrics that compare a reply with what the user said may not)."""
     own = {e.metric for e in declared if e.check == "elicitation"}
     return tuple(
-        Expectation(e.column, ELICITATION, ELICITATION_REASON, "elicitation", e.higher_first)
+        Expectation(e.column, ASKER_OVER_LITERAL, ASKER_OVER_LITERAL_REASON, "elicitation", e.higher_first)
         for e in declared
         if e.check == "adaptation" and e.metric not in own
     )
@@ -92,7 +99,8 @@ def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000,
         "expected_order": " > ".join(expectation.expected_order(roles)),
         "reason": expectation.reason,
     }
-    if expectation.metric not in frame or len(systems) < 3:
+    # three systems at least, or every one of an order that names fewer (the asker over the literal system)
+    if expectation.metric not in frame or len(systems) < min(3, len(ranks)):
         return {**row, **NOT_MEASURED, "verdict": "not measured"}
     sign = 1.0 if expectation.higher_is_better else -1.0
     values = {s: frame.loc[frame["system"] == s, expectation.metric].to_numpy(float) for s in systems}

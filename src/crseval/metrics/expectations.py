@@ -41,6 +41,14 @@ ELICITATION_REASON = (
     "only on what was said, and the oracle, which knows every wish, best"
 )
 ASKING = ("asker", "oracle=literal=stubborn=random")
+# The asker and the literal system differ only in that the asker asks: a metric of what the user wants
+# must tell them apart (one pair, so its bootstrap CI says whether it does).
+ASKER_OVER_LITERAL = ("asker", "literal")
+ASKER_OVER_LITERAL_REASON = (
+    "the asker and the literal system differ only in that the asker asks for the wishes the user keeps to "
+    "itself: a metric of whether the system gives the user what it wants ranks the asker higher; a metric "
+    "that compares replies with what the user said may not"
+)
 # What a row tests: the five adapting systems, those with the parrot, or (under a user who keeps wishes
 # to itself) the systems that differ in what they learn of the user's wishes.
 CHECKS = ("adaptation", "echo", "elicitation")
