@@ -215,3 +215,35 @@ def test_profiles_are_documented_and_checked():
     with pytest.raises(ValueError, match="sum to 1"):
         replace(PROFILES["implicit"], disclosure=(0.5, 0.4, 0.2))
     assert isinstance(PROFILES["explicit"], UserProfile) and PROFILES["explicit"].is_explicit
+
+
+@pytest.mark.workflow
+def test_a_workflow_with_systems_under_two_profiles(workflow_copy):
+    """config/test/user_profiles_demo.yaml: calibration systems under `implicit` and three under `explicit`.
+    The validity table has a section per profile, the sessions and provenance carry the profile, and moving
+    one system to another profile re-simulates that system only."""
+    import pandas as pd
+    import yaml
+    from conftest import planned_jobs, run_snakemake
+
+    config = workflow_copy / "config" / "test" / "user_profiles_demo.yaml"
+    run_snakemake(workflow_copy, "--configfile", str(config))
+    results = workflow_copy / "results" / "user-profiles-demo"
+    table = pd.read_csv(results / "stats" / "validity.csv")
+    assert list(dict.fromkeys(table["profile"])) == ["implicit", "explicit"]
+    verdicts = table.set_index(["profile", "metric", "check"])["verdict"]
+    assert verdicts["explicit", "success", "elicitation"].startswith("not measured")
+    assert verdicts["implicit", "elicitation_rate", "elicitation"] in ("pass", "fail")  # measured
+    summary = (results / "stats" / "validity.md").read_text()
+    assert "## User profile `implicit`" in summary and "## User profile `explicit`" in summary
+    with open(results / "sessions" / "asker-explicit" / "shard-0.jsonl") as handle:
+        assert {json.loads(line)["profile"] for line in handle} == {"explicit"}
+    provenance = json.loads((results / "provenance.json").read_text())
+    assert set(provenance["user_profiles"]) == {"implicit", "explicit"}
+    assert provenance["user_profiles"]["implicit"] == PROFILES["implicit"].settings()
+
+    edited = yaml.safe_load(config.read_text())
+    edited["systems"][2]["profile"] = "realistic"  # literal: implicit -> realistic
+    config.write_text(yaml.safe_dump(edited))
+    plan = planned_jobs(run_snakemake(workflow_copy, "-n", "--configfile", str(config)))
+    assert plan["simulate"] == 1 and plan["score"] == 1

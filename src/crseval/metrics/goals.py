@@ -214,13 +214,9 @@ KIND = FamilyKind(
     embedding_users=no_settings,
     reads_lda=never,
     checks=no_problems,
+    # No adaptation order for success: a lagging system succeeds only if the session has more turns after
+    # its last shift than the lag, so its place depends on the schedule, not on its construction alone.
     expectations=(
-        Expectation(
-            _column("success"),
-            ("oracle", LAGS, "stubborn=random"),
-            "after the last shift the oracle's films meet every wish, a lagging system's do once it catches up "
-            "(later the larger its lag), while neither the stubborn nor the random system serves the last wish",
-        ),
         Expectation(
             _column("stale_rate"),
             ("oracle", LAGS, "stubborn"),

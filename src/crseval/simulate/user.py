@@ -575,14 +575,7 @@ class ProfiledUser(UserSimulator):
         plan_event = "shift" if shift is not None else "contradiction" if excluded is not None else None
         fitting = [t for t in last_recommended if self.title_satisfies(t)]
         if number > 1:
-            # a reply that asks and recommends nothing is neither
-            if fitting:
-                self.misses = 0
-                self.waiting = {c: 0 for c in self.constraints}
-            elif last_recommended or last_unknown or not asked:
-                self.misses += 1
-                # a wish waits for the replies made after it arose
-                self.waiting = {c: self.waiting.get(c, 0) + 1 for c in self.constraints if c not in arisen}
+            self._judge(fitting, bool(last_recommended or last_unknown), asked, arisen)
         self.waiting.update({c: 0 for c in arisen})
         candidates = list(last_recommended)
         if self.profile.patience and self.misses >= self.profile.patience:
@@ -592,37 +585,24 @@ class ProfiledUser(UserSimulator):
 
         volunteered = [c for c in arisen if self.disclosure[c] == "volunteer"]
         answers = self._answers(asked)
-        revealed = []
-        if self.profile.reveal_after:
-            revealed = [
-                c
-                for c in self.constraints
-                if self.disclosure[c] == "on_ask"
-                and c not in self.said
-                and self.waiting.get(c, 0) >= self.profile.reveal_after
-            ]
+        revealed = self._revealed()
         tell = list(dict.fromkeys(volunteered + answers + revealed))
         no_preference = bool(asked) and not answers
-        announced = shift is not None and Constraint(*self.focus) in volunteered
-        reaction = None if number == 1 or announced else self._reaction(last_recommended, fitting, last_unknown, asked)
         focus = Constraint(*self.focus)
+        announced = shift is not None and focus in volunteered
+        reaction = None if number == 1 or announced else self._reaction(last_recommended, fitting, last_unknown, asked)
         if reaction and focus in self.said and focus not in tell and self._chance(self.profile.restate_focus):
             tell.append(focus)
-        stage = (
-            "open"
-            if number == 1
-            else "shift"
-            if announced
-            else "contradict"
-            if excluded is not None and excluded in volunteered
-            else "answer"
-            if answers
-            else "reveal"
-            if revealed
-            else reaction[0]
-            if reaction
-            else "answer"
-        )
+        if number == 1:
+            stage = "open"
+        elif announced:
+            stage = "shift"
+        elif excluded is not None and excluded in volunteered:
+            stage = "contradict"
+        elif answers or not (revealed or reaction):
+            stage = "answer"  # to a question (or "no preference")
+        else:
+            stage = "reveal" if revealed else reaction[0]
         greeting = number == 1 and self._chance(self.profile.greeting)
         thanks = reaction is not None and reaction[0] == "accept" and self._chance(self.profile.thanks)
         opening_quiet = number == 1 and not tell
@@ -663,6 +643,29 @@ class ProfiledUser(UserSimulator):
             implied = {"accepts": [reaction[2]], "rejects": []}
         revealed = [c for c in revealed if c not in answers]
         return self._turn(number, text, statements, titles, stage, shift, plan_event, implied, revealed)
+
+    def _judge(self, fitting: list[str], named_films: bool, asked: frozenset[str], arisen: list[Constraint]) -> None:
+        """Count the last reply: a fitting film resets the user's patience and every wish's wait; a reply
+        that names films, none fitting, or names none and asks nothing, uses them up; a reply that only
+        asks is neither. A wish that arose this turn waits only for the replies after it."""
+        if fitting:
+            self.misses = 0
+            self.waiting = {c: 0 for c in self.constraints}
+        elif named_films or not asked:
+            self.misses += 1
+            self.waiting = {c: self.waiting.get(c, 0) + 1 for c in self.constraints if c not in arisen}
+
+    def _revealed(self) -> list[Constraint]:
+        """The `on_ask` wishes not said yet that waited `reveal_after` unsatisfying replies: said unasked."""
+        if not self.profile.reveal_after:
+            return []
+        return [
+            c
+            for c in self.constraints
+            if self.disclosure[c] == "on_ask"
+            and c not in self.said
+            and self.waiting.get(c, 0) >= self.profile.reveal_after
+        ]
 
     def _answers(self, asked: frozenset[str]) -> list[Constraint]:
         """What the user says to a question: the wishes it does not hide on the fields asked about
