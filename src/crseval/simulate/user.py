@@ -175,9 +175,12 @@ class UserSimulator:
         concepts = self._concepts(film_id)
         return all(((c.field, c.value) in concepts) != c.negated for c in constraints)
 
-    def title_satisfies(self, title: str) -> bool:
+    def title_satisfies(self, title: str, constraints: list[Constraint] | None = None) -> bool:
+        """Whether a catalog film meets `constraints` (the current gold constraints by default)."""
         film_id = self.index.film_id(title)
-        return film_id is not None and self._satisfies(film_id, self.constraints)
+        return film_id is not None and self._satisfies(
+            film_id, self.constraints if constraints is None else constraints
+        )
 
     # ------------------------------------------------------------ text
 
@@ -565,6 +568,7 @@ class ProfiledUser(UserSimulator):
         self._style = {}
         asked = last_asks
         shift = excluded = None
+        wanted_then = list(self.constraints)  # what the user wanted when the system made its last reply
         if number > 1:  # the plan moves exactly as the explicit user's of this seed
             if self.settings.is_shift_turn(number) and (shift := self._shift()) is not None:
                 shift["anchor_new"] = shift["from_anchor"] not in self.seen_titles
@@ -574,8 +578,9 @@ class ProfiledUser(UserSimulator):
         arisen = list(self.constraints) if number == 1 else self._disclose_new()
         plan_event = "shift" if shift is not None else "contradiction" if excluded is not None else None
         fitting = [t for t in last_recommended if self.title_satisfies(t)]
-        if number > 1:
-            self._judge(fitting, bool(last_recommended or last_unknown), asked, arisen)
+        if number > 1:  # patience runs out on replies that missed what the user wanted when they were made
+            fitted_then = [t for t in last_recommended if self.title_satisfies(t, wanted_then)]
+            self._judge(fitted_then, bool(last_recommended or last_unknown), asked, arisen)
         self.waiting.update({c: 0 for c in arisen})
         candidates = list(last_recommended)
         if self.profile.patience and self.misses >= self.profile.patience:
