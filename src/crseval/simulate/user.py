@@ -534,8 +534,15 @@ class ProfiledUser(UserSimulator):
                 word = words[int(self.text_rng.integers(len(words)))]
                 at = word.start() + 1 + int(self.text_rng.integers(len(word.group(0)) - 2))
                 template = template[:at] + template[at + 1] + template[at] + template[at + 2 :]
-                self._style["typo"] = False
+                self._style["typo"] = False  # one typo a turn at most
         return template
+
+    def _sentence(self, phrase: str) -> str:
+        """A phrase as a sentence of its own: with a full stop unless it has one, capitalised unless the
+        user writes this turn in lower case."""
+        if not self._style.get("lower"):
+            phrase = phrase[:1].upper() + phrase[1:]
+        return phrase if phrase[-1:] in ".?!" else phrase + "."
 
     def _wish_phrase(self, constraint: Constraint, terse: bool) -> str:
         value = display(constraint.field, constraint.value)
@@ -548,9 +555,9 @@ class ProfiledUser(UserSimulator):
         if constraint.negated:
             group = "exclude_short" if terse else "reject_value"
             text = self._pick(group, constraint.field).format(value=value)
-            return _sentence(text), Statement(constraint.field, constraint.value, "exclusion")
+            return self._sentence(text), Statement(constraint.field, constraint.value, "exclusion")
         phrase = self._wish_phrase(constraint, terse)
-        text = _sentence(phrase) if terse else self._pick("wish").format(focus=phrase)
+        text = self._sentence(phrase) if terse else self._pick("wish").format(focus=phrase)
         return text, Statement(constraint.field, constraint.value, "wish")
 
     # ------------------------------------------------------------ turns
@@ -735,12 +742,6 @@ class ProfiledUser(UserSimulator):
         )
         statements = [Statement(bridge["field"], bridge["value"], "context"), Statement(*self.focus, "wish")]
         return text, statements, [shift["from_anchor"]]
-
-
-def _sentence(phrase: str) -> str:
-    """A phrase as a sentence of its own: capitalised, with a full stop unless it has one."""
-    phrase = phrase[:1].upper() + phrase[1:]
-    return phrase if phrase[-1:] in ".?!" else phrase + "."
 
 
 def make_user(index, settings: SimulatorSettings, templates: Templates, seed: int, matcher) -> UserSimulator:
