@@ -1,0 +1,52 @@
+"""User realism (crseval.analysis.user_realism) against values computed by hand."""
+
+import numpy as np
+import pytest
+
+from crseval.analysis.user_realism import UserTurns, compare_statistics, discriminator, turn_statistics
+
+
+def test_turn_statistics_by_hand():
+    frame = turn_statistics(["Hi!", "Why that one?", "thanks, I'll watch it", "ok"])
+    assert frame["words"].tolist() == [1, 3, 4, 1]  # "I'll" is one word
+    assert frame["question"].tolist() == [0, 1, 0, 0]
+    assert frame["greeting"].tolist() == [1, 0, 0, 0]
+    assert frame["thanks"].tolist() == [0, 0, 1, 0]
+    assert frame["chit_chat"].tolist() == [1, 0, 0, 1]
+
+
+def test_statistics_compared_by_hand():
+    simulated = UserTurns("sim", ["Hi!", "Why that one?", "thanks, I'll watch it"], ["s1", "s1", "s2"])
+    real = UserTurns("real", ["ok", "no", "yes please?"], ["r1", "r1", "r1"])
+    table = compare_statistics(simulated, real, resamples=200, seed=1).set_index("statistic")
+    # words: median of 1, 3, 4 is 3; of 1, 1, 2 is 1
+    assert table.loc["words", ["simulated", "real", "difference"]].tolist() == [3, 1, 2]
+    assert table.loc["question", "difference"] == pytest.approx(0)  # one question in three, both sides
+    assert table.loc["turns_per_session", ["simulated", "real"]].tolist() == [1.5, 3.0]
+    for row in table.itertuples():
+        assert row.ci_low <= row.difference <= row.ci_high or np.isclose(row.ci_low, row.ci_high)
+
+
+def test_a_user_is_needed():
+    with pytest.raises(ValueError, match="no user turns"):
+        UserTurns("empty", [], [])
+    with pytest.raises(ValueError, match="session ids"):
+        UserTurns("odd", ["hi"], [])
+
+
+def test_the_discriminator_tells_apart_what_differs_and_not_what_does_not():
+    rng = np.random.default_rng(0)
+    words = ["film", "movie", "good", "watch", "tonight", "maybe", "something", "else", "like", "that"]
+
+    def turns(n):
+        return [" ".join(rng.choice(words, size=int(rng.integers(2, 6)))) for _ in range(n)]
+
+    same = discriminator(turns(60), turns(60), "word", resamples=200, seed=2)
+    assert 0.3 < same["auc"] < 0.7 and same["auc_ci_low"] < 0.5 < same["auc_ci_high"]
+    told = discriminator([t + " please find me a movie starring" for t in turns(60)], turns(60), "word", resamples=200)
+    assert told["auc"] == 1.0 and told["auc_ci_low"] == pytest.approx(1.0)
+    assert {"starring", "please"} & set(told["simulated_tells"])
+    longer = discriminator([t + " and one more thing" for t in turns(60)], turns(60), "statistics", resamples=200)
+    assert longer["auc"] > 0.8 and "words" in longer["simulated_tells"]
+    with pytest.raises(ValueError, match="known: word, char, statistics"):
+        discriminator(turns(10), turns(10), "bert")
