@@ -63,6 +63,7 @@ include: "workflow/rules/stats.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/validity.smk"
 include: "workflow/rules/human_agreement.smk"
+include: "workflow/rules/realism.smk"
 include: "workflow/rules/provenance.smk"
 
 
@@ -95,6 +96,7 @@ rule all:
         rules.validity.output if VALIDITY else [],
         rules.validity_figure.output if VALIDITY else [],
         rules.human_agreement.output if HUMAN_LABELS else [],
+        rules.user_realism.output if REALISM_REFERENCE else [],
         rules.provenance.output,
 
 

@@ -60,7 +60,7 @@ def main() -> None:
         print(f"== {profile}: {len(simulated.texts)} turns in {len(set(simulated.sessions))} sessions")
         print(compare_statistics(simulated, real, args.resamples, args.seed).round(3).to_string(index=False))
         for kind in ("word", "char", "statistics"):
-            found = discriminator(simulated.texts, real.texts, kind, resamples=args.resamples, seed=args.seed)
+            found = discriminator(simulated.texts, real.texts, kind, seed=args.seed)
             print(
                 f"discriminator on {kind}: AUC {found['auc']:.3f} "
                 f"[{found['auc_ci_low']:.3f}, {found['auc_ci_high']:.3f}]"

@@ -227,6 +227,10 @@ def test_a_workflow_with_systems_under_two_profiles(workflow_copy):
     from conftest import planned_jobs, run_snakemake
 
     config = workflow_copy / "config" / "test" / "user_profiles_demo.yaml"
+    with_reference = yaml.safe_load(config.read_text())
+    with_reference["simulator"]["realism"] = {"reference": "reference.json", "folds": 3}
+    (workflow_copy / "reference.json").write_text(json.dumps(REAL_DIALOGUES))
+    config.write_text(yaml.safe_dump(with_reference))
     run_snakemake(workflow_copy, "--configfile", str(config))
     results = workflow_copy / "results" / "user-profiles-demo"
     table = pd.read_csv(results / "stats" / "validity.csv")
@@ -242,8 +246,46 @@ def test_a_workflow_with_systems_under_two_profiles(workflow_copy):
     assert set(provenance["user_profiles"]) == {"implicit", "explicit"}
     assert provenance["user_profiles"]["implicit"] == PROFILES["implicit"].settings()
 
+    realism = pd.read_csv(results / "stats" / "user_realism.csv")
+    overall = realism[realism["system"] == "all"].set_index(["user", "measure"])
+    assert set(overall.index.get_level_values("user")) == {"implicit", "explicit"}
+    assert overall.loc[("explicit", "words"), "real"] == 3  # the median words of the reference turns above
+    assert 0.5 <= overall.loc[("explicit", "auc_word"), "simulated"] <= 1
+    assert set(realism["system"]) == {"all", *(s["name"] for s in with_reference["systems"])}
+    assert "## User `implicit`" in (results / "stats" / "user_realism.md").read_text()
+    assert (results / "figures" / "user_realism.png").stat().st_size > 0
+
     edited = yaml.safe_load(config.read_text())
+    edited["simulator"]["realism"]["folds"] = 4  # the comparison only
+    config.write_text(yaml.safe_dump(edited))
+    assert planned_jobs(run_snakemake(workflow_copy, "-n", "--configfile", str(config)))["user_realism"] == 1
+    assert "simulate" not in planned_jobs(run_snakemake(workflow_copy, "-n", "--configfile", str(config)))
     edited["systems"][2]["profile"] = "realistic"  # literal: implicit -> realistic
     config.write_text(yaml.safe_dump(edited))
     plan = planned_jobs(run_snakemake(workflow_copy, "-n", "--configfile", str(config)))
     assert plan["simulate"] == 1 and plan["score"] == 1
+
+
+# Twelve short dialogues written for this test, in CRSArena-Dial's format: the reference users.
+_USER_TURNS = [
+    ["hi", "a scary movie please", "seen it"],
+    ["any comedy from the nineties?", "why that one?", "ok thanks"],
+    ["something with a dog in it", "no not that"],
+    ["recommend me a western", "more like that", "great"],
+]
+REAL_DIALOGUES = [
+    {
+        "conversation ID": f"test-{i}",
+        "agent": {"id": "some_crs", "type": "AGENT"},
+        "user": {"id": f"user-{i}", "type": "USER"},
+        "conversation": [
+            message
+            for turn, text in enumerate(_USER_TURNS[i % 4])
+            for message in (
+                {"participant": "USER", "utterance": text, "utterance ID": f"{i}-{turn}-u"},
+                {"participant": "AGENT", "utterance": "How about Heat?", "utterance ID": f"{i}-{turn}-a"},
+            )
+        ],
+    }
+    for i in range(12)
+]

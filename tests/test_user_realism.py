@@ -2,8 +2,18 @@
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from crseval.analysis.user_realism import UserTurns, compare_statistics, discriminator, turn_statistics
+from crseval.analysis.user_realism import (
+    UserTurns,
+    _auc,
+    _delong_interval,
+    _median,
+    compare_statistics,
+    discriminator,
+    turn_statistics,
+)
 
 
 def test_turn_statistics_by_hand():
@@ -41,12 +51,41 @@ def test_the_discriminator_tells_apart_what_differs_and_not_what_does_not():
     def turns(n):
         return [" ".join(rng.choice(words, size=int(rng.integers(2, 6)))) for _ in range(n)]
 
-    same = discriminator(turns(60), turns(60), "word", resamples=200, seed=2)
+    same = discriminator(turns(60), turns(60), "word", seed=2)
     assert 0.3 < same["auc"] < 0.7 and same["auc_ci_low"] < 0.5 < same["auc_ci_high"]
-    told = discriminator([t + " please find me a movie starring" for t in turns(60)], turns(60), "word", resamples=200)
+    told = discriminator([t + " please find me a movie starring" for t in turns(60)], turns(60), "word")
     assert told["auc"] == 1.0 and told["auc_ci_low"] == pytest.approx(1.0)
     assert {"starring", "please"} & set(told["simulated_tells"])
-    longer = discriminator([t + " and one more thing" for t in turns(60)], turns(60), "statistics", resamples=200)
+    longer = discriminator([t + " and one more thing" for t in turns(60)], turns(60), "statistics")
     assert longer["auc"] > 0.8 and "words" in longer["simulated_tells"]
     with pytest.raises(ValueError, match="known: word, char, statistics"):
         discriminator(turns(10), turns(10), "bert")
+
+
+@given(st.lists(st.lists(st.integers(0, 30), min_size=1, max_size=15), min_size=1, max_size=6))
+def test_the_median_of_a_histogram_is_numpys(rows):
+    histograms = np.zeros((len(rows), 31))
+    for i, values in enumerate(rows):
+        np.add.at(histograms[i], values, 1)
+    assert _median(histograms).tolist() == [float(np.median(values)) for values in rows]
+
+
+def test_the_bootstrap_resamples_whole_sessions():
+    """Two sessions of 1 and 3 turns: a draw of either session twice gives 1 or 3 turns per session."""
+    simulated = UserTurns("sim", ["a", "b c", "d e f", "g"], ["x", "y", "y", "y"])
+    table = compare_statistics(simulated, simulated, resamples=500, seed=3).set_index("statistic")
+    assert table.loc["turns_per_session", ["simulated", "difference"]].tolist() == [2.0, 0.0]
+    assert table.loc["turns_per_session", "ci_low"] == -2.0 and table.loc["turns_per_session", "ci_high"] == 2.0
+
+
+@given(st.lists(st.tuples(st.booleans(), st.integers(-5, 5)), min_size=2, max_size=40))
+def test_the_auc_is_sklearns_and_its_interval_holds_it(pairs):
+    from sklearn.metrics import roc_auc_score
+
+    labels = np.array([int(label) for label, _ in pairs])
+    scores = np.array([float(score) for _, score in pairs])
+    if labels.min() == labels.max():
+        return
+    assert _auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores))
+    low, high = _delong_interval(labels, scores) if min(labels.sum(), len(labels) - labels.sum()) > 1 else (0, 1)
+    assert 0 <= low <= _auc(labels, scores) <= high <= 1

@@ -228,6 +228,13 @@ def simulate_concurrency(system: dict, config: dict) -> int:
     return effective(requested, backends)
 
 
+def realism_reference(config: dict) -> str | None:
+    """The real dialogues the simulated user turns are compared with (the user_realism rule), if any."""
+    if not simulating(config):
+        return None
+    return (config.get("simulator", {}).get("realism") or {}).get("reference")
+
+
 def user_profile_of(system: dict, config: dict) -> str:
     """The user profile a system's sessions are simulated with: its own `profile`, else `simulator.profile`."""
     return system.get("profile") or config["simulator"]["profile"]
@@ -310,6 +317,8 @@ def config_inputs(config: dict) -> dict[str, str]:
     }
     if simulating(config):
         inputs["simulator.templates"] = config["simulator"]["templates"]
+        if reference := realism_reference(config):
+            inputs["simulator.realism.reference"] = reference
         for i, system in enumerate(config.get("systems", [])):
             if key := system_prompt_key(system):
                 inputs[f"systems[{i}].{key}"] = system[key]
@@ -405,6 +414,8 @@ def other_inputs(config: dict) -> dict[str, list[str]]:
     inputs = {"catalog.non_genre_values": [config["catalog"]["non_genre_values"]]}
     if simulating(config):
         inputs["simulator.templates"] = [config["simulator"]["templates"]]
+        if reference := realism_reference(config):
+            inputs["simulator.realism.reference"] = [reference]
     else:
         inputs["sessions.import_paths"] = sorted(glob.glob(config["sessions"]["import_paths"]))
         if config["sessions"].get("import_votes"):

@@ -134,6 +134,11 @@ def system_params(wildcards):
     return canonical(without_runtime(SYSTEMS[wildcards.system]))
 
 
+def simulator_params():
+    """The simulator settings that shape the sessions: not `realism`, which only the user_realism rule reads."""
+    return canonical({key: value for key, value in config["simulator"].items() if key != "realism"})
+
+
 def system_user_profile(wildcards):
     """The settings of the user profile the system meets: editing a profile re-runs its sessions."""
     return canonical(planning.user_profile_settings(SYSTEMS[wildcards.system], config))
@@ -204,6 +209,13 @@ def panel_outputs(name):
     return per_shard(rules.panel_judge.output[0].replace("{judge}", name))
 
 
+# ------------------------------------------------------------------ user realism
+
+# The real dialogues the simulated user turns are compared with (simulator.realism.reference), or None.
+_REALISM = planning.realism_reference(config)
+REALISM_REFERENCE = input_path(_REALISM) if _REALISM else None
+
+
 # ------------------------------------------------------------------ figures
 
 # The figures of the experiment, by file stem (the families and the judge add theirs to the base ones;
@@ -263,4 +275,6 @@ def described_outputs():
         described += [rules.validity.output, rules.validity_figure.output]
     if HUMAN_LABELS:
         described.append(rules.human_agreement.output)
+    if REALISM_REFERENCE:
+        described.append(rules.user_realism.output)
     return described

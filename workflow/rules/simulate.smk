@@ -85,7 +85,7 @@ else:
             cpu_threads=cpu_threads,
         params:
             system=system_params,
-            simulator=config_slice("simulator"),
+            simulator=simulator_params(),
             user_profile=system_user_profile,
             agent=config_slice("agent"),
             seed=config["sessions"]["seed"],

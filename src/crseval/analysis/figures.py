@@ -469,3 +469,27 @@ def human_agreement_figure(dialogues: pd.DataFrame, systems: pd.DataFrame, stem:
         ax.set_ylabel("share of dialogues the user was satisfied with (95% Wilson)")
         ax.set_title("Per system: the two human rankings", fontsize=10)
     save(figure, stem)
+
+
+def user_realism_figure(words: dict[str, list[int]], shares: pd.DataFrame, stem: Path) -> None:
+    """Each user's words per turn beside the real users' (share of turns, 40 words and longer in the last
+    bin), and its shares of questions, greetings, thanks and chit-chat. `words`: user -> words of each turn,
+    the real users under "real users"; `shares`: one row per user, a column per share."""
+    figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
+    colours = palette(list(words))
+    bins = np.arange(0, 42, 2)
+    for user, counts in words.items():
+        clipped = np.minimum(np.asarray(counts, float), 40)
+        weights = np.full(len(clipped), 1 / max(len(clipped), 1))
+        left.hist(clipped, bins=bins, weights=weights, histtype="step", linewidth=1.6, color=colours[user], label=user)
+    left.set_xlabel("words per user turn (40: 40 or more)")
+    left.set_ylabel("share of turns")
+    left.legend(fontsize=8)
+    positions = np.arange(len(shares.columns))
+    width = 0.8 / max(len(shares), 1)
+    for i, (user, row) in enumerate(shares.iterrows()):
+        right.bar(positions + i * width, row.to_numpy(float), width, color=colours[user], label=user)
+    right.set_xticks(positions + width * (len(shares) - 1) / 2, [c.replace("_", " ") for c in shares.columns])
+    right.set_ylabel("share of user turns")
+    figure.suptitle("Simulated users beside real users")
+    save(figure, stem)

@@ -7,9 +7,9 @@ Two views, as ConvApparel measures simulators against real conversations:
   shares (`TURN_STATISTICS`), and turns per session;
 - a discriminator: how well a classifier tells a simulated turn from a real one, as the
   cross-validated ROC AUC (0.5: indistinguishable, 1.0: always told apart) of a logistic regression
-  on word n-grams, character n-grams, or the turn statistics; its CI is a bootstrap of the out-of-fold
-  scores; the n-grams that give each side away most are listed, so that a developer of the
-  simulator sees what to change.
+  on word n-grams, character n-grams, or the turn statistics; its CI comes from DeLong's variance of
+  the out-of-fold scores; the n-grams that give each side away most are listed, so that a developer
+  of the simulator sees what to change.
 
 Every random choice (bootstrap, folds) takes a seed. AUCs and differences are reported, never
 thresholded here.
@@ -62,43 +62,69 @@ class UserTurns:
             raise ValueError(f"{self.name}: no user turns to compare")
 
 
-def _statistic(name: str, frame: pd.DataFrame) -> float:
-    if name == "turns_per_session":
-        return float(frame.groupby("session").size().mean())
-    if name == "words":
-        return float(frame["words"].median())
-    return float(frame[name].mean())
-
-
 STATISTICS = (*TURN_STATISTICS, "turns_per_session")
 
 
-def _resample_sessions(frame: pd.DataFrame, rng: np.random.Generator) -> pd.DataFrame:
-    """The frame's sessions drawn with replacement, each with all its turns."""
-    groups = list(frame.groupby("session", sort=True).indices.values())
-    picks = rng.integers(len(groups), size=len(groups))
-    return frame.iloc[np.concatenate([groups[i] for i in picks])].assign(
-        session=np.repeat(np.arange(len(groups)), [len(groups[i]) for i in picks])
-    )
+@dataclass(frozen=True)
+class _Sessions:
+    """A side's turns summed per session, so that a bootstrap over sessions is a sum over drawn rows:
+    turns, the count of each yes/no statistic, and a histogram of words per turn."""
+
+    turns: np.ndarray  # (sessions,)
+    counts: dict[str, np.ndarray]  # statistic -> (sessions,)
+    words: np.ndarray  # (sessions, longest turn + 1)
+
+    @classmethod
+    def of(cls, turns: UserTurns) -> "_Sessions":
+        frame = turn_statistics(turns.texts)
+        codes, _ = pd.factorize(pd.Series(turns.sessions), sort=True)
+        sessions = codes.max() + 1
+        words = np.zeros((sessions, int(frame["words"].max()) + 1))
+        np.add.at(words, (codes, frame["words"].to_numpy()), 1)
+        return cls(
+            np.bincount(codes, minlength=sessions).astype(float),
+            {name: np.bincount(codes, frame[name].to_numpy(), sessions) for name in TURN_STATISTICS[1:]},
+            words,
+        )
+
+    def values(self, picks: np.ndarray) -> dict[str, np.ndarray]:
+        """Every statistic of each draw: `picks` (draws, sessions) are session indices. A draw is the
+        number of times it took each session, so every sum is one matrix product."""
+        draws, sessions = picks.shape[0], len(self.turns)
+        rows = (np.arange(draws)[:, None] * sessions + picks).ravel()
+        taken = np.bincount(rows, minlength=draws * sessions).reshape(draws, sessions).astype(float)
+        turns = taken @ self.turns
+        values = {name: (taken @ count) / turns for name, count in self.counts.items()}
+        values["words"] = _median(taken @ self.words)
+        values["turns_per_session"] = turns / picks.shape[1]
+        return values
+
+
+def _median(histograms: np.ndarray) -> np.ndarray:
+    """The median of each row's values, given as counts of 0, 1, 2, ... (the mean of the two middle
+    values for an even count, as numpy's median)."""
+    cumulative = histograms.cumsum(axis=1)
+    total = cumulative[:, -1]
+    lower = np.argmax(cumulative > ((total - 1) // 2)[:, None], axis=1)
+    upper = np.argmax(cumulative > (total // 2)[:, None], axis=1)
+    return (lower + upper) / 2
 
 
 def compare_statistics(simulated: UserTurns, real: UserTurns, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Per statistic: the simulated and the real value, their difference (simulated - real), and its 95%
-    percentile bootstrap CI, resampling each side's sessions."""
-    frames = {
-        side: turn_statistics(turns.texts).assign(session=turns.sessions)
-        for side, turns in (("simulated", simulated), ("real", real))
-    }
+    percentile bootstrap CI, resampling each side's sessions (all draws at once)."""
+    sides = {"simulated": _Sessions.of(simulated), "real": _Sessions.of(real)}
+    observed = {side: data.values(np.arange(len(data.turns))[None, :]) for side, data in sides.items()}
     rng = np.random.default_rng(seed)
-    boot = {name: [] for name in STATISTICS}
-    for _ in range(resamples):
-        drawn = {side: _resample_sessions(frame, rng) for side, frame in frames.items()}
-        for name in STATISTICS:
-            boot[name].append(_statistic(name, drawn["simulated"]) - _statistic(name, drawn["real"]))
+    drawn = {
+        side: data.values(rng.integers(len(data.turns), size=(resamples, len(data.turns))))
+        for side, data in sides.items()
+    }
     rows = []
     for name in STATISTICS:
-        sim, rea = _statistic(name, frames["simulated"]), _statistic(name, frames["real"])
-        low, high = np.percentile(boot[name], [2.5, 97.5]) if resamples else (np.nan, np.nan)
+        sim, rea = float(observed["simulated"][name][0]), float(observed["real"][name][0])
+        boot = drawn["simulated"][name] - drawn["real"][name]
+        low, high = np.percentile(boot, [2.5, 97.5]) if resamples else (np.nan, np.nan)
         rows.append(
             {
                 "statistic": name,
@@ -128,14 +154,36 @@ def _features(kind: str, texts: list[str]):
     return matrix, list(vectorizer.get_feature_names_out())
 
 
-def discriminator(
-    simulated: list[str], real: list[str], kind: str = "word", folds: int = 5, resamples: int = 1000, seed: int = 0
-) -> dict:
+def _placements(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """DeLong's placement values: per positive, the share of negatives it outscores (ties count half);
+    per negative, the share of positives that outscore it."""
+    from scipy.stats import rankdata
+
+    positive, negative = scores[labels == 1], scores[labels == 0]
+    both = rankdata(np.concatenate([positive, negative]))
+    over_negatives = (both[: len(positive)] - rankdata(positive)) / len(negative)
+    under_positives = 1 - (both[len(positive) :] - rankdata(negative)) / len(positive)
+    return over_negatives, under_positives
+
+
+def _auc(labels: np.ndarray, scores: np.ndarray) -> float:
+    return float(_placements(labels, scores)[0].mean())
+
+
+def _delong_interval(labels: np.ndarray, scores: np.ndarray) -> tuple[float, float]:
+    """The AUC's 95% CI from DeLong's variance (normal approximation), kept within [0, 1]."""
+    over, under = _placements(labels, scores)
+    spread = 1.959964 * np.sqrt(over.var(ddof=1) / len(over) + under.var(ddof=1) / len(under))
+    auc = over.mean()
+    return float(max(0.0, auc - spread)), float(min(1.0, auc + spread))
+
+
+def discriminator(simulated: list[str], real: list[str], kind: str = "word", folds: int = 5, seed: int = 0) -> dict:
     """How well a logistic regression on `kind` features tells simulated turns (label 1) from real ones:
-    the out-of-fold ROC AUC over `folds` stratified folds, its 95% bootstrap CI (out-of-fold scores
-    resampled), and the features that give each side away most (largest weights of a fit on all turns)."""
+    the out-of-fold ROC AUC over `folds` stratified folds (shuffled with `seed`), its 95% CI from DeLong's
+    variance of the out-of-fold scores, and the features that give each side away most (largest weights
+    of a fit on all turns)."""
     from sklearn.linear_model import LogisticRegression
-    from sklearn.metrics import roc_auc_score
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import StandardScaler
@@ -152,14 +200,8 @@ def discriminator(
 
     split = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     scores = cross_val_predict(model(), features, labels, cv=split, method="decision_function")
-    auc = float(roc_auc_score(labels, scores))
-    rng = np.random.default_rng(seed)
-    boot = []
-    for _ in range(resamples):
-        pick = rng.integers(len(labels), size=len(labels))
-        if labels[pick].min() != labels[pick].max():
-            boot.append(roc_auc_score(labels[pick], scores[pick]))
-    low, high = np.percentile(boot, [2.5, 97.5]) if boot else (np.nan, np.nan)
+    auc = _auc(labels, scores)
+    low, high = _delong_interval(labels, scores)
     fitted = model().fit(features, labels)
     weights = (fitted[-1] if kind == "statistics" else fitted).coef_[0]
     order = np.argsort(weights)
@@ -171,3 +213,93 @@ def discriminator(
         "simulated_tells": [names[i] for i in order[::-1][:10] if weights[i] > 0],
         "real_tells": [names[i] for i in order[:10] if weights[i] < 0],
     }
+
+
+DISCRIMINATORS = ("word", "char", "statistics")
+
+
+def realism_table(
+    users: dict[str, UserTurns],
+    systems: dict[tuple[str, str], UserTurns],
+    real: UserTurns,
+    folds: int = 5,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
+    """Every user (a profile) against the real users: its statistics and the discriminators' AUCs
+    (`system` "all"), and the statistics of the user as each system met it. One row per measure:
+    `simulated`, `real`, `difference` and its CI for a statistic; the AUC and its CI (`simulated`,
+    `ci_low`, `ci_high`) and the n-grams that give each side away for a discriminator."""
+    rows = []
+
+    def statistics(user: str, system: str, turns: UserTurns) -> None:
+        for row in compare_statistics(turns, real, resamples, seed).itertuples(index=False):
+            rows.append({"user": user, "system": system, "measure": row.statistic, **row._asdict()})
+
+    for user, turns in users.items():
+        statistics(user, "all", turns)
+        for kind in DISCRIMINATORS:
+            found = discriminator(turns.texts, real.texts, kind, folds, seed)
+            rows.append(
+                {
+                    "user": user,
+                    "system": "all",
+                    "measure": f"auc_{kind}",
+                    "simulated": found["auc"],
+                    "ci_low": found["auc_ci_low"],
+                    "ci_high": found["auc_ci_high"],
+                    "simulated_tells": _tells(found["simulated_tells"]),
+                    "real_tells": _tells(found["real_tells"]),
+                }
+            )
+    for (user, system), turns in systems.items():
+        statistics(user, system, turns)
+    columns = ["user", "system", "measure", "simulated", "real", "difference", "ci_low", "ci_high"]
+    table = pd.DataFrame(rows).drop(columns="statistic", errors="ignore")
+    return table.reindex(columns=[*columns, "simulated_tells", "real_tells"])
+
+
+def _tells(ngrams: list[str]) -> str:
+    """N-grams as a table cell: each in backticks, a space shown as "·" (character n-grams begin and end
+    with one)."""
+    return ", ".join(f"`{ngram.replace(' ', '·')}`" for ngram in ngrams)
+
+
+def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns) -> str:
+    """The readable report: per user, its statistics beside the real users' and the discriminators."""
+
+    def fmt(x) -> str:
+        return "n/a" if x != x else f"{x:.2f}"
+
+    sessions = len(set(real.sessions))
+    lines = [
+        "# How far is the simulated user from real users?",
+        "",
+        f"Reference: {len(real.texts)} user turns of {sessions} real dialogues ({reference}). Differences are "
+        "simulated minus real, with a 95% bootstrap CI over sessions. A discriminator's AUC is how well a "
+        "logistic regression tells a simulated turn from a real one, cross-validated (0.5: indistinguishable, "
+        "1.0: always told apart); its tells are the n-grams that give each side away most.",
+    ]
+    overall = table[table["system"] == "all"]
+    for user, own in overall.groupby("user", sort=False):
+        stats = own[~own["measure"].str.startswith("auc_")]
+        lines += [
+            "",
+            f"## User `{user}`",
+            "",
+            "| statistic | simulated | real | difference [95% CI] |",
+            "|---|---|---|---|",
+        ]
+        lines += [
+            f"| {r.measure} | {fmt(r.simulated)} | {fmt(r.real)} | "
+            f"{fmt(r.difference)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}] |"
+            for r in stats.itertuples()
+        ]
+        lines += ["", "| discriminator | AUC [95% CI] | gives the simulated user away | gives real users away |"]
+        lines += ["|---|---|---|---|"]
+        lines += [
+            f"| {r.measure.removeprefix('auc_')} | {fmt(r.simulated)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}] | "
+            f"{r.simulated_tells} | {r.real_tells} |"
+            for r in own[own["measure"].str.startswith("auc_")].itertuples()
+        ]
+    return "\n".join(lines) + "\n"

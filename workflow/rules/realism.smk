@@ -1,0 +1,32 @@
+"""How real is the simulated user: its turns against the user turns of a corpus of real dialogues, per user
+profile and per system it talked to (crseval.analysis.user_realism). In the experiment when
+`simulator.realism.reference` names the corpus."""
+
+if REALISM_REFERENCE:
+
+    rule user_realism:
+        input:
+            shards=per_shard(SESSION_SHARD),
+            reference=REALISM_REFERENCE,
+        output:
+            table=f"{RESULTS}/stats/user_realism.csv",
+            summary=report(
+                f"{RESULTS}/stats/user_realism.md", caption="../report/user_realism.rst", category="User realism"
+            ),
+            png=report(
+                f"{RESULTS}/figures/user_realism.png",
+                caption="../report/user_realism_figure.rst",
+                category="User realism",
+            ),
+            svg=f"{RESULTS}/figures/user_realism.svg",
+        log:
+            f"{RESULTS}/logs/user_realism.log",
+        conda:
+            ENV
+        params:
+            realism=config_slice("simulator", "realism"),
+            stats=config_slice("stats"),
+            # system name -> the user profile it met, for the shards in input.shards
+            profiles={name: planning.user_profile_of(system, config) for name, system in SYSTEMS.items()},
+        script:
+            "../scripts/user_realism.py"
