@@ -189,6 +189,8 @@ def test_the_first_release_config_validates_and_takes_todays_defaults():
         ("stats", "small_sample"),
         ("simulator", "profile"),  # explicit: the thesis user
         ("scoring", "goals"),  # a family without settings
+        ("simulator", "realism", "format"),  # used only with a reference, which is not given
+        ("simulator", "realism", "folds"),
     }
     for path, value in added.items():
         assert value == schema_default(path), path
