@@ -1,6 +1,6 @@
 """Audit: how far each user profile's turns are from real users' turns (crseval.analysis.user_realism).
 
-    python audits/user_realism.py RESULTS_DIR [--reference PATH] [--resamples 1000] [--seed 0]
+    python audits/user_realism.py RESULTS_DIR [--reference PATH] [--format crsarena] [--resamples 1000] [--seed 0]
 
 Reads the simulated sessions of an experiment (results/<experiment>/sessions/*/shard-*.jsonl, grouped
 by the user profile each session records) and the user turns of a CRSArena-Dial file (by default the
@@ -13,50 +13,34 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import defaultdict
 from pathlib import Path
 
 import pandas as pd
 
-from crseval.analysis.user_realism import UserTurns, compare_statistics, discriminator
-from crseval.corpora.crsarena import read_dialogues
+from crseval.analysis.user_realism import compare_statistics, discriminator, reference_turns, simulated_turns
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "crsarena" / "crs_arena_dial_open.json"
 
 
-def real_turns(path: Path) -> UserTurns:
-    texts, sessions = [], []
-    for position, item in enumerate(read_dialogues(path)):
-        for turn in item["conversation"]:
-            if turn["participant"] == "USER" and turn["utterance"].strip():
-                texts.append(turn["utterance"])
-                sessions.append(f"real/{position}")
-    return UserTurns(path.name, texts, sessions)
-
-
-def simulated_turns(results: Path) -> dict[str, UserTurns]:
-    texts, sessions = defaultdict(list), defaultdict(list)
+def sessions(results: Path):
     for shard in sorted(results.glob("sessions/*/shard-*.jsonl")):
         for line in shard.read_text(encoding="utf-8").splitlines():
-            record = json.loads(line)
-            profile = record.get("profile", "explicit")
-            for turn in record["turns"]:
-                texts[profile].append(turn["user_text"])
-                sessions[profile].append(record["session_id"])
-    return {profile: UserTurns(profile, texts[profile], sessions[profile]) for profile in texts}
+            yield json.loads(line)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--reference", type=Path, default=REFERENCE)
+    parser.add_argument("--format", default="crsarena", help="the reference's importing format")
     parser.add_argument("--resamples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    real = real_turns(args.reference)
+    real = reference_turns(args.reference, args.format)
     print(f"real users: {len(real.texts)} turns in {len(set(real.sessions))} dialogues ({args.reference.name})\n")
     pd.set_option("display.width", 160)
-    for profile, simulated in simulated_turns(args.results).items():
+    users, _ = simulated_turns(sessions(args.results), {})  # every session records its profile
+    for profile, simulated in users.items():
         print(f"== {profile}: {len(simulated.texts)} turns in {len(set(simulated.sessions))} sessions")
         print(compare_statistics(simulated, real, args.resamples, args.seed).round(3).to_string(index=False))
         for kind in ("word", "char", "statistics"):

@@ -18,7 +18,10 @@ thresholded here.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -63,6 +66,39 @@ class UserTurns:
 
 
 STATISTICS = (*TURN_STATISTICS, "turns_per_session")
+
+
+def reference_turns(path: str | Path, import_format: str) -> UserTurns:
+    """The user turns of a corpus of real dialogues in an importing format (crseval.corpora.formats), as
+    the importer reads them: the turns it pairs with a system reply."""
+    from crseval.corpora.formats import reader
+
+    imported, _ = reader(import_format).import_logs([Path(path)], None, "0" * 64, "0" * 64)
+    records = [record for records in imported.values() for record in records]
+    return UserTurns(
+        "real users",
+        [turn["user_text"] for record in records for turn in record["turns"]],
+        [record["session_id"] for record in records for _ in record["turns"]],
+    )
+
+
+def simulated_turns(
+    records: Iterable[dict], profiles: dict[str, str]
+) -> tuple[dict[str, UserTurns], dict[tuple[str, str], UserTurns]]:
+    """The user turns of simulated sessions by user profile, and by (profile, system). A session's profile
+    is the one it records, else `profiles[system]` (sessions written before profiles)."""
+    texts, sessions = defaultdict(list), defaultdict(list)
+    for record in records:
+        user = record.get("profile") or profiles[record["system"]]
+        for turn in record["turns"]:
+            for key in (user, (user, record["system"])):
+                texts[key].append(turn["user_text"])
+                sessions[key].append(record["session_id"])
+    users = {key: UserTurns(key, texts[key], sessions[key]) for key in texts if isinstance(key, str)}
+    systems = {
+        key: UserTurns(f"{key[0]} with {key[1]}", texts[key], sessions[key]) for key in texts if isinstance(key, tuple)
+    }
+    return users, systems
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from crseval.language.asks import OPEN
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.text import lemma
 from crseval.language.tracker import Constraint, extract_statements
-from crseval.simulate.profiles import EXPLICIT, UserProfile
+from crseval.simulate.profiles import EXPLICIT, UserProfile, user_profile
 
 MAX_REDRAWS = 40
 
@@ -235,7 +235,7 @@ class UserSimulator:
         """The user's utterance at turn `number` (from 1), reacting to the titles the system
         recommended in its previous reply; `last_unknown`: the films that reply named outside the
         catalog (the user cannot judge them: it knows the catalog only); `last_asks`: what the reply
-        asked the user about (crseval.language.asks; the explicit user answers every turn in full)."""
+        asked the user about (crseval.language.asks; the explicit user says every wish anyway and ignores it)."""
         self.seen_titles.update(last_recommended)
         self.seen_titles.update(last_mentioned)
         candidates = list(last_recommended)
@@ -746,8 +746,6 @@ class ProfiledUser(UserSimulator):
 
 def make_user(index, settings: SimulatorSettings, templates: Templates, seed: int, matcher) -> UserSimulator:
     """The simulated user of `settings.profile` for one session."""
-    from crseval.simulate.profiles import user_profile
-
     profile = user_profile(settings.profile)
     if profile.is_explicit:
         return UserSimulator(index, settings, templates, seed, matcher)
