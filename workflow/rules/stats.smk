@@ -1,4 +1,19 @@
-"""Statistics: the comparison of systems on the experiment's tables (tests, effects, power, judge reliability)."""
+"""Statistics: the comparison of systems on the experiment's tables (tests, effects, power, judge reliability,
+and whether the conclusions change with the simulated user)."""
+
+from crseval.analysis import user_robustness
+
+# The same systems under several user profiles: {label: {profile: system name}} for the config's entries
+# identical except for `name` and `profile` (crseval.analysis.user_robustness.matched_systems). With two such
+# systems or more, under two profiles or more, `stats` also says whether the conclusions change with the user.
+USER_PROFILE_GROUPS = (
+    user_robustness.matched_systems(
+        config["systems"], {name: planning.user_profile_of(system, config) for name, system in SYSTEMS.items()}
+    )
+    if len(planning.profiles_used(config)) >= 2
+    else {}
+)
+ROBUSTNESS = user_robustness.applies(USER_PROFILE_GROUPS)
 
 
 rule stats:
@@ -15,6 +30,19 @@ rule stats:
                 ),
             }
             if JUDGE["enabled"]
+            else {}
+        ),
+        **(
+            {
+                "robustness": f"{RESULTS}/stats/user_robustness.csv",
+                "robustness_orders": f"{RESULTS}/stats/user_robustness_orders.csv",
+                "robustness_summary": report(
+                    f"{RESULTS}/stats/user_robustness.md",
+                    caption="../report/user_robustness.rst",
+                    category="Statistical tests",
+                ),
+            }
+            if ROBUSTNESS
             else {}
         ),
         anova=f"{RESULTS}/stats/anova.csv",
@@ -39,5 +67,8 @@ rule stats:
             [JUDGE["backend"], *(entry["backend"] for entry in JUDGE.get("panel", []))] if JUDGE["enabled"] else []
         ),
         system_backends=canonical([{"name": s["name"], "backend": s.get("backend")} for s in config["systems"]]),
+        # each matched system's name under each user profile it met ({label: {profile: system}}), empty when
+        # the conclusions are not compared across users
+        user_profiles=canonical(USER_PROFILE_GROUPS if ROBUSTNESS else {}),
     script:
         "../scripts/stats.py"

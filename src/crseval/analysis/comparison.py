@@ -2,9 +2,10 @@
 
 `compare_systems` runs, on sessions.parquet and under the config's analysis plan (crseval.analysis.plan),
 the omnibus tests, the post-hoc comparisons of the recommended omnibus test, the pairwise and the
-paired tests, the judge correlations (pooled and within system), sample-size planning and (when the
-judge ran) the judge's reliability; `write` puts each table and summary at its output path,
-atomically. The rule script only connects paths.
+paired tests, the judge correlations (pooled and within system), sample-size planning, (when the
+judge ran) the judge's reliability and (when the same systems met several user profiles) whether the
+conclusions change with the user (crseval.analysis.user_robustness); `write` puts each table and
+summary at its output path, atomically. The rule script only connects paths.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from crseval.analysis import correlation, power, registry, stats, stats_summary
+from crseval.analysis import correlation, power, registry, stats, stats_summary, user_robustness
 from crseval.analysis.plan import Plan
 from crseval.core.io import atomic_path
 from crseval.judge import reliability
@@ -24,8 +25,10 @@ TABLES = ("anova", "posthoc", "pairwise", "paired", "correlations", "power_table
 
 @dataclass
 class Comparison:
-    tables: dict[str, pd.DataFrame]  # TABLES, and `reliability` when the judge ran
-    texts: dict[str, str]  # summary, power, and `reliability_summary` when the judge ran
+    # TABLES, `reliability` when the judge ran, `robustness` and `robustness_orders` under several user profiles
+    tables: dict[str, pd.DataFrame]
+    # summary, power, `reliability_summary` when the judge ran, `robustness_summary` under several user profiles
+    texts: dict[str, str]
     compared: list[str]  # the metrics and judge scores compared, in order
     not_computed: list[str] = field(default_factory=list)  # configured metrics absent from the sessions
     paired_not_run: str = ""  # why the paired tests did not run (sessions do not pair), if they did not
@@ -33,10 +36,17 @@ class Comparison:
 
 
 def compare_systems(
-    sessions: pd.DataFrame, settings: dict, judged: bool, own_model: dict[str, list[str]] | None = None
+    sessions: pd.DataFrame,
+    settings: dict,
+    judged: bool,
+    own_model: dict[str, list[str]] | None = None,
+    profiles: dict[str, dict[str, str]] | None = None,
 ) -> Comparison:
     """Every comparison of the `stats` config section (`settings`) on the sessions table; `own_model` maps a
-    judge model to the systems under test that run on it (reliability.judged_by_own_model), for a warning."""
+    judge model to the systems under test that run on it (reliability.judged_by_own_model), for a warning;
+    `profiles` holds the systems matched across user profiles ({label: {profile: system}},
+    user_robustness.matched_systems): with two of them or more, under two profiles or more, the
+    comparison of the conclusions under each profile is added."""
     plan = Plan.from_settings(settings)
     judges = [c for c in registry.JUDGE_SCORES if c in sessions] if judged else []
     metrics = [m for m in settings["metrics"] if m in sessions]
@@ -64,10 +74,25 @@ def compare_systems(
         "correlations": correlations,
         "power_table": planning,
     }
+    sentence = ""
+    if profiles and user_robustness.applies(profiles):
+        # the tests' verdicts on pairs: the paired table where sessions pair, else the pairwise one
+        verdicts = paired if len(paired) else pairwise
+        tables["robustness"], tables["robustness_orders"] = user_robustness.robustness_table(
+            sessions, profiles, compared, plan.resamples, plan.seed, plan.alpha, verdicts
+        )
+        sentence = user_robustness.robustness_sentence(tables["robustness"], tables["robustness_orders"])
     texts = {
-        "summary": stats_summary.markdown_summary(anova, posthoc, pairwise, paired, correlations, pairing_reason, plan),
+        "summary": stats_summary.markdown_summary(
+            anova, posthoc, pairwise, paired, correlations, pairing_reason, plan, robustness_sentence=sentence
+        ),
         "power": power.power_markdown(planning, plan.alpha, target["power"], pairing_reason),
     }
+    if "robustness" in tables:
+        ignored = sorted(set(sessions["system"]) - {s for group in profiles.values() for s in group.values()})
+        texts["robustness_summary"] = user_robustness.robustness_markdown(
+            tables["robustness"], tables["robustness_orders"], profiles, ignored, plan.alpha, plan.resamples
+        )
     if judged:
         tables["reliability"] = reliability.reliability_table(sessions, plan.alpha, plan.resamples, plan.seed)
         texts["reliability_summary"] = reliability.reliability_markdown(tables["reliability"], plan.alpha, own_model)

@@ -29,13 +29,17 @@ def markdown_summary(
     correlation_rows: pd.DataFrame,
     paired_reason: str,
     plan: Plan,
+    robustness_sentence: str = "",
 ) -> str:
-    """The readable summary (rounded to 3 significant digits; the CSVs keep full precision)."""
+    """The readable summary (rounded to 3 significant digits; the CSVs keep full precision).
+    `robustness_sentence` (crseval.analysis.user_robustness), when the same systems met several user
+    profiles, follows the plan: whether the conclusions hold for another user belongs before them."""
     lines = [
         "# Statistical comparison of systems",
         "",
         plan.describe(),
         "",
+        *([robustness_sentence, ""] if robustness_sentence else []),
         "Numbers here are rounded; the CSVs beside this file keep full precision.",
         *_omnibus_section(anova),
         *_excluded_section(anova),
