@@ -149,8 +149,9 @@ def test_a_question_about_a_field_gets_the_wish_on_that_field(demo_index):
 
 
 def test_the_user_leaves_when_its_patience_ends(demo_index):
-    """Under `realistic` (patience 4) a system that recommends random films loses most users; the session
-    ends after the last reply, the farewell is recorded, and the four replies before it all missed."""
+    """Under `realistic` (patience n) a system that recommends random films loses most users; the session
+    ends after the last reply, the farewell is recorded, and the n replies before it all missed."""
+    patience = user_profile("realistic").patience
     left = 0
     for seed in range(30):
         record = simulate(demo_index, "realistic", "random", seed, turns=12)
@@ -158,8 +159,8 @@ def test_the_user_leaves_when_its_patience_ends(demo_index):
         assert len(record["turns"]) == ending["turn"]
         if ending["reason"] == "abandoned":
             left += 1
-            assert ending["farewell"] and ending["turn"] >= 4
-            for turn in record["turns"][-3:]:  # the user's reactions to the replies before the last
+            assert ending["farewell"] and ending["turn"] >= patience
+            for turn in record["turns"][-(patience - 1) :]:  # the user's reactions to the replies before the last
                 assert turn["user_implies"]["accepts"] == []
         else:
             assert ending == {"reason": "turn_limit", "turn": 12, "farewell": None}

@@ -12,6 +12,7 @@ from crseval.analysis.user_realism import (
     _median,
     compare_statistics,
     discriminator,
+    simulated_turns,
     turn_statistics,
 )
 
@@ -89,3 +90,22 @@ def test_the_auc_is_sklearns_and_its_interval_holds_it(pairs):
     assert _auc(labels, scores) == pytest.approx(roc_auc_score(labels, scores))
     low, high = _delong_interval(labels, scores) if min(labels.sum(), len(labels) - labels.sum()) > 1 else (0, 1)
     assert 0 <= low <= _auc(labels, scores) <= high <= 1
+
+
+def test_reworded_turns_are_a_further_user_and_the_rules_wording_stays_the_profiles():
+    def turn(text, paraphrase=None):
+        return {"user_text": text, "user_meta": {"paraphrase": paraphrase}}
+
+    reworded = {"verdict": "kept", "template_text": "I'd like a comedy.", "llm": {"model": "tiny-lm"}}
+    rejected = {"verdict": "rejected", "template_text": "Why that one?", "llm": {"model": "tiny-lm"}}
+    records = [
+        {"session_id": "a", "system": "x", "profile": "explicit", "turns": [turn("got any comedies?", reworded)]},
+        {"session_id": "b", "system": "x", "profile": "explicit", "turns": [turn("Why that one?", rejected)]},
+        {"session_id": "c", "system": "y", "turns": [turn("Hello.")]},  # written before profiles and rewording
+    ]
+    users, systems = simulated_turns(records, {"y": "implicit"})
+    assert users["explicit"].texts == ["I'd like a comedy.", "Why that one?"]
+    assert users["explicit reworded by tiny-lm"].texts == ["got any comedies?", "Why that one?"]
+    assert users["explicit reworded by tiny-lm"].sessions == ["a", "b"]
+    assert users["implicit"].texts == ["Hello."]
+    assert systems[("explicit reworded by tiny-lm", "x")].name == "explicit reworded by tiny-lm with x"

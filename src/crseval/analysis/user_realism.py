@@ -85,15 +85,24 @@ def reference_turns(path: str | Path, import_format: str) -> UserTurns:
 def simulated_turns(
     records: Iterable[dict], profiles: dict[str, str]
 ) -> tuple[dict[str, UserTurns], dict[tuple[str, str], UserTurns]]:
-    """The user turns of simulated sessions by user profile, and by (profile, system). A session's profile
-    is the one it records, else `profiles[system]` (sessions written before profiles)."""
+    """The user turns of simulated sessions by user, and by (user, system). A session's user is the
+    profile it records, else `profiles[system]` (sessions written before profiles). Where an LLM reworded
+    the user's turns (`simulator.paraphrase`), the profile's own user is the rules' wording (the
+    template text) and the reworded turns, as the system read them, are a further user
+    `<profile> reworded by <model>`: the table then shows what the LLM changes."""
     texts, sessions = defaultdict(list), defaultdict(list)
     for record in records:
-        user = record.get("profile") or profiles[record["system"]]
+        profile = record.get("profile") or profiles[record["system"]]
         for turn in record["turns"]:
-            for key in (user, (user, record["system"])):
-                texts[key].append(turn["user_text"])
-                sessions[key].append(record["session_id"])
+            paraphrase = (turn.get("user_meta") or {}).get("paraphrase")
+            spoken = [(profile, turn["user_text"])]
+            if paraphrase:
+                model = (paraphrase.get("llm") or {}).get("model") or "an LLM"
+                spoken = [(profile, paraphrase["template_text"]), (f"{profile} reworded by {model}", turn["user_text"])]
+            for user, text in spoken:
+                for key in (user, (user, record["system"])):
+                    texts[key].append(text)
+                    sessions[key].append(record["session_id"])
     users = {key: UserTurns(key, texts[key], sessions[key]) for key in texts if isinstance(key, str)}
     systems = {
         key: UserTurns(f"{key[0]} with {key[1]}", texts[key], sessions[key]) for key in texts if isinstance(key, tuple)

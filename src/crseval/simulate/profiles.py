@@ -18,7 +18,7 @@ every system meets the same user.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from crseval.core.registry import look_up
 
@@ -45,10 +45,17 @@ class UserProfile:
     lowercase: float  # the user's own words in a turn are in lower case (titles and values keep theirs)
     typo: float  # one of the user's own words in a turn has two letters swapped
     patience: int  # unsatisfying replies in a row after which the user leaves (0: never)
+    # The wording: "" for the template groups of resources/templates/user.yaml, else the name of a
+    # group under its `voices` whose templates replace those of the same name (the others stay).
+    voice: str = ""
+    full_stop: float = 1.0  # a sentence the template leaves open is closed with a full stop
+    # The disclosure shares of the constraints on a field, where they differ from `disclosure`.
+    field_disclosure: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
     def __post_init__(self):
-        if abs(sum(self.disclosure) - 1) > 1e-9 or min(self.disclosure) < 0:
-            raise ValueError(f"profile {self.name}: disclosure shares {self.disclosure} must be >= 0 and sum to 1")
+        for shares in (self.disclosure, *self.field_disclosure.values()):
+            if abs(sum(shares) - 1) > 1e-9 or min(shares) < 0:
+                raise ValueError(f"profile {self.name}: disclosure shares {shares} must be >= 0 and sum to 1")
 
     @property
     def is_explicit(self) -> bool:
@@ -59,11 +66,12 @@ class UserProfile:
         record = asdict(self)
         del record["summary"]
         record["disclosure"] = dict(zip(DISCLOSURES, self.disclosure))
+        record["field_disclosure"] = {f: dict(zip(DISCLOSURES, s)) for f, s in self.field_disclosure.items()}
         return record
 
-    def disclose(self, draw: float) -> str:
-        """The disclosure a uniform draw in [0, 1) gives."""
-        volunteer, on_ask, _ = self.disclosure
+    def disclose(self, draw: float, field_name: str = "") -> str:
+        """The disclosure a uniform draw in [0, 1) gives to a constraint on `field_name`."""
+        volunteer, on_ask, _ = self.field_disclosure.get(field_name, self.disclosure)
         return "volunteer" if draw < volunteer else "on_ask" if draw < volunteer + on_ask else "hidden"
 
 
@@ -103,21 +111,27 @@ IMPLICIT = UserProfile(
 
 REALISTIC = UserProfile(
     "realistic",
-    "short, referential turns in its own casual words (greetings, thanks, 'why that one?', lower case, a "
-    "typo now and then); wishes said as in `implicit`, a little more often unasked; leaves after four "
-    "unsatisfying replies in a row",
+    "short casual turns in the words people type to a chatbot (greetings, 'what is it about?', lower "
+    "case, a sentence left open, a typo now and then); wishes said as in `implicit`, a little more often "
+    "unasked; leaves after four unsatisfying replies in a row",
     disclosure=(0.45, 0.4, 0.15),
     reveal_after=2,
-    restate_focus=0.2,
-    terse=0.85,
-    greeting=0.5,
-    thanks=0.4,
-    why=0.15,
-    reason=0.4,
-    lowercase=0.4,
+    restate_focus=0.5,
+    terse=0.5,
+    greeting=0.6,
+    thanks=0.05,
+    why=0.4,
+    reason=0.15,
+    lowercase=0.25,
     typo=0.05,
-    patience=4,
+    patience=3,
+    voice="casual",
+    full_stop=0.15,
+    field_disclosure={
+        field_name: (0.15, 0.5, 0.35) for field_name in ("director", "writer", "language", "year", "plot_keyword")
+    },
 )
+
 
 PROFILES: dict[str, UserProfile] = {profile.name: profile for profile in (EXPLICIT, IMPLICIT, REALISTIC)}
 

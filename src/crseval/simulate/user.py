@@ -84,11 +84,23 @@ class Templates:
         text = Path(path).read_text(encoding="utf-8")
         return cls(yaml.safe_load(text), hashlib.sha256(text.encode("utf-8")).hexdigest()[:16])
 
-    def pick(self, rng: np.random.Generator, *keys: str) -> str:
-        options = self.data
+    def pick(self, rng: np.random.Generator, *keys: str, voice: str = "") -> str:
+        """One template of the group `keys`, drawn with `rng`: the voice's own group when the voice
+        has one (`voices.<voice>` in the file), else the common one."""
+        options = self.data.get("voices", {}).get(voice, {}) if voice else {}
+        if not _has_group(options, keys):
+            options = self.data
         for key in keys:
             options = options[key]
         return options[int(rng.integers(len(options)))]
+
+
+def _has_group(data: dict, keys: tuple[str, ...]) -> bool:
+    for key in keys:
+        if not isinstance(data, dict) or key not in data:
+            return False
+        data = data[key]
+    return True
 
 
 _A_BEFORE_VOWEL = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
@@ -307,10 +319,10 @@ class UserSimulator:
         """Give each gold constraint that has just arisen its disclosure; returns them."""
         new = [c for c in self.constraints if c not in self.disclosure]
         for constraint in new:
-            self.disclosure[constraint] = self._draw_disclosure()
+            self.disclosure[constraint] = self._draw_disclosure(constraint.field)
         return new
 
-    def _draw_disclosure(self) -> str:
+    def _draw_disclosure(self, field_name: str) -> str:
         """The explicit user volunteers everything (no draw, so its streams are the thesis user's)."""
         return "volunteer"
 
@@ -514,8 +526,8 @@ class ProfiledUser(UserSimulator):
         self.disclosure_rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(3)[2])
         super().__post_init__()
 
-    def _draw_disclosure(self) -> str:
-        return self.profile.disclose(self.disclosure_rng.random())
+    def _draw_disclosure(self, field_name: str) -> str:
+        return self.profile.disclose(self.disclosure_rng.random(), field_name)
 
     # ------------------------------------------------------------ wording
 
@@ -525,7 +537,7 @@ class ProfiledUser(UserSimulator):
 
     def _pick(self, *keys: str) -> str:
         """A template in the user's style of this turn: in lower case, or with two letters swapped."""
-        template = self.templates.pick(self.text_rng, *keys)
+        template = self.templates.pick(self.text_rng, *keys, voice=self.profile.voice)
         if self._style.get("lower"):
             template = "".join(p if p.startswith("{") else p.lower() for p in _PLACEHOLDER.split(template))
         if self._style.get("typo"):
@@ -538,11 +550,9 @@ class ProfiledUser(UserSimulator):
         return template
 
     def _sentence(self, phrase: str) -> str:
-        """A phrase as a sentence of its own: with a full stop unless it has one, capitalised unless the
-        user writes this turn in lower case."""
-        if not self._style.get("lower"):
-            phrase = phrase[:1].upper() + phrase[1:]
-        return phrase if phrase[-1:] in ".?!" else phrase + "."
+        """A phrase as a sentence of its own: closed with a full stop as the profile does (the turn's
+        composer capitalises it where a sentence starts)."""
+        return phrase if phrase[-1:] in ".?!" or not self._chance(self.profile.full_stop) else phrase + "."
 
     def _wish_phrase(self, constraint: Constraint, terse: bool) -> str:
         value = display(constraint.field, constraint.value)
@@ -646,7 +656,11 @@ class ProfiledUser(UserSimulator):
             if thanks:
                 parts.append(self._pick("thanks"))
             if not self._style["lower"]:
-                parts = [part[:1].upper() + part[1:] for part in parts]
+                # a part starts a sentence at the start of the turn or after one that ended
+                parts = [
+                    part[:1].upper() + part[1:] if i == 0 or parts[i - 1][-1:] in ".?!" else part
+                    for i, part in enumerate(parts)
+                ]
             return " ".join(parts), statements, titles
 
         text, statements, titles = self._say(compose, candidates, number)
