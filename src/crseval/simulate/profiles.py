@@ -113,12 +113,12 @@ REALISTIC = UserProfile(
     "realistic",
     "short casual turns in the words people type to a chatbot (greetings, 'what is it about?', lower "
     "case, a sentence left open, a typo now and then); wishes said as in `implicit`, a little more often "
-    "unasked; leaves after four unsatisfying replies in a row",
+    "unasked, people's names and other details seldom; leaves after three unsatisfying replies in a row",
     disclosure=(0.45, 0.4, 0.15),
     reveal_after=2,
     restate_focus=0.5,
     terse=0.5,
-    greeting=0.6,
+    greeting=0.42,
     thanks=0.05,
     why=0.4,
     reason=0.15,
@@ -128,7 +128,8 @@ REALISTIC = UserProfile(
     voice="casual",
     full_stop=0.15,
     field_disclosure={
-        field_name: (0.15, 0.5, 0.35) for field_name in ("director", "writer", "language", "year", "plot_keyword")
+        field_name: (0.15, 0.5, 0.35)
+        for field_name in ("actor", "director", "writer", "language", "year", "plot_keyword")
     },
 )
 

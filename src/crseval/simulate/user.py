@@ -661,7 +661,7 @@ class ProfiledUser(UserSimulator):
                     part[:1].upper() + part[1:] if i == 0 or parts[i - 1][-1:] in ".?!" else part
                     for i, part in enumerate(parts)
                 ]
-            return " ".join(parts), statements, titles
+            return _joined(parts), statements, titles
 
         text, statements, titles = self._say(compose, candidates, number)
         implied = {"accepts": [], "rejects": [t for t in last_recommended if t not in fitting]}
@@ -756,6 +756,14 @@ class ProfiledUser(UserSimulator):
         )
         statements = [Statement(bridge["field"], bridge["value"], "context"), Statement(*self.focus, "wish")]
         return text, statements, [shift["from_anchor"]]
+
+
+def _joined(parts: list[str]) -> str:
+    """A turn's parts as one text: after a sentence, a space; after a part left open, a comma."""
+    text = parts[0] if parts else ""
+    for part in parts[1:]:
+        text += (" " if text[-1:] in ".?!" else ", ") + part
+    return text
 
 
 def make_user(index, settings: SimulatorSettings, templates: Templates, seed: int, matcher) -> UserSimulator:
