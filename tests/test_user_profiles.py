@@ -5,6 +5,7 @@ import gzip
 import json
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from conftest import REPO
 
@@ -15,7 +16,7 @@ from crseval.simulate.agents import AgentSettings, TemplateAgent
 from crseval.simulate.calibration import OracleAgent, RandomAgent
 from crseval.simulate.profiles import PROFILES, UserProfile, user_profile
 from crseval.simulate.sessions import SessionContext, run_session
-from crseval.simulate.user import SimulatorSettings, Templates
+from crseval.simulate.user import SimulatorSettings, Templates, _joined
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
 SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)
@@ -180,6 +181,55 @@ def test_the_realistic_user_talks_shorter_and_in_its_own_style(demo_index):
     texts = [t["user_text"] for seed in range(30) for t in simulate(demo_index, "realistic", "oracle", seed)["turns"]]
     assert any(text[:1].islower() for text in texts)
     assert any(text.startswith(("Hi", "Hello", "Hey", "Good evening", "hi", "hello", "hey")) for text in texts)
+
+
+def test_a_voice_has_its_own_templates_and_the_common_ones_where_it_has_none():
+    templates = Templates(
+        {"thanks": ["Thank you."], "leave": ["Goodbye."], "voices": {"casual": {"thanks": ["thx"]}}}, "v"
+    )
+    rng = np.random.default_rng(0)
+    assert templates.pick(rng, "thanks", voice="casual") == "thx"
+    assert templates.pick(rng, "leave", voice="casual") == "Goodbye."  # the voice has no group of its own
+    assert templates.pick(rng, "thanks") == "Thank you."
+    assert TEMPLATES.data["voices"]["casual"]["accept_short"]  # the realistic user's voice is shipped
+
+
+def test_a_turns_parts_join_as_sentences_or_with_a_comma():
+    assert _joined(["Hi!", "any comedy movies?"]) == "Hi! any comedy movies?"
+    assert _joined(["hi", "any comedy movies?", "thanks"]) == "hi, any comedy movies? thanks"
+    assert _joined(["not that one"]) == "not that one" and _joined([]) == ""
+
+
+def test_details_are_disclosed_as_the_field_says():
+    realistic = user_profile("realistic")
+    # genre: 45% volunteer, 40% on ask, 15% hidden; a director: 15% / 50% / 35%
+    assert [realistic.disclose(d, "genre") for d in (0.44, 0.46, 0.84, 0.86)] == [
+        "volunteer",
+        "on_ask",
+        "on_ask",
+        "hidden",
+    ]
+    assert [realistic.disclose(d, "director") for d in (0.14, 0.16, 0.64, 0.66)] == [
+        "volunteer",
+        "on_ask",
+        "on_ask",
+        "hidden",
+    ]
+    assert realistic.settings()["field_disclosure"]["writer"] == {"volunteer": 0.15, "on_ask": 0.5, "hidden": 0.35}
+    with pytest.raises(ValueError, match="sum to 1"):
+        replace(realistic, field_disclosure={"actor": (0.5, 0.5, 0.5)})
+
+
+def test_the_realistic_user_ends_a_sentence_as_often_as_its_profile_says(demo_index):
+    """With `full_stop` 0.15, most of the realistic user's turns end without a full stop; the implicit
+    user (1.0) ends every sentence."""
+    realistic = [
+        t["user_text"] for seed in range(30) for t in simulate(demo_index, "realistic", "random", seed)["turns"]
+    ]
+    implicit = [t["user_text"] for seed in range(10) for t in simulate(demo_index, "implicit", "random", seed)["turns"]]
+    assert all(text[-1] in ".?!" for text in implicit)
+    full_stops = sum(text.endswith(".") for text in realistic) / len(realistic)
+    assert full_stops < 0.3, full_stops
 
 
 @pytest.mark.parametrize("profile", sorted(PROFILES))

@@ -12,6 +12,7 @@ from crseval.analysis.user_realism import (
     _median,
     compare_statistics,
     discriminator,
+    guiraud,
     simulated_turns,
     turn_statistics,
 )
@@ -24,6 +25,36 @@ def test_turn_statistics_by_hand():
     assert frame["greeting"].tolist() == [1, 0, 0, 0]
     assert frame["thanks"].tolist() == [0, 0, 1, 0]
     assert frame["chit_chat"].tolist() == [1, 0, 0, 1]
+    # the reactions: "why that one?" asks about the film, "I'll watch it" takes it
+    assert frame["asks_about"].tolist() == [0, 1, 0, 0]
+    assert frame["takes"].tolist() == [0, 0, 1, 0]
+    assert frame["turns_down"].tolist() == [0, 0, 0, 0]
+    assert "names_catalog" not in frame  # only with a catalog to read
+
+
+def test_reactions_unknown_words_and_the_catalog_by_hand():
+    texts = ["no, something else", "what is Heat about?", "recomend me a moive", "Heat sounds good", "I have seen it"]
+    frame = turn_statistics(texts, names_catalog=lambda text: "Heat" in text)
+    assert frame["turns_down"].tolist() == [1, 0, 0, 0, 1]
+    assert frame["asks_about"].tolist() == [0, 1, 0, 0, 0]
+    assert frame["takes"].tolist() == [0, 0, 0, 1, 0]
+    # "recomend" and "moive" are in no English word list; a capitalised name is not asked about
+    assert frame["unknown_word"].tolist() == [0, 0, 1, 0, 0]
+    assert frame["names_catalog"].tolist() == [0, 1, 0, 1, 0]
+
+
+def test_word_variety_is_guirauds_index_per_session():
+    # "a b a": 2 distinct words of 3; "c": 1 of 1
+    assert guiraud(["a b", "a"]) == pytest.approx(2 / np.sqrt(3))
+    assert np.isnan(guiraud(["?!"]))
+    simulated = UserTurns("sim", ["a b", "a", "c", "?"], ["s1", "s1", "s2", "s3"])  # s3 has no words
+    real = UserTurns("real", ["d d d d"], ["r1"])
+    table = compare_statistics(simulated, real, resamples=50, seed=0).set_index("statistic")
+    # sessions with words: s1 2/sqrt(3), s2 1/sqrt(1); real: 1/sqrt(4)
+    assert table.loc["word_variety", "simulated"] == pytest.approx((2 / np.sqrt(3) + 1) / 2)
+    assert table.loc["word_variety", "real"] == pytest.approx(0.5)
+    with_catalog = compare_statistics(simulated, real, 50, 0, names_catalog=lambda text: "c" in text)
+    assert with_catalog.set_index("statistic").loc["names_catalog", "simulated"] == pytest.approx(1 / 4)
 
 
 def test_statistics_compared_by_hand():

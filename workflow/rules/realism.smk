@@ -8,6 +8,8 @@ if REALISM_REFERENCE:
         input:
             shards=per_shard(SESSION_SHARD),
             reference=REALISM_REFERENCE,
+            films=rules.index_catalog.output.films,
+            concepts=rules.index_catalog.output.concepts,
         output:
             table=f"{RESULTS}/stats/user_realism.csv",
             summary=report(

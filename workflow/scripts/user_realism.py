@@ -8,14 +8,15 @@ import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval.analysis import figures
 from crseval.analysis.user_realism import (
-    TURN_STATISTICS,
     realism_markdown,
     realism_table,
     reference_turns,
     simulated_turns,
     turn_statistics,
 )
+from crseval.catalog.index import CatalogIndex
 from crseval.core.io import atomic_path, log_to
+from crseval.language.concepts import ConceptMatcher
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.realism)
@@ -32,8 +33,18 @@ def records():
             yield json.loads(line)
 
 
+index = CatalogIndex.read(snakemake.input.films, snakemake.input.concepts)
+matcher = ConceptMatcher(index.concepts, index.films)
+
+
+def names_catalog(text: str) -> bool:
+    return bool(matcher.titles(text)) or bool(matcher.values(text))
+
+
 users, systems = simulated_turns(records(), profiles)
-table = realism_table(users, systems, real, settings["folds"], stats["bootstrap_resamples"], stats["seed"])
+table = realism_table(
+    users, systems, real, settings["folds"], stats["bootstrap_resamples"], stats["seed"], names_catalog
+)
 with atomic_path(snakemake.output.table) as temporary:
     table.to_csv(temporary, index=False)
 with atomic_path(snakemake.output.summary) as temporary:
@@ -42,7 +53,7 @@ words = {user: turn_statistics(turns.texts)["words"].tolist() for user, turns in
 words["real users"] = turn_statistics(real.texts)["words"].tolist()
 shares = pd.DataFrame(
     {
-        user: turn_statistics(turns.texts)[list(TURN_STATISTICS[1:])].mean()
+        user: turn_statistics(turns.texts).drop(columns="words").mean()
         for user, turns in {**users, "real users": real}.items()
     }
 ).T

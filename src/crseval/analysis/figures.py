@@ -473,7 +473,7 @@ def human_agreement_figure(dialogues: pd.DataFrame, systems: pd.DataFrame, stem:
 
 def user_realism_figure(words: dict[str, list[int]], shares: pd.DataFrame, stem: Path) -> None:
     """Each user's words per turn beside the real users' (share of turns, 40 words and longer in the last
-    bin), and its shares of questions, greetings, thanks and chit-chat. `words`: user -> words of each turn,
+    bin), and its shares of turns (questions, greetings, thanks, reactions...). `words`: user -> words of each turn,
     the real users under "real users"; `shares`: one row per user, a column per share."""
     figure, (left, right) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     colours = palette(list(words))
@@ -489,7 +489,12 @@ def user_realism_figure(words: dict[str, list[int]], shares: pd.DataFrame, stem:
     width = 0.8 / max(len(shares), 1)
     for i, (user, row) in enumerate(shares.iterrows()):
         right.bar(positions + i * width, row.to_numpy(float), width, color=colours[user], label=user)
-    right.set_xticks(positions + width * (len(shares) - 1) / 2, [c.replace("_", " ") for c in shares.columns])
+    right.set_xticks(
+        positions + width * (len(shares) - 1) / 2,
+        [c.replace("_", " ") for c in shares.columns],
+        rotation=30,
+        ha="right",
+    )
     right.set_ylabel("share of user turns")
     figure.suptitle("Simulated users beside real users")
     save(figure, stem)

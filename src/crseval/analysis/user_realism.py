@@ -3,8 +3,11 @@
 Two views, as ConvApparel measures simulators against real conversations:
 - population statistics of the user turns, each with the simulated and the real value and the
   difference between them, with a percentile bootstrap CI over sessions (a session's turns are
-  resampled together): words per turn (median), question share, greeting, thanks and chit-chat
-  shares (`TURN_STATISTICS`), and turns per session;
+  resampled together): words per turn (median); the shares of turns that ask, greet, thank, are only
+  small talk, hold a word no English word list knows (a typo, mostly), take a film, turn one down or ask
+  about it (the same rules read both sides), and, given the catalog, name one of its films or values
+  (`TURN_STATISTICS`); per session, the turns and the variety of words (Guiraud's index: distinct
+  words / sqrt(words), which depends on a session's length less than their ratio);
 - a discriminator: how well a classifier tells a simulated turn from a real one, as the
   cross-validated ROC AUC (0.5: indistinguishable, 1.0: always told apart) of a logistic regression
   on word n-grams, character n-grams, or the turn statistics; its CI comes from DeLong's variance of
@@ -19,8 +22,9 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -32,22 +36,74 @@ _THANKS = re.compile(r"\b(?:thanks|thank you|thx|cheers)\b", re.IGNORECASE)
 _CHIT_CHAT = re.compile(
     r"^\W*(?:hi|hello|hey|ok(?:ay)?|cool|nice|great|thanks|thank you|bye|goodbye|lol|yes|no|sure)\W*$", re.IGNORECASE
 )
+# How a turn reacts to the films offered, read the same way on both sides: it takes one, turns one
+# down, or asks about one. Written for user turns of any source; a turn may do none or several.
+_TAKES = re.compile(
+    r"\b(?:i'?ll (?:watch|take|go with|try|check)|i will (?:watch|take|try|check)|sounds? (?:good|great)|"
+    r"(?:looks|seems) (?:good|great|interesting)|yes,? (?:that|this) one|perfect|i(?:'m| am) going to watch)\b",
+    re.IGNORECASE,
+)
+_TURNS_DOWN = re.compile(
+    r"^\W*(?:no|nope|nah)\b|\b(?:not (?:that|this|those|these|really|interested)|don'?t (?:like|want)|"
+    r"(?:have|'ve) (?:already )?seen|something else|another one|different one|anything else|"
+    r"other (?:movies|ones|options))\b",
+    re.IGNORECASE,
+)
+_ASKS_ABOUT = re.compile(
+    r"\b(?:what(?:'s| is) (?:it|that|this|\w+(?: \w+){0,4}) about|who (?:is|stars|plays) in|plot|"
+    r"is (?:it|that|this) (?:good|scary|funny|worth)|why (?:that|this|those|these|\w+\?)|tell me (?:more )?about)",
+    re.IGNORECASE,
+)
 _WORD = re.compile(r"[A-Za-z0-9']+")
+_LETTERS = re.compile(r"\b[a-z]{3,}\b")
 
-TURN_STATISTICS = ("words", "question", "greeting", "thanks", "chit_chat")
+TURN_STATISTICS = (
+    "words",
+    "question",
+    "greeting",
+    "thanks",
+    "chit_chat",
+    "unknown_word",
+    "takes",
+    "turns_down",
+    "asks_about",
+)
 
 
-def turn_statistics(texts: list[str]) -> pd.DataFrame:
-    """One row per turn: its words, and whether it asks (a "?"), greets, thanks, or is only small talk."""
-    return pd.DataFrame(
+@lru_cache(maxsize=200_000)
+def _unknown(word: str) -> bool:
+    from wordfreq import zipf_frequency
+
+    return zipf_frequency(word, "en") == 0
+
+
+def turn_statistics(texts: list[str], names_catalog: Callable[[str], bool] | None = None) -> pd.DataFrame:
+    """One row per turn: its words, and whether it asks (a "?"), greets, thanks, is only small talk, holds a
+    lower-case word of three letters or more that no English word list knows (wordfreq), takes a film,
+    turns one down, asks about one; with `names_catalog` (text -> bool) also whether it names a film or a
+    value of the catalog."""
+    frame = pd.DataFrame(
         {
             "words": [len(_WORD.findall(t)) for t in texts],
             "question": [float("?" in t) for t in texts],
             "greeting": [float(bool(_GREETING.search(t))) for t in texts],
             "thanks": [float(bool(_THANKS.search(t))) for t in texts],
             "chit_chat": [float(bool(_CHIT_CHAT.match(t))) for t in texts],
+            "unknown_word": [float(any(_unknown(w) for w in _LETTERS.findall(t))) for t in texts],
+            "takes": [float(bool(_TAKES.search(t))) for t in texts],
+            "turns_down": [float(bool(_TURNS_DOWN.search(t))) for t in texts],
+            "asks_about": [float(bool(_ASKS_ABOUT.search(t))) for t in texts],
         }
     )
+    if names_catalog is not None:
+        frame["names_catalog"] = [float(names_catalog(t)) for t in texts]
+    return frame
+
+
+def guiraud(texts: list[str]) -> float:
+    """Distinct words / sqrt(words) of a set of turns (lower case); NaN without words."""
+    words = [w.lower() for t in texts for w in _WORD.findall(t)]
+    return len(set(words)) / np.sqrt(len(words)) if words else float("nan")
 
 
 @dataclass(frozen=True)
@@ -65,7 +121,7 @@ class UserTurns:
             raise ValueError(f"{self.name}: no user turns to compare")
 
 
-STATISTICS = (*TURN_STATISTICS, "turns_per_session")
+SESSION_STATISTICS = ("turns_per_session", "word_variety")
 
 
 def reference_turns(path: str | Path, import_format: str) -> UserTurns:
@@ -113,23 +169,32 @@ def simulated_turns(
 @dataclass(frozen=True)
 class _Sessions:
     """A side's turns summed per session, so that a bootstrap over sessions is a sum over drawn rows:
-    turns, the count of each yes/no statistic, and a histogram of words per turn."""
+    turns, the count of each yes/no statistic, a histogram of words per turn, and the variety of each
+    session's words."""
 
     turns: np.ndarray  # (sessions,)
     counts: dict[str, np.ndarray]  # statistic -> (sessions,)
     words: np.ndarray  # (sessions, longest turn + 1)
+    variety: np.ndarray  # (sessions,) Guiraud's index, 0 for a session without words
+    worded: np.ndarray  # (sessions,) 1 for a session with words
 
     @classmethod
-    def of(cls, turns: UserTurns) -> "_Sessions":
-        frame = turn_statistics(turns.texts)
+    def of(cls, turns: UserTurns, names_catalog: Callable[[str], bool] | None = None) -> "_Sessions":
+        frame = turn_statistics(turns.texts, names_catalog)
         codes, _ = pd.factorize(pd.Series(turns.sessions), sort=True)
         sessions = codes.max() + 1
         words = np.zeros((sessions, int(frame["words"].max()) + 1))
         np.add.at(words, (codes, frame["words"].to_numpy()), 1)
+        texts = [[] for _ in range(sessions)]
+        for code, text in zip(codes, turns.texts):
+            texts[code].append(text)
+        variety = np.array([guiraud(t) for t in texts])
         return cls(
             np.bincount(codes, minlength=sessions).astype(float),
-            {name: np.bincount(codes, frame[name].to_numpy(), sessions) for name in TURN_STATISTICS[1:]},
+            {name: np.bincount(codes, frame[name].to_numpy(), sessions) for name in frame.columns if name != "words"},
             words,
+            np.nan_to_num(variety),
+            (~np.isnan(variety)).astype(float),
         )
 
     def values(self, picks: np.ndarray) -> dict[str, np.ndarray]:
@@ -139,9 +204,11 @@ class _Sessions:
         rows = (np.arange(draws)[:, None] * sessions + picks).ravel()
         taken = np.bincount(rows, minlength=draws * sessions).reshape(draws, sessions).astype(float)
         turns = taken @ self.turns
-        values = {name: (taken @ count) / turns for name, count in self.counts.items()}
-        values["words"] = _median(taken @ self.words)
+        values = {"words": _median(taken @ self.words)}
+        values.update({name: (taken @ count) / turns for name, count in self.counts.items()})
         values["turns_per_session"] = turns / picks.shape[1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values["word_variety"] = (taken @ self.variety) / (taken @ self.worded)
         return values
 
 
@@ -155,10 +222,17 @@ def _median(histograms: np.ndarray) -> np.ndarray:
     return (lower + upper) / 2
 
 
-def compare_statistics(simulated: UserTurns, real: UserTurns, resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+def compare_statistics(
+    simulated: UserTurns,
+    real: UserTurns,
+    resamples: int = 1000,
+    seed: int = 0,
+    names_catalog: Callable[[str], bool] | None = None,
+) -> pd.DataFrame:
     """Per statistic: the simulated and the real value, their difference (simulated - real), and its 95%
-    percentile bootstrap CI, resampling each side's sessions (all draws at once)."""
-    sides = {"simulated": _Sessions.of(simulated), "real": _Sessions.of(real)}
+    percentile bootstrap CI, resampling each side's sessions (all draws at once). With `names_catalog`
+    (text -> bool), also the share of turns naming a film or value of the catalog."""
+    sides = {"simulated": _Sessions.of(simulated, names_catalog), "real": _Sessions.of(real, names_catalog)}
     observed = {side: data.values(np.arange(len(data.turns))[None, :]) for side, data in sides.items()}
     rng = np.random.default_rng(seed)
     drawn = {
@@ -166,7 +240,7 @@ def compare_statistics(simulated: UserTurns, real: UserTurns, resamples: int = 1
         for side, data in sides.items()
     }
     rows = []
-    for name in STATISTICS:
+    for name in observed["simulated"]:
         sim, rea = float(observed["simulated"][name][0]), float(observed["real"][name][0])
         boot = drawn["simulated"][name] - drawn["real"][name]
         low, high = np.percentile(boot, [2.5, 97.5]) if resamples else (np.nan, np.nan)
@@ -270,15 +344,18 @@ def realism_table(
     folds: int = 5,
     resamples: int = 1000,
     seed: int = 0,
+    names_catalog: Callable[[str], bool] | None = None,
 ) -> pd.DataFrame:
     """Every user (a profile) against the real users: its statistics and the discriminators' AUCs
     (`system` "all"), and the statistics of the user as each system met it. One row per measure:
     `simulated`, `real`, `difference` and its CI for a statistic; the AUC and its CI (`simulated`,
-    `ci_low`, `ci_high`) and the n-grams that give each side away for a discriminator."""
+    `ci_low`, `ci_high`) and the n-grams that give each side away for a discriminator. `names_catalog`
+    (text -> bool) adds the share of turns naming the catalog; it is asked once per distinct text."""
     rows = []
+    names = lru_cache(maxsize=None)(names_catalog) if names_catalog is not None else None
 
     def statistics(user: str, system: str, turns: UserTurns) -> None:
-        for row in compare_statistics(turns, real, resamples, seed).itertuples(index=False):
+        for row in compare_statistics(turns, real, resamples, seed, names).itertuples(index=False):
             rows.append({"user": user, "system": system, "measure": row.statistic, **row._asdict()})
 
     for user, turns in users.items():
@@ -321,7 +398,10 @@ def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns) -> st
         "# How far is the simulated user from real users?",
         "",
         f"Reference: {len(real.texts)} user turns of {sessions} real dialogues ({reference}). Differences are "
-        "simulated minus real, with a 95% bootstrap CI over sessions. A discriminator's AUC is how well a "
+        "simulated minus real, with a 95% bootstrap CI over sessions. Shares are of user turns; `takes`, "
+        "`turns_down` and `asks_about` (a film offered) are read by the same rules on both sides, "
+        "`unknown_word` is a word no English word list holds (a typo, mostly), `word_variety` is Guiraud's "
+        "index per session. A discriminator's AUC is how well a "
         "logistic regression tells a simulated turn from a real one, cross-validated (0.5: indistinguishable, "
         "1.0: always told apart); its tells are the n-grams that give each side away most.",
     ]
