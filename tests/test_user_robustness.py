@@ -9,6 +9,7 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+import test_comparison
 from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
@@ -256,17 +257,7 @@ def test_the_markdown_and_the_sentence_say_what_changes():
     )
 
 
-SETTINGS = {
-    "alpha": 0.05,
-    "bootstrap_resamples": 50,
-    "permutation_resamples": 200,
-    "family": {"scope": "report", "method": "holm"},
-    "min_sessions": 3,
-    "small_sample": 10,
-    "seed": 3,
-    "metrics": ["tas", "success"],
-    "power": {"power": 0.8, "differences": {}},
-}
+SETTINGS = {**test_comparison.SETTINGS, "metrics": ["tas", "success"], "power": {"power": 0.8, "differences": {}}}
 
 
 def test_compare_systems_adds_the_comparison_across_users_only_under_two_profiles(tmp_path):
