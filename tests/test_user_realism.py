@@ -1,6 +1,7 @@
 """User realism (crseval.analysis.user_realism) against values computed by hand."""
 
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -13,6 +14,7 @@ from crseval.analysis.user_realism import (
     compare_statistics,
     discriminator,
     guiraud,
+    realism_markdown,
     simulated_turns,
     turn_statistics,
 )
@@ -140,3 +142,31 @@ def test_reworded_turns_are_a_further_user_and_the_rules_wording_stays_the_profi
     assert users["explicit reworded by tiny-lm"].sessions == ["a", "b"]
     assert users["implicit"].texts == ["Hello."]
     assert systems[("explicit reworded by tiny-lm", "x")].name == "explicit reworded by tiny-lm with x"
+
+
+def test_the_report_shows_each_user_and_how_each_system_met_it():
+    row = {"difference": np.nan, "ci_low": np.nan, "ci_high": np.nan, "simulated_tells": "", "real_tells": ""}
+    table = pd.DataFrame(
+        [
+            {
+                **row,
+                "user": "u",
+                "system": "all",
+                "measure": "words",
+                "simulated": 5.0,
+                "real": 6.0,
+                "difference": -1.0,
+            },
+            {**row, "user": "u", "system": "all", "measure": "auc_word", "simulated": 0.9, "real": np.nan},
+            {**row, "user": "u", "system": "oracle", "measure": "words", "simulated": 4.0, "real": 6.0},
+            {**row, "user": "u", "system": "oracle", "measure": "question", "simulated": 0.25, "real": 0.4},
+            {**row, "user": "u", "system": "random", "measure": "words", "simulated": 7.0, "real": 6.0},
+            {**row, "user": "u", "system": "random", "measure": "question", "simulated": 0.5, "real": 0.4},
+        ]
+    )
+    text = realism_markdown(table, "corpus.json", UserTurns("real users", ["hi", "ok"], ["a", "b"]))
+    assert "2 user turns of 2 real dialogues (corpus.json)" in text
+    assert "| words | 5.00 | 6.00 | -1.00 [n/a, n/a] |" in text
+    assert "| word | 0.90 [n/a, n/a] |" in text
+    assert "| system | words | question |" in text
+    assert "| oracle | 4.00 | 0.25 |" in text and "| random | 7.00 | 0.50 |" in text

@@ -37,16 +37,16 @@ _CHIT_CHAT = re.compile(
     r"^\W*(?:hi|hello|hey|ok(?:ay)?|cool|nice|great|thanks|thank you|bye|goodbye|lol|yes|no|sure)\W*$", re.IGNORECASE
 )
 # How a turn reacts to the films offered, read the same way on both sides: it takes one, turns one
-# down, or asks about one. Written for user turns of any source; a turn may do none or several.
+# down (asking for "another one" is neither), or asks about one. Written for user turns of any source;
+# a turn may do none or several.
 _TAKES = re.compile(
     r"\b(?:i'?ll (?:watch|take|go with|try|check)|i will (?:watch|take|try|check)|sounds? (?:good|great)|"
     r"(?:looks|seems) (?:good|great|interesting)|yes,? (?:that|this) one|perfect|i(?:'m| am) going to watch)\b",
     re.IGNORECASE,
 )
 _TURNS_DOWN = re.compile(
-    r"^\W*(?:no|nope|nah)\b|\b(?:not (?:that|this|those|these|really|interested)|don'?t (?:like|want)|"
-    r"(?:have|'ve) (?:already )?seen|something else|another one|different one|anything else|"
-    r"other (?:movies|ones|options))\b",
+    r"^\W*(?:no|nope|nah)\b|\b(?:not (?:that|this|those|these|really|interested|for me)|don'?t (?:like|want)|"
+    r"(?:have|'ve) (?:already )?seen)\b",
     re.IGNORECASE,
 )
 _ASKS_ABOUT = re.compile(
@@ -427,4 +427,21 @@ def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns) -> st
             f"{r.simulated_tells} | {r.real_tells} |"
             for r in own[own["measure"].str.startswith("auc_")].itertuples()
         ]
+        lines += _by_system(table[(table["user"] == user) & (table["system"] != "all")], fmt)
     return "\n".join(lines) + "\n"
+
+
+BY_SYSTEM = ("words", "question", "turns_down", "asks_about", "turns_per_session")
+
+
+def _by_system(rows: pd.DataFrame, fmt) -> list[str]:
+    """The user as each system met it: a few statistics per system (simulated value; all of them, with
+    CIs, are in the CSV). A system that fails the user changes how the user talks."""
+    if rows.empty:
+        return []
+    wide = rows.pivot_table(index="system", columns="measure", values="simulated", sort=False)
+    shown = [m for m in BY_SYSTEM if m in wide]
+    lines = ["", "As each system met it (the real users: the first table's `real` column):", ""]
+    lines += ["| system | " + " | ".join(shown) + " |", "|---" * (len(shown) + 1) + "|"]
+    lines += [f"| {system} | " + " | ".join(fmt(row[m]) for m in shown) + " |" for system, row in wide.iterrows()]
+    return lines
