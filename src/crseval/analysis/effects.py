@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.stats import rankdata
 
-from crseval.analysis.intervals import chunks
+from crseval.analysis.intervals import chunks, draw_counts
 
 NAN = math.nan
 
@@ -96,17 +96,10 @@ def rank_biserial_paired_batch(diff: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------ rank statistics from counts
 
 
-def _value_counts(codes: np.ndarray, size: int) -> np.ndarray:
-    """(rows, size): how often each code 0..size-1 occurs in each row of `codes`."""
-    rows = codes.shape[0]
-    counts = np.bincount((codes + size * np.arange(rows)[:, None]).ravel(), minlength=rows * size)
-    return counts.reshape(rows, size)
-
-
 def _cliffs_delta_counted(codes_a: np.ndarray, codes_b: np.ndarray, size: int) -> np.ndarray:
     """cliffs_delta_batch of resamples given as codes of the pooled distinct values (in order): U
     counts, for every a drawn, the b drawn below it and half of those equal to it."""
-    count_a, count_b = _value_counts(codes_a, size), _value_counts(codes_b, size)
+    count_a, count_b = draw_counts(codes_a, size), draw_counts(codes_b, size)
     below = np.cumsum(count_b, axis=1) - count_b
     u = (count_a * (below + 0.5 * count_b)).sum(axis=1)
     return 2 * u / (codes_a.shape[1] * codes_b.shape[1]) - 1
@@ -116,7 +109,7 @@ def _rank_biserial_counted(codes: np.ndarray, size: int) -> np.ndarray:
     """rank_biserial_paired_batch of resamples given as codes: k for a positive difference whose |d| is
     the k-th distinct non-zero |d|, size + k for a negative one, 2 size for a zero (dropped). A
     non-zero |d| takes the mean rank of its ties: the count below it plus (its own count + 1) / 2."""
-    counts = _value_counts(codes, 2 * size + 1)
+    counts = draw_counts(codes, 2 * size + 1)
     positive, negative = counts[:, :size], counts[:, size : 2 * size]
     count = positive + negative
     rank = np.cumsum(count, axis=1) - count + (count + 1) / 2

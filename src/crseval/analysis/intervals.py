@@ -48,6 +48,14 @@ def chunks(resamples: int, width: int) -> Iterator[int]:
         yield min(rows, resamples - start)
 
 
+def draw_counts(codes: np.ndarray, size: int) -> np.ndarray:
+    """(rows, size): how often each code 0..size-1 occurs in each row of `codes`. A row of bootstrap
+    draws as counts, so that a resampled sum is one matrix product."""
+    rows = codes.shape[0]
+    counts = np.bincount((codes + size * np.arange(rows)[:, None]).ravel(), minlength=rows * size)
+    return counts.reshape(rows, size)
+
+
 def wilson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Wilson's score interval of the share successes / n."""
     z = norm.ppf((1 + level) / 2)

@@ -30,6 +30,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crseval.analysis.intervals import draw_counts
+
 # A turn that greets, thanks, or is small talk without a request (lower case, whole words).
 _GREETING = re.compile(r"^\W*(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening))\b", re.IGNORECASE)
 _THANKS = re.compile(r"\b(?:thanks|thank you|thx|cheers)\b", re.IGNORECASE)
@@ -200,9 +202,7 @@ class _Sessions:
     def values(self, picks: np.ndarray) -> dict[str, np.ndarray]:
         """Every statistic of each draw: `picks` (draws, sessions) are session indices. A draw is the
         number of times it took each session, so every sum is one matrix product."""
-        draws, sessions = picks.shape[0], len(self.turns)
-        rows = (np.arange(draws)[:, None] * sessions + picks).ravel()
-        taken = np.bincount(rows, minlength=draws * sessions).reshape(draws, sessions).astype(float)
+        taken = draw_counts(picks, len(self.turns)).astype(float)
         turns = taken @ self.turns
         values = {"words": _median(taken @ self.words)}
         values.update({name: (taken @ count) / turns for name, count in self.counts.items()})
@@ -232,7 +232,12 @@ def compare_statistics(
     """Per statistic: the simulated and the real value, their difference (simulated - real), and its 95%
     percentile bootstrap CI, resampling each side's sessions (all draws at once). With `names_catalog`
     (text -> bool), also the share of turns naming a film or value of the catalog."""
-    sides = {"simulated": _Sessions.of(simulated, names_catalog), "real": _Sessions.of(real, names_catalog)}
+    return _compare(_Sessions.of(simulated, names_catalog), _Sessions.of(real, names_catalog), resamples, seed)
+
+
+def _compare(simulated: "_Sessions", real: "_Sessions", resamples: int, seed: int) -> pd.DataFrame:
+    """compare_statistics on both sides' per-session sums (the real side's are built once for every user)."""
+    sides = {"simulated": simulated, "real": real}
     observed = {side: data.values(np.arange(len(data.turns))[None, :]) for side, data in sides.items()}
     rng = np.random.default_rng(seed)
     drawn = {
@@ -353,9 +358,11 @@ def realism_table(
     (text -> bool) adds the share of turns naming the catalog; it is asked once per distinct text."""
     rows = []
     names = lru_cache(maxsize=None)(names_catalog) if names_catalog is not None else None
+    real_sessions = _Sessions.of(real, names)
 
     def statistics(user: str, system: str, turns: UserTurns) -> None:
-        for row in compare_statistics(turns, real, resamples, seed, names).itertuples(index=False):
+        compared = _compare(_Sessions.of(turns, names), real_sessions, resamples, seed)
+        for row in compared.itertuples(index=False):
             rows.append({"user": user, "system": system, "measure": row.statistic, **row._asdict()})
 
     for user, turns in users.items():

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from crseval.analysis import registry
+from crseval.analysis.intervals import draw_counts
 from crseval.core.canonical import canonical_json, without_runtime
 
 # The adjusted p-value columns that decide "the tests call this pair different", in order of preference:
@@ -130,8 +131,8 @@ def _means(values: np.ndarray) -> np.ndarray:
 
 def bootstrap_means(values: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     """Resampled NaN-aware means (resamples x columns): each resample draws session indices with
-    replacement, the same draw for every column (the sessions pair), as a counts matrix (np.bincount)
-    times the values. A column whose drawn sessions all lack a value is NaN."""
+    replacement, the same draw for every column (the sessions pair), as a counts matrix
+    (intervals.draw_counts) times the values. A column whose drawn sessions all lack a value is NaN."""
     n = values.shape[0]
     known = ~np.isnan(values)
     filled = np.where(known, values, 0.0)
@@ -140,8 +141,7 @@ def bootstrap_means(values: np.ndarray, resamples: int, seed: int) -> np.ndarray
     out = np.empty((resamples, values.shape[1]))
     for start in range(0, resamples, block):
         rows = min(block, resamples - start)
-        drawn = rng.integers(0, n, size=(rows, n)) + n * np.arange(rows)[:, None]
-        counts = np.bincount(drawn.ravel(), minlength=rows * n).reshape(rows, n).astype(float)
+        counts = draw_counts(rng.integers(0, n, size=(rows, n)), n).astype(float)
         with np.errstate(invalid="ignore", divide="ignore"):
             out[start : start + rows] = (counts @ filled) / (counts @ known)
     return out
