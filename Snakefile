@@ -92,6 +92,7 @@ rule all:
         per_shard(rules.judge.output[0]) if JUDGE["enabled"] else [],
         rules.aggregate.output,
         rules.stats.output,
+        rules.reliability_trials.output if TRIALS > 1 else [],
         rules.plots.output,
         rules.validity.output if VALIDITY else [],
         rules.validity_figure.output if VALIDITY else [],

@@ -191,6 +191,7 @@ def test_the_first_release_config_validates_and_takes_todays_defaults():
         ("scoring", "goals"),  # a family without settings
         ("simulator", "realism", "format"),  # used only with a reference, which is not given
         ("simulator", "realism", "folds"),
+        ("sessions", "trials"),  # 1: each user meets each system once, as it always has
     }
     for path, value in added.items():
         assert value == schema_default(path), path

@@ -60,6 +60,7 @@ def test_the_calibration_kinds_give_their_roles_and_nothing_else_has_one():
     assert roles == {
         "s-oracle": "oracle",
         "s-lagging": "lag2",
+        "s-flaky": "flaky",
         "s-stubborn": "stubborn",
         "s-random": "random",
         "s-parrot": "parrot",

@@ -28,7 +28,7 @@ from crseval.simulate.agents import AgentSettings, TemplateAgent
 from crseval.simulate.sessions import SessionContext, run_session, session_seed
 from crseval.simulate.user import SimulatorSettings, Templates
 
-SESSION_IDS = {c.name for c in SESSION_ID_COLUMNS} - {"shard"}  # the shard is added by aggregate
+SESSION_IDS = {c.name for c in SESSION_ID_COLUMNS} - {"shard", "trial"}  # added by aggregate
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_the_scorer_writes_exactly_the_declared_columns(scored):
     sessions, turns = scored
     declared = [c.name for _, columns, _ in registry.WRITERS[1:-1] for c in columns]  # scorer and families
     assert sorted(set(sessions.columns) - SESSION_IDS) == sorted(declared)
-    declared_turns = {c.name for _, _, columns in registry.WRITERS for c in columns} - {"shard"}
+    declared_turns = {c.name for _, _, columns in registry.WRITERS for c in columns} - {"shard", "trial"}
     assert set(turns.columns) == declared_turns
     assert registry.undeclared(sessions.columns) == [] and registry.undeclared(turns.columns, "turns") == []
 

@@ -14,7 +14,7 @@ from crseval.core import session_records
 from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha, without_runtime
 from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
-from crseval.core.shards import n_shards, shard_indices
+from crseval.core.shards import n_shards, parse_shard_name, shard_indices, shard_name
 
 # ------------------------------------------------------------------ paths
 
@@ -31,7 +31,7 @@ SESSION_SHARD = f"{RESULTS}/sessions/{{system}}/shard-{{shard}}.jsonl"
 
 wildcard_constraints:
     system="[A-Za-z0-9._:-]+",
-    shard=r"\d+",
+    shard=r"\d+(-t\d+)?",  # crseval.core.shards.shard_name: a shard, and its trial after the first
 
 
 def input_path(path):
@@ -113,9 +113,18 @@ else:
         raise ValueError("config 'systems': every system needs a unique name")
     SESSION_COUNTS = {name: config["sessions"]["count"] for name in SYSTEMS}
     HUMAN_LABELS = False  # simulated users give no verdicts
+# How often each simulated user meets each system: every trial after the first has shards of its own
+# (crseval.core.shards.shard_name), so adding trials adds jobs and changes none.
+TRIALS = config["sessions"]["trials"]
 
-# Every (system, shard) of the experiment, in the order of the per-shard inputs and outputs.
-SHARDS = [(system, shard) for system in SYSTEMS for shard in range(n_shards(SESSION_COUNTS[system], SHARD_SIZE))]
+# Every (system, shard name) of the experiment, in the order of the per-shard inputs and outputs:
+# a system's shards of the first trial, then of the next.
+SHARDS = [
+    (system, shard_name(shard, trial))
+    for system in SYSTEMS
+    for trial in range(TRIALS)
+    for shard in range(n_shards(SESSION_COUNTS[system], SHARD_SIZE))
+]
 
 
 def per_shard(pattern):
@@ -125,7 +134,8 @@ def per_shard(pattern):
 
 def shard_range(wildcards):
     """[start, stop): the session indices of a shard."""
-    indices = shard_indices(SESSION_COUNTS[wildcards.system], SHARD_SIZE, int(wildcards.shard))
+    shard, _ = parse_shard_name(wildcards.shard)
+    indices = shard_indices(SESSION_COUNTS[wildcards.system], SHARD_SIZE, shard)
     return [indices.start, indices.stop]
 
 
@@ -277,4 +287,6 @@ def described_outputs():
         described.append(rules.human_agreement.output)
     if REALISM_REFERENCE:
         described.append(rules.user_realism.output)
+    if TRIALS > 1:
+        described.append(rules.reliability_trials.output)
     return described

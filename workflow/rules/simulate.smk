@@ -41,7 +41,7 @@ if IMPORTING:
             ENV
         params:
             # (system, shard) of each of input.films
-            shards=[[system, shard] for system, shard in SHARDS],
+            shards=[[system, parse_shard_name(shard)[0]] for system, shard in SHARDS],
         script:
             "../scripts/import_report.py"
 

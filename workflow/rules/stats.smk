@@ -16,9 +16,42 @@ USER_PROFILE_GROUPS = (
 ROBUSTNESS = user_robustness.applies(USER_PROFILE_GROUPS)
 
 
+if TRIALS > 1:
+
+    rule reliability_trials:
+        """Each simulated user met each system several times (sessions.trials): pass^k and pass@k of session
+        success, and the share of each metric's variance between trials of the same user
+        (crseval.analysis.trials)."""
+        input:
+            sessions=rules.aggregate.output.sessions,
+        output:
+            table=f"{RESULTS}/stats/reliability_trials.csv",
+            chance=f"{RESULTS}/stats/reliability_trials_chance.csv",
+            summary=report(
+                f"{RESULTS}/stats/reliability_trials.md",
+                caption="../report/reliability_trials.rst",
+                category="Statistical tests",
+            ),
+            png=report(
+                f"{RESULTS}/figures/pass_k.png", caption="../report/pass_k.rst", category="Statistical tests"
+            ),
+            svg=f"{RESULTS}/figures/pass_k.svg",
+        log:
+            f"{RESULTS}/logs/reliability_trials.log",
+        conda:
+            ENV
+        params:
+            stats=config_slice("stats"),
+            judged=JUDGE["enabled"],
+        script:
+            "../scripts/reliability_trials.py"
+
+
 rule stats:
     input:
         sessions=rules.aggregate.output.sessions,
+        # with repeated trials, how much of each metric is chance: the power plan weighs users against trials
+        chance=rules.reliability_trials.output.chance if TRIALS > 1 else [],
     output:
         **(
             {
@@ -45,6 +78,8 @@ rule stats:
             if ROBUSTNESS
             else {}
         ),
+        # with repeated trials: users needed per system at each number of trials
+        **({"trials_plan": f"{RESULTS}/stats/power_trials.csv"} if TRIALS > 1 else {}),
         anova=f"{RESULTS}/stats/anova.csv",
         posthoc=f"{RESULTS}/stats/posthoc.csv",
         pairwise=f"{RESULTS}/stats/pairwise.csv",

@@ -12,6 +12,7 @@ from pathlib import Path
 import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval.core.io import log_to
+from crseval.core.shards import parse_shard_name
 from crseval.simulate.shard import build_shard_runner
 
 log = log_to(snakemake.log[0])
@@ -37,7 +38,10 @@ runner = build_shard_runner(
     templates_file=snakemake.input.templates,
     prompt_file=snakemake.input.prompt or None,  # an LLM system's prompt; none for the others
 )
-counts = runner.run(range(start, stop), progress=output.parent / ".progress" / f"{output.stem}.jsonl", output=output)
+_, trial = parse_shard_name(snakemake.wildcards.shard)  # a repeated trial's shards carry it (sessions.trials)
+counts = runner.run(
+    range(start, stop), progress=output.parent / ".progress" / f"{output.stem}.jsonl", output=output, trial=trial
+)
 log.info(
     "%s %s: %s; LLM calls %d, cache hits %d, sessions in flight %d",
     system["name"],

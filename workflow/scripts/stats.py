@@ -23,6 +23,8 @@ result = comparison.compare_systems(
     snakemake.params.judged,
     own_model,
     profiles=json.loads(snakemake.params.user_profiles),
+    # with repeated trials, each metric's share of variance between trials (the reliability_trials rule)
+    chance=pd.read_csv(snakemake.input.chance) if snakemake.input.chance else None,
 )
 if result.not_computed:
     log.warning("metrics not in sessions.parquet (not computed in this run): %s", result.not_computed)

@@ -5,6 +5,7 @@ import json
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
+from crseval.analysis.trials import per_user
 from crseval.analysis.validity import validity_by_profile, validity_markdown
 from crseval.core.io import atomic_path, log_to
 
@@ -12,7 +13,7 @@ log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.stats)
 roles = dict(snakemake.params.roles)
 profiles = dict(snakemake.params.profiles)
-sessions = pd.read_parquet(snakemake.input.sessions)
+sessions = per_user(pd.read_parquet(snakemake.input.sessions))  # with repeated trials, each user's mean
 frame = sessions[sessions["system"].isin(roles)].assign(
     profile=lambda f: f["system"].map(profiles), system=lambda f: f["system"].map(roles)
 )

@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crseval.analysis import registry
+from crseval.analysis import registry, trials
 from crseval.analysis.intervals import mean_interval
 from crseval.core.io import atomic_path
 
@@ -58,17 +58,24 @@ def to_table(frame: pd.DataFrame, table: str = "sessions") -> pa.Table:
     return pa.table(columns, schema=schema)
 
 
-def write_shard_tables(paths: list[str], shards: list[int], table: str, output: str | Path) -> int:
-    """The tables at `paths`, each with the number of its shard, written one after the other as one
-    table of the declared types (`to_table`), with the columns in order of first appearance: what
-    concatenating them would give, holding one shard at a time. The number of rows written."""
-    names = list(dict.fromkeys(name for path in paths for name in [*pq.read_schema(path).names, "shard"]))
+def write_shard_tables(
+    paths: list[str], shards: list[int], table: str, output: str | Path, trials: list[int] | None = None
+) -> int:
+    """The tables at `paths`, each with the number of its shard (and of its trial, when `trials` is given),
+    written one after the other as one table of the declared types (`to_table`), with the columns in order
+    of first appearance: what concatenating them would give, holding one shard at a time. The number of
+    rows written."""
+    added = ["shard", "trial"] if trials is not None else ["shard"]
+    names = list(dict.fromkeys(name for path in paths for name in [*pq.read_schema(path).names, *added]))
     rows = 0
     with atomic_path(output) as temporary:
         writer = None
         try:
-            for path, shard in zip(paths, shards, strict=True):
-                frame = pd.read_parquet(path).assign(shard=shard).reindex(columns=names)
+            for position, (path, shard) in enumerate(zip(paths, shards, strict=True)):
+                frame = pd.read_parquet(path).assign(shard=shard)
+                if trials is not None:
+                    frame = frame.assign(trial=trials[position])
+                frame = frame.reindex(columns=names)
                 part = to_table(frame, table)
                 writer = writer or pq.ParquetWriter(temporary, part.schema)
                 writer.write_table(part)
@@ -95,11 +102,20 @@ def interval_kind(metric: str) -> str:
 def model_metrics(sessions: pd.DataFrame, *, resamples: int, seed: int) -> pd.DataFrame:
     """One row per system: per metric `<metric>` (mean), `<metric>_ci_low`, `<metric>_ci_high`,
     `<metric>_n` (sessions with a value), `<metric>_ci_method` and `<metric>_note` (why there is no
-    interval, or why it has no width; empty otherwise). Every cell is bootstrapped with the same seed."""
+    interval, or why it has no width; empty otherwise). Every cell is bootstrapped with the same seed.
+
+    With repeated trials (a `trial` column), every cell is over the users' means over their trials
+    (crseval.analysis.trials.per_user): `sessions` counts the users, `trials_per_user` says how often
+    each met the system, and the interval resamples users, not sessions of the same user."""
     rows = []
+    repeated = trials.has_trials(sessions)
+    per_trial = sessions.groupby("system")["trial"].nunique() if repeated else None
+    sessions = trials.per_user(sessions)
     metrics = metric_columns(sessions)
     for system, group in sessions.groupby("system", sort=True):
         row = {"model": system, "sessions": len(group)}
+        if repeated:
+            row["trials_per_user"] = int(per_trial[system])
         if "judge_valid_samples" in group:
             row["judge_missing_share"] = float((group["judge_valid_samples"] == 0).mean())
         for metric in metrics:

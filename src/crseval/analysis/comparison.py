@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from crseval.analysis import correlation, power, registry, stats, stats_summary, user_robustness
+from crseval.analysis import correlation, power, registry, stats, stats_summary, trials, user_robustness
 from crseval.analysis.plan import Plan
 from crseval.core.io import atomic_path
 from crseval.judge import reliability
@@ -41,13 +41,23 @@ def compare_systems(
     judged: bool,
     own_model: dict[str, list[str]] | None = None,
     profiles: dict[str, dict[str, str]] | None = None,
+    chance: pd.DataFrame | None = None,
 ) -> Comparison:
     """Every comparison of the `stats` config section (`settings`) on the sessions table; `own_model` maps a
     judge model to the systems under test that run on it (reliability.judged_by_own_model), for a warning;
     `profiles` holds the systems matched across user profiles ({label: {profile: system}},
     user_robustness.matched_systems): with two of them or more, under two profiles or more, the
-    comparison of the conclusions under each profile is added."""
+    comparison of the conclusions under each profile is added.
+
+    With repeated trials (a `trial` column, sessions.trials), the user is the unit: every test, interval
+    and plan runs on each user's mean over its trials (crseval.analysis.trials.per_user), paired tests pair
+    users, and the summary says so; `chance` (trials.chance_table, from the reliability_trials rule) lets
+    the power plan weigh more users against more trials."""
     plan = Plan.from_settings(settings)
+    trials_sentence = ""
+    if trials.has_trials(sessions):
+        trials_sentence = trials.nesting_sentence(sessions)
+        sessions = trials.per_user(sessions)
     judges = [c for c in registry.JUDGE_SCORES if c in sessions] if judged else []
     metrics = [m for m in settings["metrics"] if m in sessions]
     not_computed = sorted(set(settings["metrics"]) - set(metrics))
@@ -84,10 +94,27 @@ def compare_systems(
         sentence = user_robustness.robustness_sentence(tables["robustness"], tables["robustness_orders"])
     texts = {
         "summary": stats_summary.markdown_summary(
-            anova, posthoc, pairwise, paired, correlations, pairing_reason, plan, robustness_sentence=sentence
+            anova,
+            posthoc,
+            pairwise,
+            paired,
+            correlations,
+            pairing_reason,
+            plan,
+            robustness_sentence=sentence,
+            trials_sentence=trials_sentence,
         ),
         "power": power.power_markdown(planning, plan.alpha, target["power"], pairing_reason),
     }
+    if chance is not None and len(chance):
+        ks = sorted({1, 2, 4, 8, int(chance["trials"].max())})
+        tables["trials_plan"] = trials.users_for_trials(chance, target["differences"], plan.alpha, target["power"], ks)
+        texts["power"] += "\n" + (
+            trials.plan_markdown(tables["trials_plan"], plan.alpha, target["power"])
+            if len(tables["trials_plan"])
+            else "## Users x trials for the next experiment\n\nState a difference per metric in "
+            "`stats.power.differences` to plan users against trials per user (docs/statistics.md).\n"
+        )
     if "robustness" in tables:
         ignored = sorted(set(sessions["system"]) - {s for group in profiles.values() for s in group.values()})
         texts["robustness_summary"] = user_robustness.robustness_markdown(

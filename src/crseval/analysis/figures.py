@@ -498,3 +498,34 @@ def user_realism_figure(words: dict[str, list[int]], shares: pd.DataFrame, stem:
     right.set_ylabel("share of user turns")
     figure.suptitle("Simulated users beside real users")
     save(figure, stem)
+
+
+def pass_k_figure(passes: pd.DataFrame | None, stem: Path) -> None:
+    """pass^k against k per system (crseval.analysis.trials.pass_table), with its bootstrap interval as a
+    band where it has one: how fast the chance of succeeding on every one of k tries at the same user falls.
+    Without a table (no success metric) or without rows, an empty panel that says so."""
+    passes = passes if passes is not None else pd.DataFrame(columns=["system", "k", "pass_hat_k"])
+    systems = list(dict.fromkeys(passes["system"]))
+    colours = palette(systems)
+    figure, ax = plt.subplots(figsize=(6.5, 4))
+    for system in systems:
+        rows = passes[(passes["system"] == system) & passes["pass_hat_k"].notna()].sort_values("k")
+        k = rows["k"].to_numpy(float)
+        low, high = rows["ci_low"].to_numpy(float), rows["ci_high"].to_numpy(float)
+        ax.plot(k, rows["pass_hat_k"], marker="o", color=colours[system], label=system, clip_on=False)
+        band = ~(np.isnan(low) | np.isnan(high))
+        ax.fill_between(k, low, high, where=band, color=colours[system], alpha=0.15, linewidth=0, gid="interval")
+    ax.set_ylim(0, 1)
+    integer_ticks(ax, "x")
+    ax.set_xlabel("k (tries at the same user)")
+    ax.set_ylabel("pass^k")
+    ax.set_title(
+        "pass^k: success on every one of k tries at the same user\n"
+        "line: mean over users; band: bootstrap CI over users",
+        fontsize=10,
+    )
+    if systems:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, title="system")
+    else:
+        ax.text(0.5, 0.5, "no success values: pass^k not computed", ha="center", va="center", transform=ax.transAxes)
+    save(figure, stem)

@@ -30,15 +30,18 @@ def markdown_summary(
     paired_reason: str,
     plan: Plan,
     robustness_sentence: str = "",
+    trials_sentence: str = "",
 ) -> str:
     """The readable summary (rounded to 3 significant digits; the CSVs keep full precision).
     `robustness_sentence` (crseval.analysis.user_robustness), when the same systems met several user
-    profiles, follows the plan: whether the conclusions hold for another user belongs before them."""
+    profiles, follows the plan: whether the conclusions hold for another user belongs before them;
+    `trials_sentence` (crseval.analysis.trials), with repeated trials, says the tests run on users' means."""
     lines = [
         "# Statistical comparison of systems",
         "",
         plan.describe(),
         "",
+        *([trials_sentence, ""] if trials_sentence else []),
         *([robustness_sentence, ""] if robustness_sentence else []),
         "Numbers here are rounded; the CSVs beside this file keep full precision.",
         *_omnibus_section(anova),

@@ -51,6 +51,8 @@ SESSION_ID_COLUMNS = (
     identifier("session_index", "session index", "int64"),
     identifier("seed", "session seed", "int64"),
     identifier("shard", "shard", "int32"),
+    # which meeting of the same user and system (sessions.trials): only in an experiment with several
+    identifier("trial", "trial", "int32"),
 )
 TURN_ID_COLUMNS = (*SESSION_ID_COLUMNS, identifier("turn", "turn", "int32"))
 # Human labels an imported session carries (its `labels`), beside its identifiers in the sessions

@@ -163,6 +163,7 @@ def _rule_problems(config: Any) -> Iterator[str]:
     yield from _unique_system_names(config)
     yield from _unique_panel_names(config)
     yield from _one_calibration_source(config)
+    yield from _trials_of_simulated_users(config)
 
 
 def _at(config: Any, path: tuple) -> Any:
@@ -246,4 +247,14 @@ def _one_calibration_source(config: Any) -> Iterator[str]:
         yield (
             "human_agreement.calibration_config: give either validity_table (a finished calibration run) or "
             "calibration_config (run it here), not both"
+        )
+
+
+def _trials_of_simulated_users(config: Any) -> Iterator[str]:
+    """A trial is a simulated user meeting a system again: an imported dialogue happened once."""
+    section = _at(config, ("sessions",))
+    if isinstance(section, dict) and section.get("source") == "import" and section.get("trials", 1) != 1:
+        yield (
+            f"sessions.trials: {section['trials']} repeats simulated users; imported dialogues "
+            "(sessions.source: import) happened once, so leave trials at 1"
         )

@@ -12,3 +12,15 @@ def shard_indices(count: int, shard_size: int, shard: int) -> range:
 def n_shards(count: int, shard_size: int) -> int:
     """How many shards `count` sessions make (the last may be short)."""
     return (count + shard_size - 1) // shard_size
+
+
+def shard_name(shard: int, trial: int = 0) -> str:
+    """The name of a shard in paths: its number, with `-t<trial>` for a repeated trial (sessions.trials), so
+    that trial 0 keeps the name it has without trials and adding trials leaves every existing shard alone."""
+    return str(shard) if trial == 0 else f"{shard}-t{trial}"
+
+
+def parse_shard_name(name: str) -> tuple[int, int]:
+    """(shard, trial) of a shard name written by `shard_name`."""
+    shard, _, trial = str(name).partition("-t")
+    return int(shard), int(trial or 0)

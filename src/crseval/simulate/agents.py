@@ -82,6 +82,9 @@ class Agent(ABC):
         self.recommended: set[int] = set()
         self.history: list[dict] = []
         self.seed = seed
+        # what an LLM samples with: the session's seed, or a repeated trial's (crseval.simulate.sessions.trial_seed);
+        # retrieval's tie-breaking stays the session's, so a system that samples nothing repeats itself
+        self.sampling_seed = seed
 
     def respond(self, turn: int, user_text: str) -> Reply:
         shown = [self._title(f) for f in self.recommended]
@@ -177,7 +180,7 @@ class LLMAgent(Agent):
             temperature=self.options["temperature"],
             top_p=self.options["top_p"],
             max_tokens=self.options["max_tokens"],
-            seed=self.seed * 1000 + turn,
+            seed=self.sampling_seed * 1000 + turn,
             tag=f"{self.prompt.path.name}@{self.prompt.version}",
         )
         response = self.client.complete(request)

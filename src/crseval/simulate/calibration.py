@@ -12,6 +12,9 @@ under test may do: the session runner hands it over only to agents whose class s
 - `random`: random catalog films in a fluent sentence, whatever the user asked;
 - `parrot`: echoes the user's message, with a film of the first focus;
 - `literal`: serves the gold constraints the user has said so far (`user_meta.said`), never asks;
+- `flaky` (`reliability: p`): the oracle in a share p of sessions; in the others it recommends only films
+  that miss a current wish. Whether a session fails is drawn from the trial's sampling seed, so the
+  same user meets it again with a fresh chance: its pass^k must be about p^k (crseval.analysis.trials);
 - `asker`: as `literal`, but first asks about the field of each gold constraint the user has not said
   (one question a reply, each constraint once), and recommends when nothing is left to ask.
 
@@ -92,6 +95,29 @@ class CalibrationAgent(Agent):
 
 class OracleAgent(CalibrationAgent):
     """Serves the current gold constraints: the best a system can do."""
+
+
+class FlakyAgent(OracleAgent):
+    """The oracle with probability `reliability` per session, else a system that never serves every wish.
+
+    The draw uses the sampling seed (a repeated trial's own, crseval.simulate.sessions.trial_seed), and is
+    made at the first reply, after the session runner has set it."""
+
+    def __init__(self, index, matcher, settings, seed, reliability: float):
+        super().__init__(index, matcher, settings, seed)
+        if not 0 <= reliability <= 1:
+            raise ValueError(f"reliability must be in [0, 1], got {reliability}")
+        self.reliability = reliability
+        self.fails: bool | None = None
+
+    def _respond_with(self, turn, user_text, served):
+        if self.fails is None:
+            self.fails = bool(np.random.default_rng([self.sampling_seed, 0xF1A]).random() >= self.reliability)
+        if not self.fails:
+            return super()._respond_with(turn, user_text, served)
+        ranked = self.retriever.rank(served, self.recommended, len(self.index.films), self.rng)
+        missing = [f for f in ranked if not self._satisfies(f, served)][: self.settings.candidates]
+        return self._reply(turn, user_text, served, missing)
 
 
 class LaggingAgent(CalibrationAgent):
@@ -188,6 +214,12 @@ def _kind(name: str, cls: type[CalibrationAgent], summary: str) -> AgentKind:
     )
 
 
+def _flaky_agent(runner, seed: int) -> FlakyAgent:
+    return FlakyAgent(
+        runner.ctx.index, runner.tracker, runner.agent_settings, seed, float(runner.system["reliability"])
+    )
+
+
 def _lagging_agent(runner, seed: int) -> LaggingAgent:
     return LaggingAgent(runner.ctx.index, runner.tracker, runner.agent_settings, seed, int(runner.system["lag"]))
 
@@ -199,6 +231,12 @@ KINDS = (
         "calibration: serves the gold constraints of `lag` turns earlier",
         make_agent=_lagging_agent,
         calibration_role=lambda entry: f"lag{entry['lag']}",
+    ),
+    AgentKind(
+        "flaky",
+        "calibration: the oracle in a share `reliability` of sessions, drawn anew in every trial",
+        make_agent=_flaky_agent,
+        calibration_role=lambda entry: "flaky",
     ),
     _kind("stubborn", StubbornAgent, "calibration: serves the first turn's constraints all session"),
     _kind("random", RandomAgent, "calibration: random catalog films in a fluent sentence"),

@@ -176,6 +176,7 @@ class ExternalAgent:
         self.index = index
         self.matcher = matcher
         self.seed = seed
+        self.sampling_seed = seed  # a repeated trial's own (crseval.simulate.sessions.trial_seed)
         self.cache = cache
         self.counter = counter or ExternalCalls()
         self.session_id = f"{system.name}/seed{seed}"
@@ -215,7 +216,7 @@ class ExternalAgent:
                 "history": self.history,
                 "user_text": user_text,
                 "turn": turn,
-                "seed": self.seed,
+                "seed": self.sampling_seed,
             }
         )
         if self.cache is not None and (cached := self.cache.get(key)) is not None:
@@ -224,7 +225,7 @@ class ExternalAgent:
         self.counter.count("calls")
         try:
             if not self._started:
-                self.system.start(self.session_id, self.seed)
+                self.system.start(self.session_id, self.sampling_seed)
                 self._started = True
             reply = self.system.answer(turn, user_text, list(self.history))
             if not isinstance(reply, ExternalReply):

@@ -41,6 +41,15 @@ def session_seed(experiment_seed: int, index: int) -> int:
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
 
+def trial_seed(seed: int, trial: int) -> int:
+    """The system's sampling seed in trial `trial` of the session with `seed` (sessions.trials): the
+    session's own seed in the first trial, so that one trial is what the experiment gave without trials."""
+    if trial == 0:
+        return seed
+    digest = hashlib.sha256(f"{seed}:trial{trial}".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
 _STRUCTURE = re.compile(r"[{}\[\]]|': '|\": \"")
 
 
@@ -94,9 +103,14 @@ class SessionContext:
     paraphraser: Paraphraser | None = None
 
 
-def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: int, seed: int, config_sha: str) -> dict:
+def run_session(
+    ctx: SessionContext, system: str, agent: Agent, session_index: int, seed: int, config_sha: str, trial: int = 0
+) -> dict:
+    """One session of `system` with the simulated user of `seed`. In a repeated trial (`trial` > 0) the
+    user is the same (its plan and its random draws come from `seed`); it reacts to what the system says,
+    so it says the same unless the system does not (the agent carries the trial's sampling seed)."""
     user = make_user(ctx.index, ctx.simulator, ctx.templates, seed, ctx.matcher)
-    session_id = f"{system}/s{session_index:05d}"
+    session_id = f"{system}/s{session_index:05d}" + (f"/t{trial}" if trial else "")
     if hasattr(agent, "begin_session"):  # systems under test from outside (crseval.simulate.external)
         agent.begin_session(session_id)
     turns = []
@@ -150,6 +164,7 @@ def run_session(ctx: SessionContext, system: str, agent: Agent, session_index: i
         "shift_events": user.shift_events,
         "profile": user.profile.name,
         "ending": ending,
+        **({"trial": trial} if trial else {}),
     }
 
 
@@ -200,9 +215,13 @@ def run_shard(
     output_path: str | Path,
     schema: dict,
     concurrency: int = 1,
+    trial: int = 0,
 ) -> dict:
     """Simulate the sessions `indices` of one system, resuming from `progress_path`, and write
     them, validated and in index order, to `output_path`. Returns counts for the log.
+
+    `trial` > 0: the sessions of a repeated trial (sessions.trials): each with its session's user, the
+    agent given the trial's sampling seed (`trial_seed`).
 
     With `concurrency` > 1, up to that many sessions run at once in threads (each session stays
     sequential): a server backend answers many requests at a time, while every session's seed,
@@ -226,7 +245,10 @@ def run_shard(
 
     def simulate(index: int) -> dict:
         seed = session_seed(experiment_seed, index)
-        record = run_session(ctx, system, make_agent(seed), index, seed, config_sha)
+        agent = make_agent(seed)
+        if trial:
+            agent.sampling_seed = trial_seed(seed, trial)
+        record = run_session(ctx, system, agent, index, seed, config_sha, trial)
         validate_session(validator, record)
         return record
 

@@ -53,7 +53,8 @@ class ShardRunner:
     def make_agent(self, seed: int):
         return self.kind.make_agent(self, seed)
 
-    def run(self, indices: range, progress: str | Path, output: str | Path) -> dict:
+    def run(self, indices: range, progress: str | Path, output: str | Path, trial: int = 0) -> dict:
+        """Simulate sessions `indices` (in repeated trial `trial`, sessions.trials) into `output`."""
         return run_shard(
             self.ctx,
             self.system["name"],
@@ -65,6 +66,7 @@ class ShardRunner:
             output,
             self.schema,
             self.concurrency,
+            trial,
         )
 
     def _counters(self) -> list:
