@@ -448,3 +448,10 @@ def test_calibration_run_draws_the_validity_figure(tmp_path):
     assert (own[["alpha", "beta", "gamma"]] == pd.Series(weights)).all().all()
     metrics = pd.read_csv(workdir / results / "tables" / "model_metrics.csv").set_index("model")
     assert own["tas"].to_dict() == pytest.approx(metrics.loc[own.index, "tas"].to_dict(), abs=1e-9)
+
+
+def test_distributions_without_a_distribution_column_say_so(tmp_path, sessions, captured):
+    """A run whose families draw no distribution (goals alone) still gets the figure, saying why it is empty."""
+    figures.distributions(sessions, ["not_a_column"], figures.palette(SYSTEMS), tmp_path / "distributions")
+    assert_written(tmp_path / "distributions")
+    assert "no metric of the selected families" in " ".join(t.get_text() for t in captured[-1].axes[0].texts)

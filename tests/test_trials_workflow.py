@@ -9,6 +9,8 @@ import pandas as pd
 import yaml
 from conftest import planned_jobs, planned_outputs, run_snakemake
 
+from crseval.analysis import trials
+
 
 def digests(folder):
     return {path.name: hashlib.sha256(path.read_bytes()).hexdigest() for path in sorted(folder.glob("shard-*.jsonl"))}
@@ -53,6 +55,11 @@ def test_trials_add_work_redo_none_and_pass_k_is_as_constructed(workflow_copy):
         assert flaky["ci_low"] <= expected <= flaky["ci_high"], (k, dict(flaky), expected)
         for system in ("oracle", "template"):  # deterministic: pass^k = pass^1
             assert abs(passes.loc[(system, k), "pass_hat_k"] - passes.loc[(system, 1), "pass_hat_k"]) < 1e-12
+    # on the users the oracle serves, the flaky system succeeds with chance 0.7 in every trial: pass^k = 0.7^k
+    served = sessions.loc[(sessions["system"] == "oracle") & (sessions["success"] == 1), "session_index"].unique()
+    on_served = trials.pass_table(sessions[sessions["session_index"].isin(served)], resamples=2000, seed=3)
+    for row in on_served[on_served["system"] == "flaky"].itertuples():
+        assert row.ci_low <= 0.7**row.k <= row.ci_high, row
     chance = pd.read_csv(results / "stats" / "reliability_trials_chance.csv")
     shares = chance.set_index(["metric", "system"])["trial_share"]
     assert shares["success", "template"] == 0 and shares["success", "flaky"] > 0.5

@@ -132,6 +132,11 @@ def per_shard(pattern):
     return [pattern.format(system=system, shard=shard) for system, shard in SHARDS]
 
 
+def first_trial_shards(pattern):
+    """`pattern` for the shards of the first trial only: each simulated user once (sessions.trials)."""
+    return [pattern.format(system=system, shard=shard) for system, shard in SHARDS if parse_shard_name(shard)[1] == 0]
+
+
 def shard_range(wildcards):
     """[start, stop): the session indices of a shard."""
     shard, _ = parse_shard_name(wildcards.shard)

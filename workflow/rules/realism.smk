@@ -6,7 +6,8 @@ if REALISM_REFERENCE:
 
     rule user_realism:
         input:
-            shards=per_shard(SESSION_SHARD),
+            # each simulated user once: a repeated trial says again what the first said, or answers a sample
+            shards=first_trial_shards(SESSION_SHARD),
             reference=REALISM_REFERENCE,
             films=rules.index_catalog.output.films,
             concepts=rules.index_catalog.output.concepts,

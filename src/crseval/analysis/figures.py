@@ -180,7 +180,10 @@ def tas_over_turns(turns: pd.DataFrame, colours: dict, stem: Path, seed: int) ->
 
 def distributions(sessions: pd.DataFrame, metrics: list[str], colours: dict, stem: Path) -> None:
     columns = [m for m in metrics if m in sessions and sessions[m].notna().any()]
-    figure, axes = plt.subplots(1, len(columns), figsize=(4.5 * len(columns), 4), squeeze=False)
+    figure, axes = plt.subplots(1, max(len(columns), 1), figsize=(4.5 * max(len(columns), 1), 4), squeeze=False)
+    if not columns:  # no selected family draws a distribution (e.g. goals alone): say so, do not fail
+        axes[0, 0].set_axis_off()
+        axes[0, 0].text(0.5, 0.5, "no metric of the selected families has a distribution figure", ha="center")
     for ax, metric in zip(axes.flat, columns):
         sns.violinplot(
             data=sessions,
