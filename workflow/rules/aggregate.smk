@@ -19,12 +19,13 @@ rule aggregate:
     conda:
         ENV
     params:
+        # with repeated trials (sessions.trials), the trial of each table in input.sessions, input.turns and
+        # input.judge: the tables get a `trial` column
+        **({"trials": [parse_shard_name(shard)[1] for _, shard in SHARDS]} if TRIALS > 1 else {}),
         # every trial of every simulated user
         sessions_per_system={system: count * TRIALS for system, count in SESSION_COUNTS.items()},
         # the shard of each table in input.sessions, input.turns and input.judge
         shards=[parse_shard_name(shard)[0] for _, shard in SHARDS],
-        # and its trial, with repeated trials (sessions.trials): the tables get a `trial` column
-        **({"trials": [parse_shard_name(shard)[1] for _, shard in SHARDS]} if TRIALS > 1 else {}),
         # the bootstrap of every mean's interval in model_metrics.csv
         resamples=config_slice("stats", "bootstrap_resamples"),
         seed=config_slice("stats", "seed"),

@@ -32,9 +32,7 @@ if TRIALS > 1:
                 caption="../report/reliability_trials.rst",
                 category="Statistical tests",
             ),
-            png=report(
-                f"{RESULTS}/figures/pass_k.png", caption="../report/pass_k.rst", category="Statistical tests"
-            ),
+            png=report(f"{RESULTS}/figures/pass_k.png", caption="../report/pass_k.rst", category="Statistical tests"),
             svg=f"{RESULTS}/figures/pass_k.svg",
         log:
             f"{RESULTS}/logs/reliability_trials.log",
