@@ -264,3 +264,43 @@ def test_side_by_side_keeps_the_trial(browser, tmp_path):
     for system in ("oracle", "template"):
         record = experiment["records"][f"{system}/s00002/t1"]
         assert texts(browser, f".side-cell[data-system='{system}'] .s") == [t["system_text"] for t in record["turns"]]
+
+
+def test_a_runs_viewer_and_findings_open_from_the_folder_and_from_the_report(browser, workflow_copy):
+    """config/test/calibration_demo.yaml run through the workflow: its viewer opens from the results folder
+    and from the zip report, lists every session, and shows two systems side by side on one seed with the
+    texts of their session records; the findings page links into the viewer."""
+    import json
+    import zipfile
+
+    from conftest import run_snakemake
+
+    config = str(workflow_copy / "config" / "test" / "calibration_demo.yaml")
+    run_snakemake(workflow_copy, "--configfile", config)
+    results = workflow_copy / "results" / "calibration-demo"
+    records = {}
+    for shard in sorted((results / "sessions").glob("*/shard-*.jsonl")):
+        for line in shard.read_text().splitlines():
+            record = json.loads(line)
+            records[record["session_id"]] = record
+    run_snakemake(workflow_copy, "--configfile", config, "--report", str(results / "report.zip"))
+    with zipfile.ZipFile(results / "report.zip") as archive:
+        archive.extractall(workflow_copy / "unzipped")
+    in_report = [p for p in (workflow_copy / "unzipped").rglob("index.html") if (p.parent / "list.js").exists()]
+    assert len(in_report) == 1
+    for viewer in (results / "viewer" / "index.html", in_report[0]):
+        browser.get(viewer.as_uri())
+        wait_for(browser, "document.body.dataset.ready === '1'")
+        assert browser.execute_script("return crsevalViewer.filter({text: '', where: ''})") == len(records)
+        open_hash(browser, "#side=2&systems=oracle,random", "document.querySelectorAll('.side-head').length === 2")
+        assert texts(browser, ".side-head a") == ["oracle", "random"]
+        for system in ("oracle", "random"):
+            cells = texts(browser, f".side-cell[data-system='{system}'] .s")
+            assert cells == [t["system_text"] for t in records[f"{system}/s00002"]["turns"]]
+        assert records["oracle/s00002"]["seed"] == records["random/s00002"]["seed"]  # the same simulated user
+    browser.get((results / "findings" / "index.html").as_uri())
+    assert browser.find_element("css selector", "h1").text == "Findings: calibration-demo"
+    link = browser.find_element("css selector", "a[href*='#session=']")
+    link.click()
+    wait_for(browser, "document.body.dataset.view === 'session'")
+    assert browser.execute_script("return document.body.dataset.session") in records
