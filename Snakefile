@@ -64,6 +64,7 @@ include: "workflow/rules/plots.smk"
 include: "workflow/rules/validity.smk"
 include: "workflow/rules/human_agreement.smk"
 include: "workflow/rules/realism.smk"
+include: "workflow/rules/findings.smk"
 include: "workflow/rules/provenance.smk"
 
 
@@ -98,6 +99,8 @@ rule all:
         rules.validity_figure.output if VALIDITY else [],
         rules.human_agreement.output if HUMAN_LABELS else [],
         rules.user_realism.output if REALISM_REFERENCE else [],
+        rules.viewer.output,
+        rules.findings.output,
         rules.provenance.output,
 
 

@@ -60,12 +60,34 @@ def test_without_calibration_the_users_checks_decide_and_the_headline_names_the_
         True,
     ]
     text = scorecard.markdown(card, {"tas": "grounded TAS"})
-    assert (
-        "**Metrics that pass every check run (checks run of 4): grounded TAS (2 of 4), rec_satisfaction (2 of 4).**"
-        in text
-    )
+    passing = "Metrics that pass every check run (checks run of 4): grounded TAS (2 of 4), rec_satisfaction (2 of 4)."
+    assert passing in text
     empty = scorecard.markdown(scorecard.scorecard(None, agreement.iloc[2:3]), {})
     assert "No metric passes every check that was run." in empty
+
+
+def test_metrics_are_ordered_by_how_much_was_checked_before_what_passed():
+    """A metric that passed the one check it could run comes after one that passed three of four."""
+    card = pd.DataFrame(
+        {
+            "metric": ["one", "three_of_four", "none"],
+            "adaptation": ["pass", "pass", "not run"],
+            "echo": ["not run", "fail", "not run"],
+            "users": ["not run", "agrees", "not run"],
+            "oriented_auc": [float("nan"), 0.7, float("nan")],
+            "beats_length": ["not run", "yes", "not run"],
+            "checks_run": [1, 4, 0],
+            "checks_passed": [1, 3, 0],
+            "passes": [True, False, False],
+        }
+    )
+    text = scorecard.markdown(card, {})
+    assert (
+        "**Metrics by the evidence behind them (checks passed of checks run; 4 exist): three_of_four 3 of 4, "
+        "one 1 of 1 (every check run passed).**" in text
+    )
+    rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ") and "metric" not in line]
+    assert rows == ["| three_of_four", "| one", "| none"]
 
 
 def test_the_scorecard_says_which_tas_variant_leads():

@@ -2,6 +2,7 @@
 
 import json
 import re
+import zipfile
 
 import pandas as pd
 import pytest
@@ -272,10 +273,16 @@ def test_figures_and_report(finished_run):
         "weight_sensitivity",
     ):
         assert (figures / f"{name}.png").stat().st_size > 5000 and (figures / f"{name}.svg").exists(), name
-    report = workdir / "report.html"
+    report = workdir / "report.zip"
     run_snakemake(workdir, "--configfile", str(write_config(workdir, config)), "--report", str(report))
-    html = report.read_text(errors="replace")
+    with zipfile.ZipFile(report) as archive:
+        names = archive.namelist()
+        html = archive.read("report/report.html").decode(errors="replace")
     assert len(html) > 100_000 and "tas_over_turns.png" in html and "model_metrics.csv" in html
+    # the findings page and the session viewer, with its data beside it
+    pages = [name for name in names if name.endswith("/index.html")]
+    assert len(pages) == 2 and any(name.endswith("/list.js") for name in names)
+    assert "findings.html" in html and "viewer.html" in html
 
 
 def test_llm_jobs_take_cpu_threads_equal_to_their_threads(workflow_copy):

@@ -292,6 +292,7 @@ def described_outputs():
         described.append(rules.human_agreement.output)
     if REALISM_REFERENCE:
         described.append(rules.user_realism.output)
+    described += [rules.viewer.output, rules.findings.output]
     if TRIALS > 1:
         described.append(rules.reliability_trials.output)
     return described

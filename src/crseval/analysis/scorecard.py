@@ -80,14 +80,27 @@ def scorecard(validity: pd.DataFrame | None, agreement: pd.DataFrame | None) -> 
 
 
 def markdown(card: pd.DataFrame, labels: dict[str, str]) -> str:
-    """The scorecard as markdown, the passing metrics first and named in a headline."""
-    passing = card[card["passes"]].sort_values("checks_run", ascending=False, kind="stable")
+    """The scorecard as markdown, metrics ordered by the evidence behind them: how many checks could be run
+    first, then how many passed, so that a metric that passed the one check it could run does not head one
+    that passed three of four."""
+    by_evidence = card.sort_values(["checks_run", "checks_passed"], ascending=False, kind="stable")
+    checked = by_evidence[by_evidence["checks_run"] > 0]
     lines = ["# Metric scorecard", ""]
+    if len(checked):
+        ranked = ", ".join(
+            f"{labels.get(r['metric'], r['metric'])} {r['checks_passed']} of {r['checks_run']}"
+            + (" (every check run passed)" if r["passes"] else "")
+            for r in checked.to_dict("records")
+        )
+        lines.append(f"**Metrics by the evidence behind them (checks passed of checks run; 4 exist): {ranked}.**")
+    else:
+        lines.append("**No check could be run on any metric.**")
+    passing = checked[checked["passes"]]
     if len(passing):
         names = ", ".join(f"{labels.get(m, m)} ({k} of 4)" for m, k in zip(passing["metric"], passing["checks_run"]))
-        lines.append(f"**Metrics that pass every check run (checks run of 4): {names}.**")
+        lines += ["", f"Metrics that pass every check run (checks run of 4): {names}."]
     else:
-        lines.append("**No metric passes every check that was run.**")
+        lines += ["", "No metric passes every check that was run."]
     lines += _leads(card, labels)
     lines += [
         "",
@@ -99,8 +112,7 @@ def markdown(card: pd.DataFrame, labels: dict[str, str]) -> str:
         "| metric | adaptation | echo | users (oriented AUC) | beats length | checks passed | passes |",
         "|---|---|---|---|---|---|---|",
     ]
-    ordered = card.sort_values(["passes", "checks_passed", "checks_run"], ascending=False, kind="stable")
-    for row in ordered.to_dict("records"):
+    for row in by_evidence.to_dict("records"):
         auc = "" if pd.isna(row["oriented_auc"]) else f" ({row['oriented_auc']:.2f})"
         lines.append(
             f"| {labels.get(row['metric'], row['metric'])} | {row['adaptation']} | {row['echo']} | "

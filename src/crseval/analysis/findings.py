@@ -1,0 +1,359 @@
+"""The findings page: what an experiment concluded, on one static page that opens the report.
+
+The statistics of a run are spread over a dozen tables; a reader should not have to assemble the
+conclusion. `findings_page` joins them into one self-contained HTML page (no scripts, no external
+files; links to the session viewer and the tables beside it):
+- the systems ranked on each headline metric, with the mean and its 95% interval (model_metrics.csv);
+- per headline metric, every pair of systems: a difference the recommended post-hoc test (or, where
+  it has no row, the paired Wilcoxon test) finds at the plan's alpha, no difference found, or not
+  testable at this n with the sessions per system that would make it testable; and the sessions
+  per system the power plan asks for the observed gap (power.csv);
+- the evidence behind each metric: how many validity checks could be run on it and how many it
+  passed (the scorecard when real users' verdicts were joined, else the calibration systems'
+  validity table), ordered by how much was checked before what passed, so a metric that passed the
+  one check it could run does not read as better founded than one that passed three of four;
+- per headline metric and system, links to the sessions with the lowest and the highest value in
+  the session viewer (`viewer/index.html#session=<session_id>`).
+Every value read from a table is escaped: system names and metric labels come from the config.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from urllib.parse import quote
+
+import pandas as pd
+
+from crseval.analysis import registry
+
+VIEWER = "../viewer/index.html"
+STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;
+color:#1d1f23;line-height:1.45}
+h1{font-size:1.5em;margin:.2em 0}h2{font-size:1.15em;margin:1.4em 0 .4em;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:.4em 0 1em;font-size:.92em}th,td{border:1px solid #d6d8dc;padding:3px 8px;
+text-align:left;vertical-align:top}th{background:#f1f3f5}td.num{text-align:right;font-variant-numeric:tabular-nums}
+.lead{font-size:1.05em;background:#f6f8fa;border-left:4px solid #3b6ea5;padding:8px 12px}
+.differs{color:#0b6b2f;font-weight:600}.none{color:#555}.untestable{color:#9a5b00}.fail{color:#a11}.pass{color:#0b6b2f}
+nav a{margin-right:1em}small{color:#555}
+"""
+
+
+def _esc(value) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _num(value, digits: int = 3) -> str:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return "–"
+    return "–" if not math.isfinite(value) else f"{value:.{digits}g}"
+
+
+def _label(metric: str) -> str:
+    try:
+        return registry.label(metric)
+    except KeyError:
+        return metric
+
+
+def _higher_is_better(metric: str) -> bool | None:
+    try:
+        return registry.session_column(metric).higher_is_better
+    except KeyError:
+        return None
+
+
+def ranking(model_metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """The systems by their mean of `metric`, best first in the metric's declared direction (highest first
+    for a metric without one): columns system, mean, ci_low, ci_high, rank (ties share the better rank)."""
+    name = registry.thesis_name(metric)
+    if name not in model_metrics:
+        return pd.DataFrame(columns=["system", "mean", "ci_low", "ci_high", "rank"])
+    table = pd.DataFrame(
+        {
+            "system": model_metrics["model"].astype(str),
+            "mean": pd.to_numeric(model_metrics[name], errors="coerce"),
+            "ci_low": pd.to_numeric(model_metrics.get(f"{name}_ci_low"), errors="coerce"),
+            "ci_high": pd.to_numeric(model_metrics.get(f"{name}_ci_high"), errors="coerce"),
+        }
+    )
+    ascending = _higher_is_better(metric) is False
+    table["rank"] = table["mean"].rank(method="min", ascending=ascending)
+    return table.sort_values(["rank", "system"], kind="stable").reset_index(drop=True)
+
+
+def pair_verdicts(metric: str, posthoc: pd.DataFrame, paired: pd.DataFrame, alpha: float) -> pd.DataFrame:
+    """Every pair of systems on `metric`: system_a, system_b, mean_diff (a - b), test, p_adj, verdict
+    ("differs", "no difference found", "not testable at this n") and sessions_to_test (the sessions per
+    system that would make an untestable pair testable). The post-hoc test of the recommended omnibus test
+    where it has rows, else the paired Wilcoxon test."""
+    columns = ["system_a", "system_b", "mean_diff", "test", "p_adj", "verdict", "sessions_to_test"]
+    rows = posthoc[posthoc["metric"] == metric] if len(posthoc) and "metric" in posthoc else posthoc.iloc[0:0]
+    if len(rows):
+        source = rows.assign(
+            test=rows["test"].astype(str),
+            p=rows["p_adj"],
+            testable=rows["testable"],
+            to_test=rows.get("sessions_to_test"),
+            verdict=rows["differs"] if "differs" in rows else None,  # the post-hoc table's own reading
+        )
+    else:
+        rows = paired[paired["metric"] == metric] if len(paired) and "metric" in paired else paired.iloc[0:0]
+        if not len(rows):
+            return pd.DataFrame(columns=columns)
+        source = rows.assign(
+            test="paired Wilcoxon",
+            p=rows["wilcoxon_p_adj"],
+            testable=rows["wilcoxon_testable"],
+            to_test=rows.get("wilcoxon_sessions_to_test"),
+            verdict=None,
+        )
+    out = []
+    for row in source.to_dict("records"):
+        testable = _true(row["testable"])
+        p = pd.to_numeric(row["p"], errors="coerce")
+        if not testable:
+            verdict = "not testable at this n"
+        elif row["verdict"] is not None and not pd.isna(row["verdict"]):
+            verdict = "differs" if _true(row["verdict"]) else "no difference found"
+        elif pd.notna(p) and p < alpha:
+            verdict = "differs"
+        else:
+            verdict = "no difference found"
+        out.append([row["system_a"], row["system_b"], row["mean_diff"], row["test"], p, verdict, row["to_test"]])
+    return pd.DataFrame(out, columns=columns)
+
+
+def _true(value) -> bool:
+    """A boolean read back from a CSV (True, "True", 1)."""
+    return str(value).strip().lower() in ("true", "1", "1.0")
+
+
+def evidence(validity: pd.DataFrame | None, scorecard: pd.DataFrame | None) -> pd.DataFrame:
+    """Per metric: checks_run, checks_passed and the verdicts behind them, ordered by checks run, then
+    passed (how much was checked before what passed). From the scorecard where there is one (calibration and
+    real users), else from the validity table (calibration checks only, every user profile's rows)."""
+    columns = ["metric", "checks_run", "checks_passed", "verdicts"]
+    if scorecard is not None and len(scorecard):
+        rows = [
+            [
+                r["metric"],
+                int(r["checks_run"]),
+                int(r["checks_passed"]),
+                f"adaptation {r['adaptation']}, echo {r['echo']}, users {r['users']}, beats length {r['beats_length']}",
+            ]
+            for r in scorecard.to_dict("records")
+        ]
+    elif validity is not None and len(validity):
+        rows = []
+        for metric, own in validity.groupby("metric", sort=False):
+            measured = own[~own["verdict"].astype(str).str.startswith("not measured")]
+            named = [
+                f"{r['check']}{' (' + str(r['profile']) + ')' if 'profile' in own else ''} {r['verdict']}"
+                for r in measured.to_dict("records")
+            ]
+            rows.append([metric, len(measured), int((measured["verdict"] == "pass").sum()), ", ".join(named)])
+    else:
+        return pd.DataFrame(columns=columns)
+    table = pd.DataFrame(rows, columns=columns)
+    return table.sort_values(["checks_run", "checks_passed", "metric"], ascending=[False, False, True], kind="stable")
+
+
+def extremes(sessions: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per system, the session with the lowest and the one with the highest value of `metric` (first by
+    session id among equals): system, low_id, low, high_id, high."""
+    columns = ["system", "low_id", "low", "high_id", "high"]
+    if metric not in sessions:
+        return pd.DataFrame(columns=columns)
+    known = sessions[["system", "session_id", metric]].dropna(subset=[metric]).sort_values(["system", "session_id"])
+    rows = []
+    for system, own in known.groupby("system", sort=True):
+        low = own.loc[own[metric].idxmin()]
+        high = own.loc[own[metric].idxmax()]
+        rows.append([system, low["session_id"], low[metric], high["session_id"], high[metric]])
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _session_link(session_id: str, text: str) -> str:
+    return f'<a href="{VIEWER}#session={quote(str(session_id), safe="")}">{_esc(text)}</a>'
+
+
+def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame) -> str:
+    if not len(ranked) or ranked["mean"].isna().all():
+        return f"<li>{_esc(_label(metric))}: no values.</li>"
+    best = ranked[ranked["rank"] == ranked["rank"].min()]
+    leaders = " = ".join(best["system"])
+    top = best.iloc[0]
+    interval = f"{_num(top['mean'])} [{_num(top['ci_low'])}, {_num(top['ci_high'])}]"
+    counts = pairs["verdict"].value_counts() if len(pairs) else pd.Series(dtype=int)
+    differ, untestable = int(counts.get("differs", 0)), int(counts.get("not testable at this n", 0))
+    total = len(pairs)
+    if not total:
+        said = "no pair was tested"
+    elif differ == 0:
+        said = f"<span class='none'>no pair of systems differs at this n</span>: {total} tested"
+        said += f", {untestable} of them not testable at this n" if untestable else ""
+    elif total == 1:
+        said = "<span class='differs'>the pair differs</span>"
+    else:
+        said = f"<span class='differs'>{differ} of {total} pairs differ</span>"
+        said += f", {untestable} not testable at this n" if untestable else ""
+    if untestable:
+        needed = pd.to_numeric(pairs.loc[pairs["verdict"] == "not testable at this n", "sessions_to_test"], "coerce")
+        if needed.notna().any():
+            said += f" (all testable from {int(needed.max()):,} sessions per system)"
+    return f"<li><b>{_esc(_label(metric))}</b>: {_esc(leaders)} leads with {interval}; {said}.</li>"
+
+
+def findings_page(
+    experiment: str,
+    model_metrics: pd.DataFrame,
+    headline: list[str],
+    posthoc: pd.DataFrame,
+    paired: pd.DataFrame,
+    power: pd.DataFrame,
+    alpha: float,
+    sessions: pd.DataFrame,
+    validity: pd.DataFrame | None = None,
+    scorecard: pd.DataFrame | None = None,
+    links: dict[str, str] | None = None,
+) -> str:
+    """The findings page as one HTML document (see the module docstring). `links`: label -> relative path of
+    the tables and summaries to link to (those the run wrote)."""
+    systems = model_metrics["model"].astype(str).tolist()
+    per_system = model_metrics["sessions"].tolist() if "sessions" in model_metrics else []
+    trials = model_metrics["trials_per_user"].tolist() if "trials_per_user" in model_metrics else []
+    size = f"{int(min(per_system)):,} sessions per system" if per_system else "no sessions"
+    if trials:
+        size = f"{int(min(per_system)):,} users per system, each met {int(max(trials))} times"
+    headline = [m for m in headline if registry.thesis_name(m) in model_metrics]
+    rankings = {m: ranking(model_metrics, m) for m in headline}
+    pairs = {m: pair_verdicts(m, posthoc, paired, alpha) for m in headline}
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>Findings: {_esc(experiment)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>Findings: {_esc(experiment)}</h1>",
+        f"<p><small>{len(systems)} systems ({_esc(', '.join(systems))}); {_esc(size)}; tests at alpha {alpha} "
+        "with the analysis plan of stats/summary.md.</small></p>",
+        '<nav><a href="'
+        + VIEWER
+        + '">Sessions (viewer)</a>'
+        + "".join(f'<a href="{_esc(path)}">{_esc(label)}</a>' for label, path in (links or {}).items())
+        + "</nav>",
+        "<h2>What this run concludes</h2>",
+        "<ul class='lead'>",
+        *(_headline_sentence(m, rankings[m], pairs[m]) for m in headline),
+        "</ul>",
+    ]
+    parts += _scorecard_table(headline, rankings)
+    parts += _pairs_section(headline, pairs, power)
+    parts += _evidence_section(evidence(validity, scorecard))
+    parts += _extremes_section(headline, sessions)
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _scorecard_table(headline: list[str], rankings: dict[str, pd.DataFrame]) -> list[str]:
+    """Metrics as rows, systems as columns (in the order of the first headline metric): mean [95% interval]
+    (rank in the metric's direction)."""
+    if not headline:
+        return ["<h2>Systems</h2>", "<p>No headline metric was computed in this run.</p>"]
+    order = list(rankings[headline[0]]["system"])
+    lines = [
+        "<h2>Systems on the headline metrics</h2>",
+        "<p><small>Each cell is the mean [95% interval] (rank, 1 = best in the metric's direction); systems in the "
+        f"order of {_esc(_label(headline[0]))}.</small></p>",
+        "<table><tr><th>metric</th>" + "".join(f"<th>{_esc(s)}</th>" for s in order) + "</tr>",
+    ]
+    for metric in headline:
+        by_system = rankings[metric].set_index("system")
+        cells = []
+        for system in order:
+            if system not in by_system.index or pd.isna(by_system.loc[system, "mean"]):
+                cells.append("<td class='num'>–</td>")
+                continue
+            r = by_system.loc[system]
+            cells.append(
+                f"<td class='num'>{_num(r['mean'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}] ({int(r['rank'])})</td>"
+            )
+        lines.append(f"<tr><td title='{_esc(metric)}'>{_esc(_label(metric))}</td>{''.join(cells)}</tr>")
+    return [*lines, "</table>"]
+
+
+def _pairs_section(headline: list[str], pairs: dict[str, pd.DataFrame], power: pd.DataFrame) -> list[str]:
+    lines = ["<h2>Which differences hold</h2>"]
+    for metric in headline:
+        table = pairs[metric]
+        if not len(table):
+            continue
+        plan = power[power["metric"] == metric] if len(power) and "metric" in power else power.iloc[0:0]
+        needed = ""
+        if len(plan):
+            row = plan.iloc[0]
+            paired_n = row.get("paired_sessions_needed", math.nan)
+            n = paired_n if pd.notna(paired_n) else row.get("sessions_needed", math.nan)
+            if pd.notna(n):
+                basis = "the stated" if row["basis"] == "stated" else "the observed (a post-hoc plan, no evidence)"
+                needed = (
+                    f" The power plan asks for {int(n):,} sessions per system to detect {basis} gap of "
+                    f"{_num(row['planned_difference'])}."
+                )
+        lines += [
+            f"<h3>{_esc(_label(metric))}</h3>",
+            f"<p><small>{_esc(table['test'].iloc[0])}, p adjusted by the plan.{needed}</small></p>",
+            "<table><tr><th>a</th><th>b</th><th>a - b</th><th>p (adjusted)</th><th>verdict</th></tr>",
+        ]
+        for r in table.to_dict("records"):
+            css = {"differs": "differs", "no difference found": "none"}.get(r["verdict"], "untestable")
+            verdict = r["verdict"]
+            if verdict == "not testable at this n" and pd.notna(pd.to_numeric(r["sessions_to_test"], "coerce")):
+                verdict += f": testable from {int(float(r['sessions_to_test'])):,} sessions per system"
+            lines.append(
+                f"<tr><td>{_esc(r['system_a'])}</td><td>{_esc(r['system_b'])}</td><td class='num'>"
+                f"{_num(r['mean_diff'])}</td><td class='num'>{_num(r['p_adj'])}</td>"
+                f"<td class='{css}'>{_esc(verdict)}</td></tr>"
+            )
+        lines.append("</table>")
+    return lines
+
+
+def _evidence_section(table: pd.DataFrame) -> list[str]:
+    lines = ["<h2>How much each metric was checked</h2>"]
+    if not len(table):
+        return [
+            *lines,
+            "<p>No validity evidence in this run: no calibration systems and no real users' verdicts. "
+            "config/calibration.yaml checks the metrics against systems of known behaviour.</p>",
+        ]
+    lines += [
+        "<p><small>Checks run first, then checks passed: a metric that passed the one check it could run has "
+        "less behind it than one that passed three of four.</small></p>",
+        "<table><tr><th>metric</th><th>checks run</th><th>passed</th><th>verdicts</th></tr>",
+    ]
+    for r in table.to_dict("records"):
+        css = "pass" if r["checks_run"] and r["checks_passed"] == r["checks_run"] else "fail"
+        lines.append(
+            f"<tr><td>{_esc(_label(r['metric']))}</td><td class='num'>{r['checks_run']}</td>"
+            f"<td class='num {css}'>{r['checks_passed']} of {r['checks_run']}</td><td>{_esc(r['verdicts'])}</td></tr>"
+        )
+    return [*lines, "</table>"]
+
+
+def _extremes_section(headline: list[str], sessions: pd.DataFrame) -> list[str]:
+    lines = ["<h2>The sessions behind the extremes</h2>", "<table><tr><th>metric</th><th>system</th>"]
+    lines[-1] += "<th>lowest</th><th>highest</th></tr>"
+    shown = False
+    for metric in headline:
+        for r in extremes(sessions, metric).to_dict("records"):
+            shown = True
+            low = _session_link(r["low_id"], f"{_num(r['low'])} ({r['low_id']})")
+            high = _session_link(r["high_id"], f"{_num(r['high'])} ({r['high_id']})")
+            lines.append(
+                f"<tr><td>{_esc(_label(metric))}</td><td>{_esc(r['system'])}</td><td>{low}</td><td>{high}</td></tr>"
+            )
+    return [*lines, "</table>"] if shown else []

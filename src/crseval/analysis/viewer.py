@@ -1,0 +1,329 @@
+"""The session viewer: an experiment's sessions as static files to read in a browser, offline.
+
+`write_viewer` writes `<output_dir>/index.html` (the page: viewer_assets/ inlined, no external font,
+script or style), `<output_dir>/list.js` (one compact row per session: identifiers and the numeric
+metrics of tables/sessions.parquet) and `<output_dir>/data/<n>.js` (the turns of about CHUNK_SIZE
+sessions each: texts, the simulated user's hidden state, the titles the scorer recognised, the per-turn
+CC, CR, copying and TAS of tables/turns.parquet, and the judges' scores and rationales). The page loads
+the data with <script src> tags (`window.crsevalData(payload)`, JSONP style), never fetch(), so it
+works opened from file:// and inside a Snakemake report (`report(directory(...), htmlindex="index.html")`);
+a chunk is loaded when one of its sessions is opened. Chunks hold whole session indices (the same
+seeded user in every system and trial), so a side-by-side view reads one chunk.
+
+Every string from the sessions is data: written JSON-escaped (`<`, `>` and `&` as \\u escapes), shown
+with textContent. The output is deterministic: the same inputs give the same bytes.
+
+URL hash (deep links; values URL-encoded, parameters joined by `&`):
+- `#session=<session_id>`: one session, e.g. `#session=oracle%2Fs00003` (or `#session=oracle/s00003/t1`);
+- `#side=<session_index>&trial=<t>&systems=<a>,<b>`: the same simulated user in several systems, side
+  by side (`trial` 0, the first meeting, when left out; `systems` every system of seeded sessions when
+  left out);
+- the list, filtered: `#system=<name>&q=<text>&where=<condition>&sort=<column>&page=<n>` (each
+  optional; `sort=-tas` sorts descending; `where` holds conditions such as `tas < 0.3, success = 1` or
+  `0.2 <= tas < 0.5`, joined by commas or `and`).
+
+Keys: j/k or arrow down/up move in the list (arrow left/right change page), Enter opens, s toggles side
+by side, Escape goes back, / focuses the text filter; in a session, j/k open the next or previous one.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+
+from crseval.analysis import registry
+from crseval.core.io import atomic_path
+from crseval.core.session_records import read_sessions
+from crseval.judge import columns as judge_columns
+from crseval.metrics import families
+
+ASSETS = Path(__file__).with_name("viewer_assets")
+CHUNK_SIZE = 100  # sessions per data file, at least: a session index is never split
+DECIMALS = 4
+TURN_METRICS = ("cc", "cr", "copying", "tas")  # per-turn columns of turns.parquet shown beside each reply
+VISIBLE = 8  # metric columns the list shows until the reader picks others
+LIST_FIELDS = ("id", "system", "session_index", "seed", "profile", "trial", "turns", "ending", "chunk")
+_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def write_viewer(
+    sessions_table: str | Path,
+    turns_table: str | Path,
+    shards: list[str | Path],
+    output_dir: str | Path,
+    title: str = "",
+) -> dict:
+    """Write the viewer of the sessions in `shards` (session JSONL files) into `output_dir`, with the
+    metrics of `sessions_table` and the per-turn scores of `turns_table`. Returns counts for a log:
+    sessions, systems, chunks, turns, sessions without a row in the sessions table (`unscored`), rows of
+    the table without a session in the shards (`without_record`), and bytes written."""
+    output = Path(output_dir)
+    records = _read_records(shards)
+    table = pd.read_parquet(sessions_table)
+    metrics = _metric_columns(table)
+    scores = _session_scores(table, metrics)
+    judges = _judgements(table)
+    per_turn = _turn_metrics(turns_table)
+
+    records.sort(key=_order)
+    chunks = _chunks(records)
+    chunk_of = {record["session_id"]: n for n, members in enumerate(chunks) for record in members}
+    title = title or "crseval sessions"
+
+    rows = []
+    for record in sorted(records, key=lambda r: (r["system"], _order(r))):
+        values = scores.get(record["session_id"], {})
+        rows.append([*_identifiers(record, chunk_of), *(values.get(name) for name in metrics)])
+    listing = {
+        "kind": "list",
+        "title": title,
+        "fields": list(LIST_FIELDS),
+        "columns": [_describe(name, i < VISIBLE) for i, name in enumerate(metrics)],
+        "rows": rows,
+        "systems": sorted({r["system"] for r in records}),
+        "trials": any(r.get("trial") for r in records),
+        "profiles": any(r.get("profile") for r in records),
+        "chunks": len(chunks),
+        "turn_metrics": [
+            {"name": n, "label": registry.TURN_COLUMNS[n].label}
+            for n in TURN_METRICS
+            if any(n in m for m in per_turn.values())
+        ],
+    }
+    written = {"list.js": _jsonp(listing)}
+    for n, members in enumerate(chunks):
+        sessions = {r["session_id"]: _session(r, per_turn, judges.get(r["session_id"])) for r in members}
+        written[f"data/{n}.js"] = _jsonp({"kind": "chunk", "chunk": n, "sessions": sessions})
+    written["index.html"] = _page(title)
+
+    data = output / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    for stale in data.glob("*.js"):  # chunks of an earlier, larger run
+        if re.fullmatch(r"\d+\.js", stale.name) and f"data/{stale.name}" not in written:
+            stale.unlink()
+    for name, text in written.items():
+        with atomic_path(output / name) as temporary:
+            temporary.write_bytes(text.encode("utf-8"))
+    ids = set(chunk_of)
+    return {
+        "sessions": len(records),
+        "systems": len(listing["systems"]),
+        "chunks": len(chunks),
+        "turns": sum(len(r["turns"]) for r in records),
+        "unscored": sum(1 for i in ids if i not in scores),
+        "without_record": sum(1 for i in table["session_id"] if i not in ids),
+        "bytes": sum(len(text.encode("utf-8")) for text in written.values()),
+    }
+
+
+def _read_records(shards: list[str | Path]) -> list[dict]:
+    records, seen = [], set()
+    for shard in sorted(map(str, shards)):
+        for record in read_sessions(shard):
+            if record["session_id"] in seen:
+                raise ValueError(f"{shard}: session {record['session_id']!r} appears twice in the shards")
+            seen.add(record["session_id"])
+            records.append(record)
+    return records
+
+
+def _order(record: dict) -> tuple:
+    """Chunk order: a session index's sessions (every system and trial) together."""
+    return (record["session_index"], record.get("trial") or 0, record["system"], record["session_id"])
+
+
+def _chunks(records: list[dict]) -> list[list[dict]]:
+    """Records (in `_order`) in groups of at least CHUNK_SIZE, never splitting a session index."""
+    chunks: list[list[dict]] = [[]]
+    for record in records:
+        last = chunks[-1]
+        if len(last) >= CHUNK_SIZE and last[-1]["session_index"] != record["session_index"]:
+            chunks.append(last := [])
+        last.append(record)
+    return chunks if chunks[0] else []
+
+
+def _number(value):
+    """A JSON number rounded to DECIMALS places, None for a missing value."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, bool):
+        return int(value)
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return None
+    if math.isnan(value) or math.isinf(value):
+        return None
+    if value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    return round(value, DECIMALS) + 0.0
+
+
+def _text(value) -> str | None:
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return str(value)
+
+
+def _metric_columns(table: pd.DataFrame) -> list[str]:
+    """The numeric metrics of the table the list carries: success, the families' headline metrics and the
+    judges' scores first (the columns shown until the reader picks others), then every other metric in
+    table order; the human `satisfied` label of imported dialogues where some session has one."""
+    numeric = []
+    for name in table.columns:
+        try:
+            column = registry.session_column(name)
+        except KeyError:
+            continue
+        if column.metric and pd.api.types.is_numeric_dtype(table[name]) and not pd.api.types.is_bool_dtype(table[name]):
+            numeric.append(name)
+    headline = families.headline_metrics(families.FAMILY_KINDS)
+    panels = judge_columns.panel_judges(table.columns)
+    judged = [judge_columns.score_column(c, j) for j in (None, *panels) for c in judge_columns.CRITERIA]
+    first = [n for n in dict.fromkeys(["success", *headline, *judged]) if n in numeric]
+    extra = ["satisfied"] if "satisfied" in table.columns and table["satisfied"].notna().any() else []
+    return [*first, *extra, *(n for n in numeric if n not in first)]
+
+
+def _describe(name: str, visible: bool) -> dict:
+    column = registry.session_column(name)
+    better = {True: 1, False: -1, None: 0}[column.higher_is_better]
+    return {"name": name, "label": column.label, "unit": column.unit, "better": better, "visible": visible}
+
+
+def _session_scores(table: pd.DataFrame, metrics: list[str]) -> dict[str, dict]:
+    ids = table["session_id"].astype(str).tolist()
+    values = {name: [_number(v) for v in table[name].tolist()] for name in metrics}
+    return {sid: {name: values[name][i] for name in metrics} for i, sid in enumerate(ids)}
+
+
+def _judgements(table: pd.DataFrame) -> dict[str, list[dict]]:
+    """session id -> each judge's scores, spreads, G-Eval scores and rationales (judges with nothing
+    recorded for the session are left out)."""
+    found: dict[str, list[dict]] = defaultdict(list)
+    ids = table["session_id"].astype(str).tolist()
+    for judge in (None, *judge_columns.panel_judges(table.columns)):
+
+        def cells(name: str, read, judge=judge) -> list:
+            name = judge_columns.column(name, judge)
+            return [read(v) for v in table[name].tolist()] if name in table.columns else [None] * len(ids)
+
+        criteria = {
+            criterion: {
+                "score": cells(criterion, _number),
+                "sd": cells(f"{criterion}_sd", _number),
+                "geval": cells(f"{criterion}_geval", _number),
+                "rationale": cells(f"{criterion}_rationale", _text),
+            }
+            for criterion in judge_columns.CRITERIA
+        }
+        missing = cells("missing_reason", _text)
+        for i, sid in enumerate(ids):
+            scores = [
+                {"criterion": criterion, **{key: values[i] for key, values in parts.items()}}
+                for criterion, parts in criteria.items()
+            ]
+            scores = [s for s in scores if any(s[key] is not None for key in ("score", "geval", "rationale"))]
+            if scores or missing[i]:
+                found[sid].append({"judge": judge or "judge", "scores": scores, "missing_reason": missing[i]})
+    return found
+
+
+def _turn_metrics(turns_table: str | Path) -> dict[tuple[str, int], dict]:
+    """(session id, turn) -> the per-turn metrics turns.parquet has of TURN_METRICS."""
+    names = set(pq.read_schema(turns_table).names)
+    shown = [n for n in TURN_METRICS if n in names]
+    if not shown or not {"session_id", "turn"} <= names:
+        return {}
+    turns = pd.read_parquet(turns_table, columns=["session_id", "turn", *shown])
+    values = [[_number(v) for v in turns[n].tolist()] for n in shown]
+    found = {}
+    for i, (sid, turn) in enumerate(zip(turns["session_id"].astype(str).tolist(), turns["turn"].tolist())):
+        found[(sid, int(turn))] = {n: column[i] for n, column in zip(shown, values) if column[i] is not None}
+    return found
+
+
+def _identifiers(record: dict, chunk_of: dict[str, int]) -> list:
+    ending = record.get("ending") or {}
+    return [
+        record["session_id"],
+        record["system"],
+        record["session_index"],
+        record.get("seed"),
+        record.get("profile"),
+        record.get("trial") or 0,
+        len(record["turns"]),
+        ending.get("reason"),
+        chunk_of[record["session_id"]],
+    ]
+
+
+def _user_meta(meta: dict | None) -> dict | None:
+    if meta is None:
+        return None
+    kept = dict(meta)
+    paraphrase = kept.get("paraphrase")
+    if paraphrase:  # the verdict and the template it paraphrased; not the LLM call's bookkeeping
+        kept["paraphrase"] = {"verdict": paraphrase.get("verdict"), "template_text": paraphrase.get("template_text")}
+    return kept
+
+
+def _session(record: dict, per_turn: dict, judgements: list[dict] | None) -> dict:
+    sid = record["session_id"]
+    turns = []
+    for turn in record["turns"]:
+        turns.append(
+            {
+                "turn": turn["turn"],
+                "user_text": turn["user_text"],
+                "user_meta": _user_meta(turn.get("user_meta")),
+                "system_text": turn.get("system_text", ""),
+                "recommended_titles": turn.get("recommended_titles") or [],
+                "mentioned_titles": turn.get("mentioned_titles") or [],
+                "unknown_titles": turn.get("unknown_titles") or [],
+                "user_implies": turn.get("user_implies"),
+                "system_asks": turn.get("system_asks") or [],
+                "metrics": per_turn.get((sid, turn["turn"]), {}),
+            }
+        )
+    provenance = record.get("provenance") or {}
+    return {
+        "id": sid,
+        "system": record["system"],
+        "session_index": record["session_index"],
+        "seed": record.get("seed"),
+        "profile": record.get("profile"),
+        "trial": record.get("trial") or 0,
+        "liked_titles": record.get("liked_titles") or [],
+        "ending": record.get("ending"),
+        "shift_events": record.get("shift_events") or [],
+        "labels": record.get("labels"),
+        "source_file": provenance.get("source_file"),
+        "judges": judgements or [],
+        "turns": turns,
+    }
+
+
+def _jsonp(payload: dict) -> str:
+    """`window.crsevalData(<payload>);`: JSON with sorted keys, nothing that could close a script tag or
+    open markup (`<`, `>`, `&` as \\u escapes; they only occur inside strings)."""
+    text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return "window.crsevalData(" + re.sub("[<>&\u2028\u2029]", lambda m: _UNSAFE[m[0]], text) + ");\n"
+
+
+def _page(title: str) -> str:
+    """index.html: the template with the style sheet and the script inlined."""
+    template = (ASSETS / "index.html").read_text(encoding="utf-8")
+    css = (ASSETS / "viewer.css").read_text(encoding="utf-8")
+    script = (ASSETS / "viewer.js").read_text(encoding="utf-8")
+    if "</style" in css.lower() or "</script" in script.lower():
+        raise ValueError("a viewer asset would close its own tag")
+    return template.replace("{{title}}", html.escape(title)).replace("/*{{css}}*/", css).replace("/*{{js}}*/", script)
