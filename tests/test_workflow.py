@@ -78,6 +78,8 @@ def test_lda_setting_reruns_train_lda_only(finished_run):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "viewer": 1,
+        "findings": 1,
         "provenance": 1,
         "all": 1,
     }
@@ -96,6 +98,8 @@ def test_catalog_setting_reruns_index_and_downstream(finished_run):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "viewer": 1,
+        "findings": 1,
         "provenance": 1,
         "all": 1,
     }
@@ -111,6 +115,8 @@ def test_simulator_setting_reruns_simulation_only(finished_run):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "viewer": 1,
+        "findings": 1,
         "provenance": 1,
         "all": 1,
     }
@@ -127,6 +133,8 @@ def test_system_setting_reruns_that_systems_shards_only(finished_run):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "viewer": 1,
+        "findings": 1,
         "provenance": 1,
         "all": 1,
     }
@@ -144,6 +152,8 @@ def test_more_sessions_add_only_new_shards(finished_run):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "viewer": 1,
+        "findings": 1,
         "provenance": 1,
         "all": 1,
     }
@@ -167,6 +177,8 @@ def test_scoring_setting_reruns_scoring_only(finished_run, mutate):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "viewer": 1,
+        "findings": 1,
         "provenance": 1,
         "all": 1,
     }
@@ -249,6 +261,7 @@ def test_stats_setting_reruns_stats_only(finished_run):
     workdir, config = finished_run
     assert dry_run(workdir, changed(config, lambda c: c["stats"].update(alpha=0.01))) == {
         "stats": 1,
+        "findings": 1,  # the page reads the tests' verdicts and says the alpha
         "provenance": 1,
         "all": 1,
     }
