@@ -79,6 +79,8 @@ PAPER_JOBS = {
     "aggregate": 1,
     "stats": 1,
     "plots": 1,
+    "viewer": 1,
+    "findings": 1,
     "provenance": 1,
     "all": 1,
 }

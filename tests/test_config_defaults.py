@@ -215,6 +215,8 @@ def test_the_first_release_config_runs(workflow_copy):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "viewer": 1,
+        "findings": 1,
         "provenance": 1,
         "all": 1,
     }
