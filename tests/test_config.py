@@ -1,6 +1,7 @@
 """Config schema: shipped configs validate; unknown keys and wrong types fail naming the key."""
 
 import copy
+import importlib.util
 
 import pytest
 import yaml
@@ -86,8 +87,20 @@ PAPER_JOBS = {
 }
 
 
+SLURM_PLUGIN = importlib.util.find_spec("snakemake_executor_plugin_slurm") is not None
+
+
 @pytest.mark.workflow
-@pytest.mark.parametrize("profile", [None, "profiles/slurm"])
+@pytest.mark.parametrize(
+    "profile",
+    [
+        None,
+        pytest.param(
+            "profiles/slurm",
+            marks=pytest.mark.skipif(not SLURM_PLUGIN, reason='the SLURM executor: pip install -e ".[slurm]"'),
+        ),
+    ],
+)
 def test_paper_config_dry_run_lists_the_expected_jobs(workflow_copy, profile):
     """6 models x 1,000 sessions in shards of 50: 20 jobs per system for simulate, score and judge."""
     from conftest import FULL_CATALOG, planned_jobs

@@ -19,6 +19,16 @@ def test_conda_env_pins_the_project_dependencies():
     )
 
 
+def test_the_slurm_executor_is_an_extra():
+    """Snakemake imports every installed executor plugin at start, and the SLURM one asks `scontrol` for the
+    cluster's configuration then: a user without a cluster must not install it with the project."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    extras = pyproject["project"]["optional-dependencies"]
+    assert not any(dep.startswith("snakemake-executor-plugin-slurm") for dep in pyproject["project"]["dependencies"])
+    assert extras["slurm"] == ["snakemake-executor-plugin-slurm==2.8.0"]
+    assert "crseval[slurm]" in extras["dev"]  # the tests run the SLURM profile
+
+
 def test_every_rule_uses_the_conda_env():
     for rules in (REPO / "workflow" / "rules").glob("*.smk"):
         text = rules.read_text()

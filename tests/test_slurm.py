@@ -6,6 +6,7 @@ only and the judge off, so that both runs take minutes; the LLM systems go throu
 `simulate` rule.
 """
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -44,6 +45,8 @@ def install_slurm():
 def slurm_cluster(tmp_path):
     if os.geteuid() != 0:
         pytest.skip("starting a SLURM cluster needs root")
+    if importlib.util.find_spec("snakemake_executor_plugin_slurm") is None:
+        pytest.fail('the SLURM executor is not installed: pip install -e ".[slurm]" (the dev extra has it)')
     install_slurm()
     # outside pytest's private (0700) tmp folders: the mysql user must reach its data folder
     state = Path(tempfile.mkdtemp(prefix="crseval-slurm-"))

@@ -29,7 +29,17 @@ for _ in $(seq 60); do [ -S "$STATE/mysqlrun/mysql.sock" ] && break; sleep 0.5; 
 cp "$STATE/mysqlrun/mariadb.pid" "$STATE/run/mariadb.pid"
 mariadb --socket="$STATE/mysqlrun/mysql.sock" -e "CREATE USER IF NOT EXISTS 'slurm'@'localhost' IDENTIFIED BY 'slurm'; GRANT ALL ON slurm_acct_db.* TO 'slurm'@'localhost'; FLUSH PRIVILEGES;"
 
-mkdir -p /etc/slurm
+mkdir -p /etc/slurm "$STATE/etc"
+# the machine's own SLURM configuration, if any, is kept aside and put back by stop_cluster.sh: a
+# slurm.conf left behind without a controller makes every later `scontrol` (and the SLURM executor
+# plugin's probe when Snakemake starts) wait about 9 s for it
+for conf in slurm.conf slurmdbd.conf; do
+    if [ -e "/etc/slurm/$conf" ] && [ ! -e "$STATE/etc/$conf" ] && [ ! -e "$STATE/etc/$conf.absent" ]; then
+        cp -p "/etc/slurm/$conf" "$STATE/etc/$conf"
+    elif [ ! -e "/etc/slurm/$conf" ]; then
+        touch "$STATE/etc/$conf.absent"
+    fi
+done
 cat > /etc/slurm/slurmdbd.conf <<CONF
 AuthType=auth/munge
 DbdHost=localhost
