@@ -28,8 +28,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import yaml
-
 REPO = Path(__file__).resolve().parents[1]
 LOGS = REPO.parent / "shared" / "data" / "reference_logs"
 CATALOG = REPO.parent / "shared" / "data" / "opendialkg_movie_data.json"
@@ -45,9 +43,16 @@ FAMILIES = {
 }
 
 
+def thesis_config() -> dict:
+    """config/thesis_logs.yaml with the schema's defaults filled in (shipped configs hold only what they change)."""
+    from crseval.core.config_checks import effective_config
+
+    return effective_config(REPO / "config" / "thesis_logs.yaml")
+
+
 def scoring_settings(family: str) -> dict:
     metrics, mode, _ = FAMILIES[family]
-    scoring = yaml.safe_load((REPO / "config" / "thesis_logs.yaml").read_text())["scoring"]
+    scoring = thesis_config()["scoring"]
     return {
         **scoring,
         "metrics": metrics,
@@ -101,7 +106,7 @@ def prepare(workdir: Path) -> None:
     from crseval.corpora.thesis_logs import import_logs
     from crseval.language.concepts import ConceptMatcher
 
-    config = yaml.safe_load((REPO / "config" / "thesis_logs.yaml").read_text())
+    config = thesis_config()
     settings = config["catalog"]
     films, concepts, _ = build_index(CATALOG, REPO / settings["non_genre_values"], settings["plot_keywords"])
     write_parquet(films, workdir / "films.parquet")
