@@ -69,6 +69,20 @@ def test_the_vectorised_resample_rho_is_scipys_spearman_of_each_resample():
     assert rows == pytest.approx([sps.spearmanr(x[i], y[i]).statistic for i in index])
 
 
+def test_resampled_ranks_from_counts_are_the_midranks_of_each_resample():
+    # column 5, 1, 5, 3 (codes 2, 0, 2, 1); resample of sessions 0, 0, 1, 3 draws 5, 5, 1, 3: ranks 3.5, 3.5, 1, 2;
+    # resample 2, 2, 2, 2 draws 5 four times: every rank is (0 + 4 + 1) / 2 = 2.5
+    codes, size = correlation._codes(np.array([5.0, 1.0, 5.0, 3.0]))
+    index = np.array([[0, 0, 1, 3], [2, 2, 2, 2]])
+    ranks = correlation._resampled_ranks(codes, size, index)
+    assert ranks.tolist() == [[3.5, 3.5, 1.0, 2.0], [2.5, 2.5, 2.5, 2.5]]
+    rng = np.random.default_rng(8)
+    column = rng.integers(0, 6, 40).astype(float)  # many ties
+    index = rng.integers(0, 40, (50, 40))
+    codes, size = correlation._codes(column)
+    assert np.array_equal(correlation._resampled_ranks(codes, size, index), sps.rankdata(column[index], axis=1))
+
+
 def test_bootstrap_is_seeded_and_its_ci_covers_the_pooled_rho():
     rng = np.random.default_rng(0)
     x = rng.normal(size=80)

@@ -11,9 +11,11 @@ are ranked over all sessions, each system's mean rank is subtracted, and the res
 
 Both come with a seeded percentile bootstrap CI over sessions (the within CI resamples sessions
 within each system, so every resample keeps each system's count). Pairs known on the same sessions
-share their resamples: each column of a resample is ranked once (scipy.stats.rankdata along the
-rows of a block of resamples) and serves every pair it is in. A resample where rho is undefined (a
-column constant in it) is left out of the CI and counted. p values are raw: the caller applies the
+share their resamples: each column of a resample is ranked once and serves every pair it is in. A
+resample holds only observed values, so its midranks follow from how often each distinct value was
+drawn (a count and a cumulative sum per row, then one lookup per drawn session): the same ranks as
+scipy.stats.rankdata, without sorting every row of every resample. A resample where rho is undefined
+(a column constant in it) is left out of the CI and counted. p values are raw: the caller applies the
 analysis plan's multiplicity policy.
 """
 
@@ -25,10 +27,12 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
+from crseval.analysis.intervals import chunks, draw_counts
+
 NAN = math.nan
 LEVEL = 0.95
 MIN_SESSIONS = 3  # below this neither rho is defined
-BLOCK = 1000  # resamples ranked at once: bounds memory (block x sessions floats) without a loop per resample
+BLOCK = 1000  # resamples drawn at once (the within-system draws depend on it: keep it to keep the draws)
 FLAT = 1e-9  # a sum of squared (rank) deviations below this is a constant column: rho undefined
 
 COLUMNS = [
@@ -132,33 +136,64 @@ def partial_p(rho: float, n: int, k: int) -> float:
 
 
 def _pooled_draws(n: int, resamples: int, rng: np.random.Generator):
-    """Blocks of resampled session indices, sessions drawn with replacement from all n."""
-    for start in range(0, resamples, BLOCK):
-        yield rng.integers(0, n, (min(BLOCK, resamples - start), n))
+    """Blocks of resampled session indices, sessions drawn with replacement from all n. The draws do not
+    depend on the blocks' size (one stream of integers below n), so the blocks are as small as chunks()."""
+    for rows in chunks(resamples, n):
+        yield rng.integers(0, n, (rows, n))
 
 
 def _within_draws(sizes: np.ndarray, resamples: int, rng: np.random.Generator):
-    """Blocks of resampled indices, each system's sessions drawn from its own (columns stay in system order)."""
+    """Blocks of resampled indices, each system's sessions drawn from its own (columns stay in system order).
+    Each block of BLOCK resamples draws system after system, so BLOCK fixes the draws; it is handed on in
+    slices of at most chunks() rows (int32 where the sessions allow, to halve the block's memory)."""
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    small = np.int32 if sizes.sum() < np.iinfo(np.int32).max else np.int64
     for start in range(0, resamples, BLOCK):
         block = min(BLOCK, resamples - start)
-        yield np.hstack([offset + rng.integers(0, size, (block, size)) for offset, size in zip(offsets, sizes)])
+        index = np.empty((block, int(sizes.sum())), small)
+        for offset, size in zip(offsets, sizes):
+            index[:, offset : offset + size] = offset + rng.integers(0, size, (block, size))
+        first = 0
+        for rows in chunks(block, index.shape[1]):
+            yield index[first : first + rows]
+            first += rows
+
+
+def _codes(column: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each value's position among the column's distinct values, and how many there are."""
+    distinct = np.unique(column)
+    return np.searchsorted(distinct, column), len(distinct)
+
+
+def _resampled_ranks(codes: np.ndarray, size: int, index: np.ndarray) -> np.ndarray:
+    """scipy.stats.rankdata along the rows of column[index], from the codes of the column's values: a
+    value's midrank is the count of drawn values below it plus (its own count + 1) / 2 (exact in floats,
+    as rankdata's first position plus (count - 1) / 2)."""
+    drawn = codes[index]
+    counts = draw_counts(drawn, size)
+    midranks = (np.cumsum(counts, axis=1) - counts) + (counts + 1) / 2
+    return np.take_along_axis(midranks, drawn, axis=1)
 
 
 def _bootstrap(values: dict, pairs: list, blocks, sizes: np.ndarray | None) -> np.ndarray:
     """Pairs x resamples of rho (NaN where undefined): pooled when `sizes` is None, else within systems.
     Each column of a block is ranked once for all the pairs it is in."""
+    coded = {name: _codes(column) for name, column in values.items()}
     draws = []
     for index in blocks:
-        columns = {name: _standardised(column[index], sizes) for name, column in values.items()}
+        columns = {name: _centred_scaled(_resampled_ranks(*coded[name], index), sizes) for name in values}
         draws.append(np.vstack([_rhos(columns[x], columns[y]) for x, y in pairs]))
     return np.hstack(draws)
 
 
 def _standardised(rows: np.ndarray, sizes: np.ndarray | None) -> np.ndarray:
-    """Each row ranked, centred (on each system's mean rank when `sizes` gives the systems' contiguous
+    """Each row ranked, centred and scaled (_centred_scaled)."""
+    return _centred_scaled(sps.rankdata(rows, axis=1), sizes)
+
+
+def _centred_scaled(ranks: np.ndarray, sizes: np.ndarray | None) -> np.ndarray:
+    """Each row of ranks centred (on each system's mean rank when `sizes` gives the systems' contiguous
     blocks: the residuals on system dummies) and scaled to unit length; NaN rows where it is constant."""
-    ranks = sps.rankdata(rows, axis=1)
     if sizes is None:
         centred = ranks - ranks.mean(axis=1, keepdims=True)
     else:
