@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from crseval.analysis.intervals import chunks, draw_counts
+from crseval.analysis.intervals import chunks
 
 NAN = math.nan
 LEVEL = 0.95
@@ -167,12 +167,15 @@ def _codes(column: np.ndarray) -> tuple[np.ndarray, int]:
 
 def _resampled_ranks(codes: np.ndarray, size: int, index: np.ndarray) -> np.ndarray:
     """scipy.stats.rankdata along the rows of column[index], from the codes of the column's values: a
-    value's midrank is the count of drawn values below it plus (its own count + 1) / 2 (exact in floats,
-    as rankdata's first position plus (count - 1) / 2)."""
+    value's midrank is the count of drawn values up to it minus (its own count - 1) / 2 (exact in floats,
+    as rankdata's first position plus (count - 1) / 2). Codes are offset by size per row, so one count
+    and one lookup serve the whole block."""
+    rows = index.shape[0]
     drawn = codes[index]
-    counts = draw_counts(drawn, size)
-    midranks = (np.cumsum(counts, axis=1) - counts) + (counts + 1) / 2
-    return np.take_along_axis(midranks, drawn, axis=1)
+    drawn += size * np.arange(rows)[:, None]
+    counts = np.bincount(drawn.ravel(), minlength=rows * size).reshape(rows, size)
+    midranks = np.cumsum(counts, axis=1) - (counts - 1) / 2
+    return midranks.ravel()[drawn]
 
 
 def _bootstrap(values: dict, pairs: list, blocks, sizes: np.ndarray | None) -> np.ndarray:
