@@ -95,7 +95,7 @@ def test_blas_runs_on_one_thread_while_training(monkeypatch):
 def test_topics_tied_to_the_last_bits_go_to_the_lower_topic_id(model, monkeypatch):
     # topics 2 and 4 tie in exact arithmetic; the last bits (which differ between CPUs) favour 4
     distribution = np.array([0.1, 0.05, 0.3, 0.05, 0.3 + 4e-15, 0.2])
-    monkeypatch.setattr(model, "_topic_distribution", lambda bow: distribution)
+    monkeypatch.setattr(model, "_topic_distributions", lambda bows: np.array([distribution] * len(bows)))
     model._best_topic.clear()
     assert model.topics(PLOTS[0]) == model.topic_words[2]
     model._best_topic.clear()
@@ -104,7 +104,7 @@ def test_topics_tied_to_the_last_bits_go_to_the_lower_topic_id(model, monkeypatc
 def test_a_topic_at_the_minimum_probability_to_the_last_bits_is_kept(model, monkeypatch):
     just_below = np.full(6, 0.05)
     just_below[3] = 0.1 - 1e-15  # the minimum (0.1) in exact arithmetic
-    monkeypatch.setattr(model, "_topic_distribution", lambda bow: just_below)
+    monkeypatch.setattr(model, "_topic_distributions", lambda bows: np.array([just_below] * len(bows)))
     model._best_topic.clear()
     assert model.topics(PLOTS[0]) == model.topic_words[3]
     model._best_topic.clear()
@@ -143,3 +143,17 @@ def test_tfidf_vocabulary_keeps_the_most_frequent_terms_ties_alphabetical():
     frequency = Counter(documents)
     expected = sorted(sorted(frequency, key=lambda term: (-frequency[term], term))[:1500])
     assert most_frequent_terms(documents, 1500) == expected
+
+
+def test_texts_inferred_together_get_gensims_distribution_of_each_alone(model):
+    # gensim's get_document_topics, the model's random state reseeded before each text, as the inference
+    # replaces it; together, a text's distribution differs from gensim's by float noise only
+    bows = list(dict.fromkeys(model._bag_of_words(SETTINGS.tokens(plot)) for plot in PLOTS[:40]))
+    together = model._topic_distributions(bows)
+    for bow, row in zip(bows, together):
+        model.model.random_state = np.random.RandomState(SETTINGS.random_state)
+        alone = np.zeros(SETTINGS.num_topics)
+        for topic, probability in model.model.get_document_topics(list(bow), minimum_probability=0.0):
+            alone[topic] = probability
+        assert np.allclose(row, alone, rtol=0, atol=1e-12)
+    assert np.array_equal(model._topic_distributions(bows[:3]), together[:3])  # a text's row ignores the others

@@ -5,7 +5,8 @@ topics a function of the settings and the corpus (LdaMulticore is not reproducib
 gensim's inference draws its starting point from the model's random state, so the topics of
 a text would depend on which texts were inferred before it; `TopicModel` starts every text from
 the state just after reseeding, so that a text's topics depend on the text alone. That starting
-point is the same for every text, so it is drawn once (see `_topic_distribution`).
+point is the same for every text, so it is drawn once; the texts of a batch are inferred
+together, each as it would be alone (see `_topic_distributions`).
 
 The same topics on every CPU (docs/reproducibility.md): the model is trained and inferred in
 float64, not in gensim's default float32, in which the CPU's BLAS kernel (its order of summation)
@@ -24,13 +25,14 @@ from __future__ import annotations
 import json
 from collections import Counter
 from dataclasses import asdict, dataclass
+from itertools import chain
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from gensim.corpora import Dictionary
 from gensim.models import CoherenceModel, LdaModel
-from gensim.models.ldamodel import dirichlet_expectation, mean_absolute_difference
+from gensim.models.ldamodel import dirichlet_expectation
 from threadpoolctl import ThreadpoolController
 
 from crseval.core.config_checks import schema_defaults
@@ -42,6 +44,8 @@ DTYPE = np.float64
 # decimals a probability keeps before it is compared: topics that tie but for float64 noise (gaps of
 # 1e-12 and less, while CPUs differ by up to 1e-13) tie after rounding on every CPU
 DECIMALS = 9
+# documents inferred together (bounds the memory of a large batch: entries x topics floats, a few times)
+INFERENCE_BATCH = 1000
 _blas: ThreadpoolController | None = None
 
 
@@ -99,6 +103,7 @@ class TopicModel:
             [word for word, _ in self.top_words(topic, settings.top_words)] for topic in range(model.num_topics)
         ]
         self._start: tuple[np.ndarray, np.ndarray] | None = None
+        self._word_topics: np.ndarray | None = None  # expElogbeta transposed, for `_topic_distributions`
         # bag of words -> its topic (texts differing only in stop words share one)
         self._best_topic: dict[tuple, int | None] = {}
 
@@ -163,24 +168,28 @@ class TopicModel:
         return self.topics_batch([text])[0]
 
     def topics_batch(self, texts: list[str]) -> list[list[str]]:
-        """`topics` for many texts; repeated texts are inferred once."""
-        unique = dict.fromkeys(texts)
+        """`topics` for many texts; repeated texts (and texts with the same bag of words) are inferred
+        once, the new ones together (`_topic_distributions`)."""
+        bows = {text: self._bag_of_words(self.settings.tokens(text)) for text in dict.fromkeys(texts)}
+        new = [bow for bow in dict.fromkeys(bows.values()) if bow and bow not in self._best_topic]
         with one_blas_thread():
-            for text in unique:
-                best = self._best_topic_of(self._bag_of_words(self.settings.tokens(text)))
-                unique[text] = [] if best is None else self.topic_words[best]
-        return [list(unique[text]) for text in texts]
+            for first in range(0, len(new), INFERENCE_BATCH):
+                chunk = new[first : first + INFERENCE_BATCH]
+                self._best_topic.update(zip(chunk, self._best_topics(self._topic_distributions(chunk))))
+        words = {
+            text: self.topic_words[self._best_topic[bow]] if bow and self._best_topic[bow] is not None else []
+            for text, bow in bows.items()
+        }
+        return [list(words[text]) for text in texts]
 
-    def _best_topic_of(self, bow: tuple[tuple[int, int], ...]) -> int | None:
-        if not bow:
-            return None
-        if bow not in self._best_topic:
-            distribution = np.round(self._topic_distribution(bow), DECIMALS)
-            # gensim's get_document_topics keeps topics at or above the minimum (never below 1e-8);
-            # the most probable wins, the lower topic id on a tie
-            kept = distribution >= max(self.settings.minimum_probability, 1e-8)
-            self._best_topic[bow] = int(np.argmax(np.where(kept, distribution, -np.inf))) if kept.any() else None
-        return self._best_topic[bow]
+    def _best_topics(self, distributions: np.ndarray) -> list[int | None]:
+        """Per row, the most probable topic, compared rounded to `DECIMALS`, the lower topic id on a tie;
+        None when no topic reaches the minimum probability (gensim's get_document_topics keeps topics at
+        or above the minimum, never below 1e-8)."""
+        rounded = np.round(distributions, DECIMALS)
+        kept = rounded >= max(self.settings.minimum_probability, 1e-8)
+        best = np.argmax(np.where(kept, rounded, -np.inf), axis=1)
+        return [int(topic) if any_kept else None for topic, any_kept in zip(best.tolist(), kept.any(axis=1).tolist())]
 
     def _bag_of_words(self, tokens: list[str]) -> tuple[tuple[int, int], ...]:
         """`Dictionary.doc2bow(tokens)` as a tuple ((word id, count) by id, known words only), without its
@@ -188,31 +197,59 @@ class TopicModel:
         known = self.dictionary.token2id
         return tuple(sorted((known[word], count) for word, count in Counter(tokens).items() if word in known))
 
-    def _topic_distribution(self, bow: tuple[tuple[int, int], ...]) -> np.ndarray:
-        """The normalised topic weights of one document, as gensim's `get_document_topics` gives
-        them when the model's random state was just reseeded: the operations of
-        `LdaModel.inference` on a chunk of one document, in the same order and precision, from
-        the same starting point. Drawing that point once instead of building a seeded random
-        state per text saves more time than the inference takes."""
+    def _topic_distributions(self, bows: list[tuple[tuple[int, int], ...]]) -> np.ndarray:
+        """The normalised topic weights of each (non-empty) document, one row each, as gensim's
+        `get_document_topics` gives them when the model's random state was just reseeded: the
+        operations of `LdaModel.inference` on a chunk of one document, from the same starting point
+        (drawn once: building a seeded random state per text costs more than the inference), for
+        all documents at once. Each document iterates until its own gamma converges, as it would
+        alone; the converged ones drop out of the arrays. The sums run in a fixed order on every
+        CPU (numpy's reductions, and sequential ones where gensim's are), not in the order of a
+        BLAS kernel: the values differ from a document inferred alone by about 1e-16, which the
+        rounding to `DECIMALS` absorbs (benchmarks/cross_cpu_topics.py)."""
         model = self.model
         if self._start is None:
             gamma = np.random.RandomState(self.settings.random_state).gamma(100.0, 1.0 / 100.0, (1, model.num_topics))
             gamma = gamma.astype(model.dtype, copy=False)
             self._start = (gamma[0], np.exp(dirichlet_expectation(gamma))[0])
-        gammad, exp_elog_thetad = self._start
-        ids = [word for word, _ in bow]
-        counts = np.fromiter((count for _, count in bow), dtype=model.dtype, count=len(bow))
-        exp_elog_betad = model.expElogbeta[:, ids]
-        epsilon = np.finfo(model.dtype).eps
-        phinorm = np.dot(exp_elog_thetad, exp_elog_betad) + epsilon
+        if self._word_topics is None:
+            self._word_topics = np.ascontiguousarray(model.expElogbeta.T)  # word x topic
+        start_gamma, start_theta = self._start
+        topics, epsilon = model.num_topics, np.finfo(model.dtype).eps
+        lengths = np.fromiter(map(len, bows), dtype=np.int64, count=len(bows))
+        entries = np.fromiter(chain.from_iterable(chain.from_iterable(bows)), dtype=np.int64).reshape(-1, 2)
+        counts = entries[:, 1].astype(model.dtype)
+        beta = self._word_topics[entries[:, 0]]  # one row per (document, word) entry
+        gamma = np.empty((len(bows), topics), dtype=model.dtype)
+        active = np.arange(len(bows))  # the documents still iterating, and their state
+        doc_gamma = np.tile(start_gamma, (len(bows), 1))
+        doc_theta = np.tile(start_theta, (len(bows), 1))
+        owner = np.repeat(np.arange(len(bows)), lengths)
+        phinorm = (doc_theta[owner] * beta).sum(axis=1) + epsilon
         for _ in range(model.iterations):
-            last_gamma = gammad
-            gammad = model.alpha + exp_elog_thetad * np.dot(counts / phinorm, exp_elog_betad.T)
-            exp_elog_thetad = np.exp(dirichlet_expectation(gammad))
-            phinorm = np.dot(exp_elog_thetad, exp_elog_betad) + epsilon
-            if mean_absolute_difference(gammad, last_gamma) < model.gamma_threshold:
-                break
-        return gammad / sum(gammad)
+            firsts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+            last_gamma = doc_gamma
+            doc_gamma = model.alpha + doc_theta * np.add.reduceat((counts / phinorm)[:, None] * beta, firsts, axis=0)
+            doc_theta = np.exp(dirichlet_expectation(doc_gamma))
+            phinorm = (doc_theta[np.repeat(np.arange(len(active)), lengths)] * beta).sum(axis=1) + epsilon
+            gamma[active] = doc_gamma
+            # gensim's mean_absolute_difference, which sums in order
+            converged = (
+                np.add.accumulate(np.abs(doc_gamma - last_gamma), axis=1)[:, -1] / topics < model.gamma_threshold
+            )
+            if converged.any():
+                going = ~converged
+                kept_entries = np.repeat(going, lengths)
+                active, doc_gamma, doc_theta, lengths = (
+                    active[going],
+                    doc_gamma[going],
+                    doc_theta[going],
+                    lengths[going],
+                )
+                beta, counts, phinorm = beta[kept_entries], counts[kept_entries], phinorm[kept_entries]
+                if not len(active):
+                    break
+        return gamma / np.add.accumulate(gamma, axis=1)[:, -1:]  # sum(gammad), in order
 
     def topic_table(self, topn: int = 10) -> pd.DataFrame:
         """One row per (topic, rank): the word and its probability in the topic."""
