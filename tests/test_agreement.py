@@ -145,3 +145,64 @@ def test_vectorised_kendall_tau_is_the_pairwise_one(case):
     for column, tau in zip(columns, taus):
         expected = agreement.kendall_tau(column, ranking)
         assert (math.isnan(tau) and math.isnan(expected)) or tau == pytest.approx(expected)
+
+
+# Small vote sets written out: d never wins (it loses to a and ties nobody), c ties b once.
+VOTE_SETS = [
+    [("a", "b", "a"), ("a", "b", "b"), ("a", "b", "a")],
+    [("a", "b", "a"), ("b", "c", "b"), ("a", "c", "a"), ("c", "a", None), ("a", "d", "a")],
+    [("a", "d", "a"), ("b", "d", "b"), ("c", "b", None), ("c", "a", "c"), ("a", "b", "b")],
+    [("a", "b", None), ("a", "b", None)],
+]
+
+
+def _scalar(votes, systems, prior):
+    strengths = agreement.bradley_terry(votes, systems, prior=prior)
+    return [strengths[s] for s in systems]
+
+
+@pytest.mark.parametrize("prior", [1.0, 0.0])
+def test_batched_bradley_terry_is_the_scalar_fit_of_each_vote_set(prior):
+    systems = ["a", "b", "c", "d"]
+    tables = [agreement.vote_table(votes, systems) for votes in VOTE_SETS]
+    wins = np.stack([w.sum(axis=0) for w, _ in tables])
+    games = np.stack([g.sum(axis=0) for _, g in tables])
+    # set 1: a has 2 wins, b 1, in 3 games (c and d play nobody: only the prior's virtual ties)
+    assert wins[0].tolist() == [2, 1, 0, 0] and games[0, 0, 1] == games[0, 1, 0] == 3
+    batch = agreement.bradley_terry_batch(wins, games, prior)
+    expected = np.array([_scalar(votes, systems, prior) for votes in VOTE_SETS])
+    if prior:
+        # with the prior every set has strengths; d, who never wins, is the weakest where it played
+        assert not np.isnan(batch).any() and batch[1].argmin() == batch[2].argmin() == 3
+        assert np.array_equal(batch, expected)  # the same steps: the same floats
+    else:
+        # without it d (never won) and c, d (never played) leave every set without a maximum: NaN rows
+        assert np.isnan(batch).all() and np.isnan(expected).all()
+        two = agreement.bradley_terry_batch(wins[[0, 3]][:, :2], games[[0, 3]][:, :2, :2])
+        assert two[0] == pytest.approx([math.log(2) / 2, -math.log(2) / 2], abs=1e-12)
+        assert two[1].tolist() == [0.0, 0.0]  # two ties: equal strengths
+        assert two == pytest.approx(np.array([_scalar(VOTE_SETS[i], ["a", "b"], 0.0) for i in (0, 3)]), abs=1e-12)
+
+
+def test_bradley_terry_of_resampled_votes_is_the_scalar_fit_of_each_resample():
+    votes = VOTE_SETS[1] + VOTE_SETS[2] + [("e", "a", "e")]  # e: in the votes only, not a listed system
+    systems = ["a", "b", "c", "d"]
+    rng = np.random.default_rng(4)
+    draws = rng.integers(0, len(votes), (200, len(votes)))
+    counts = np.stack([np.bincount(row, minlength=len(votes)) for row in draws])
+    strengths = agreement.bradley_terry_resamples(votes, systems, counts, prior=1.0)
+    # a resample is fitted over the listed systems and those its votes name (with e, without e)
+    expected = np.array([_scalar([votes[i] for i in sorted(row)], systems, 1.0) for row in draws])
+    assert (counts[:, -1] > 0).any() and (counts[:, -1] == 0).any()
+    assert np.array_equal(strengths, expected)
+
+
+def test_kendall_tau_of_many_resamples_is_the_one_of_each():
+    rng = np.random.default_rng(6)
+    x = rng.integers(0, 3, (30, 4, 5)).astype(float)
+    x[rng.random(x.shape) < 0.1] = math.nan
+    y = rng.integers(0, 4, (30, 4)).astype(float)
+    rows = agreement.kendall_tau_rows(x, y)
+    expected = np.array([agreement.kendall_tau_columns(x[i], y[i]) for i in range(30)])
+    assert np.array_equal(rows, expected, equal_nan=True)
+    assert agreement.kendall_tau_rows(x[:0], y[:0]).shape == (0, 5)

@@ -97,6 +97,29 @@ def test_known_answers_per_system():
     }
 
 
+def test_bradley_terry_bootstrap_is_the_fit_of_each_resample_of_the_votes():
+    """The CI comes from one fit per resample of the votes: recomputed here one resample at a time."""
+    sessions, _, _ = synthetic()
+    votes = pd.DataFrame(
+        {
+            "system_a": ["a", "a", "b", "c", "a", "b"],
+            "system_b": ["b", "c", "c", "a", "b", "c"],
+            "winner": ["a", None, "b", "c", "b", "c"],
+        }
+    )
+    table = ha.system_table(sessions, votes, resamples=300, seed=9).set_index("system")
+    pairs = ha.votes_list(votes)
+    rng = np.random.default_rng(9)
+    boot = []
+    for _ in range(300):
+        sample = [pairs[i] for i in sorted(rng.integers(0, len(pairs), len(pairs)))]
+        strengths = ha.agreement.bradley_terry(sample, ["a", "b", "c"], prior=ha.BT_PRIOR)
+        boot.append([strengths[s] for s in ("a", "b", "c")])
+    tail = (1 - 0.95) / 2 * 100  # as the table computes it (2.5 up to rounding)
+    low, high = np.percentile(boot, [tail, 100 - tail], axis=0)
+    assert table["bt_low"].tolist() == low.tolist() and table["bt_high"].tolist() == high.tolist()
+
+
 def test_rankings_are_kendall_tau_of_the_system_means():
     sessions, _, metrics = synthetic()
     sessions["exact"] = sessions["exact"] + sessions["system"].map({"a": 0.0, "b": 0.1, "c": 0.2})

@@ -19,6 +19,8 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import kendalltau, mannwhitneyu, norm, rankdata
 
+from crseval.analysis.intervals import chunks
+
 NAN = math.nan
 
 
@@ -153,6 +155,80 @@ def bradley_terry(
     return {name: float(logs[index[name]] - logs.mean()) for name in names}
 
 
+def vote_table(votes: Sequence[tuple[str, str, str | None]], systems: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Each vote as what it adds to a Bradley-Terry fit over `systems` (sorted): its wins (votes x systems,
+    the winner 1, a tie half to each side) and its games (votes x systems x systems, both orders), so that
+    the totals of any resample of the votes are a product with its vote counts."""
+    index = {name: i for i, name in enumerate(systems)}
+    wins = np.zeros((len(votes), len(systems)))
+    games = np.zeros((len(votes), len(systems), len(systems)))
+    for row, (first, second, winner) in enumerate(votes):
+        i, j = index[first], index[second]
+        score = vote_score(first, second, winner)
+        wins[row, i] += score
+        wins[row, j] += 1 - score
+        games[row, i, j] += 1
+        games[row, j, i] += 1
+    return wins, games
+
+
+def bradley_terry_batch(
+    wins: np.ndarray, games: np.ndarray, prior: float = 0.0, iterations: int = 10_000, tolerance: float = 1e-12
+) -> np.ndarray:
+    """`bradley_terry` of many vote sets at once, for a bootstrap: rows of `wins` (sets x systems) and
+    `games` (sets x systems x systems) give each set's totals; returns the log-strengths (mean 0 per row,
+    NaN rows where the fit has no maximum). The same MM steps as `bradley_terry` on every row at once;
+    a row leaves the iteration when it converges, so each row takes the steps the single fit takes."""
+    sets, n = wins.shape
+    strength = np.ones((sets, n))
+    if not n:
+        return strength
+    played = games.sum(axis=2)
+    defined = np.ones(sets, bool) if prior else ~(np.any(wins == 0, axis=1) | np.any(wins == played, axis=1))
+    rows = np.flatnonzero(defined)
+    current, target, matches = strength[rows], wins[rows] + prior / 2, games[rows]
+    for _ in range(iterations):
+        if not len(rows):
+            break
+        denominator = (matches / (current[:, :, None] + current[:, None, :])).sum(axis=2) + prior * 1 / (current + 1)
+        updated = target / denominator
+        if prior == 0:  # the likelihood fixes only ratios; with a prior the reference fixes the scale
+            updated /= np.exp(np.log(updated).mean(axis=1, keepdims=True))
+        converged = np.max(np.abs(np.log(updated) - np.log(current)), axis=1) < tolerance
+        strength[rows] = updated
+        if converged.any():
+            going = ~converged
+            rows, current, target, matches = rows[going], updated[going], target[going], matches[going]
+        else:
+            current = updated
+    logs = np.log(strength)
+    logs -= logs.mean(axis=1, keepdims=True)
+    logs[~defined] = NAN
+    return logs
+
+
+def bradley_terry_resamples(
+    votes: Sequence[tuple[str, str, str | None]], systems: Sequence[str], counts: np.ndarray, prior: float
+) -> np.ndarray:
+    """Resamples x systems: for each row of `counts` (how often each vote was drawn), the log-strengths
+    `bradley_terry(drawn votes, systems, prior)` gives `systems`. As there, a resample is fitted over
+    `systems` and the systems its drawn votes name; resamples are fitted together per such set."""
+    names = sorted(set(systems) | {s for first, second, _ in votes for s in (first, second)})
+    wins_of_vote, games_of_vote = vote_table(votes, names)
+    counts = np.asarray(counts, dtype=float)
+    wins = counts @ wins_of_vote  # whole and half wins: sums exact in any order
+    games = (counts @ games_of_vote.reshape(len(votes), -1)).reshape(len(counts), len(names), len(names))
+    in_fit = np.isin(names, systems) | (games.sum(axis=2) > 0)
+    wanted = np.searchsorted(names, systems)
+    strengths = np.full((len(counts), len(systems)), NAN)
+    patterns, which = np.unique(in_fit, axis=0, return_inverse=True)
+    for number, pattern in enumerate(patterns):
+        rows, fitted = np.flatnonzero(which.ravel() == number), np.flatnonzero(pattern)
+        logs = bradley_terry_batch(wins[np.ix_(rows, fitted)], games[np.ix_(rows, fitted, fitted)], prior)
+        strengths[rows] = logs[:, np.searchsorted(fitted, wanted)]
+    return strengths
+
+
 def kendall_tau(x, y) -> float:
     """Kendall's tau-b between two rankings of the same systems (NaN pairs dropped; NaN below three)."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
@@ -168,12 +244,26 @@ def kendall_tau_columns(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     in y), over the systems where both are defined (NaN below three such systems or without spread).
     The same value as `kendall_tau` column by column."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    first, second = np.triu_indices(len(y), k=1)
-    valid = ~np.isnan(x[first]) & ~np.isnan(x[second]) & ~np.isnan(y[first, None]) & ~np.isnan(y[second, None])
-    sx = np.where(valid, np.sign(np.nan_to_num(x[first] - x[second])), 0.0)
-    sy = np.where(valid, np.sign(np.nan_to_num(y[first] - y[second]))[:, None], 0.0)
-    defined = (~np.isnan(x) & ~np.isnan(y)[:, None]).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        tau = (sx * sy).sum(axis=0) / np.sqrt((sx * sx).sum(axis=0) * (sy * sy).sum(axis=0))
-    tau[(defined < 3) | ~np.isfinite(tau)] = NAN
-    return tau
+    return kendall_tau_rows(x[None], y[None])[0]
+
+
+def kendall_tau_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """`kendall_tau_columns` of many resamples at once: x is resamples x systems x metrics, y resamples x
+    systems; returns resamples x metrics (the sums count signs, so they are exact and the values equal)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    first, second = np.triu_indices(y.shape[1], k=1)
+    taus, start = [], 0
+    for rows in chunks(len(x), max(len(first) * x.shape[2], 1)):
+        xs, ys = x[start : start + rows], y[start : start + rows]
+        start += rows
+        x_first, x_second = xs[:, first], xs[:, second]
+        y_first, y_second = ys[:, first, None], ys[:, second, None]
+        valid = ~np.isnan(x_first) & ~np.isnan(x_second) & ~np.isnan(y_first) & ~np.isnan(y_second)
+        sx = np.where(valid, np.sign(np.nan_to_num(x_first - x_second)), 0.0)
+        sy = np.where(valid, np.sign(np.nan_to_num(y_first - y_second)), 0.0)
+        defined = (~np.isnan(xs) & ~np.isnan(ys)[:, :, None]).sum(axis=1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            tau = (sx * sy).sum(axis=1) / np.sqrt((sx * sx).sum(axis=1) * (sy * sy).sum(axis=1))
+        tau[(defined < 3) | ~np.isfinite(tau)] = NAN
+        taus.append(tau)
+    return np.concatenate(taus) if taus else np.empty((0, x.shape[2]))

@@ -23,6 +23,7 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from crseval.analysis import agreement
+from crseval.analysis.intervals import chunks, draw_counts
 
 NAN = math.nan
 # Bradley-Terry: one virtual tie of every system against the average system keeps strengths finite
@@ -173,11 +174,9 @@ def system_table(
     strengths = agreement.bradley_terry(pairs, systems, prior=BT_PRIOR)
     elo = agreement.elo_ratings(pairs)
     rng = np.random.default_rng(seed)
-    boot = np.full((resamples, len(systems)), NAN)
-    for row in range(resamples):
-        sample = sorted(rng.integers(0, len(pairs), len(pairs)))  # time order kept
-        strengths_of_sample = agreement.bradley_terry([pairs[i] for i in sample], systems, prior=BT_PRIOR)
-        boot[row] = [strengths_of_sample[s] for s in systems]
+    # one draw of len(pairs) votes per resample (one call draws the same integers as one call per resample)
+    counts = draw_counts(rng.integers(0, len(pairs), (resamples, len(pairs))), len(pairs))
+    boot = agreement.bradley_terry_resamples(pairs, systems, counts, BT_PRIOR)
     tail = (1 - level) / 2 * 100
     limits = np.percentile(boot, [tail, 100 - tail], axis=0) if resamples else np.full((2, len(systems)), NAN)
     extra = pd.DataFrame(
@@ -227,18 +226,12 @@ def ranking_table(
 
     full = [np.arange(len(v)) for v in values]
     means, human = rankings(full, range(len(pairs)))
-    rng = np.random.default_rng(seed)
-    boot = {ranking: [] for ranking in human}
-    for _ in range(resamples):
-        samples = [rng.integers(0, len(v), len(v)) for v in values]
-        boot_means, boot_human = rankings(samples, rng.integers(0, len(pairs), len(pairs)) if pairs else [])
-        for ranking, target in boot_human.items():
-            boot[ranking].append(agreement.kendall_tau_columns(boot_means, target))
+    boot = _resampled_rankings(values, verdicts, systems, pairs, resamples, seed)
     tail = (1 - level) / 2 * 100
     rows = []
     for ranking, target in human.items():
         taus = agreement.kendall_tau_columns(means, target)
-        resampled = np.array(boot[ranking]).reshape(resamples, len(names))
+        resampled = agreement.kendall_tau_rows(boot["means"], boot[ranking])
         for column, name in enumerate(names):
             defined = resampled[:, column][~np.isnan(resampled[:, column])]
             low, high = np.percentile(defined, [tail, 100 - tail]) if len(defined) else (NAN, NAN)
@@ -260,6 +253,43 @@ def ranking_table(
                 }
             )
     return pd.DataFrame(rows)
+
+
+def _resampled_rankings(
+    values: list[np.ndarray], verdicts: list[np.ndarray], systems: list[str], pairs: list, resamples: int, seed: int
+) -> dict[str, np.ndarray]:
+    """The bootstrap of ranking_table: each system's dialogues resampled within it and the votes resampled
+    (time order kept), `resamples` times. Returns "means" (resamples x systems x metrics) and per human
+    ranking its resampled values (resamples x systems). The draws are taken resample by resample, as they
+    always were; the statistics of all resamples are then computed at once (block by block for the means)."""
+    rng = np.random.default_rng(seed)
+    samples = [np.empty((resamples, len(v)), np.intp) for v in values]
+    vote_draws = np.empty((resamples, len(pairs)), np.intp)
+    for row in range(resamples):
+        for drawn, v in zip(samples, values):
+            drawn[row] = rng.integers(0, len(v), len(v))
+        if pairs:
+            vote_draws[row] = rng.integers(0, len(pairs), len(pairs))
+    metrics = values[0].shape[1] if values else 0
+    means = np.empty((resamples, len(values), metrics))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a metric with no value in a system: NaN mean
+        for position, (v, drawn) in enumerate(zip(values, samples)):
+            first = 0
+            for rows in chunks(resamples, max(v.size, 1)):
+                means[first : first + rows, position] = np.nanmean(v[drawn[first : first + rows]], axis=1)
+                first += rows
+    boot = {"means": means}
+    boot["satisfaction rate"] = np.stack([y[drawn].mean(axis=1) for y, drawn in zip(verdicts, samples)], axis=1)
+    if pairs:
+        counts = draw_counts(vote_draws, len(pairs))
+        boot["Bradley-Terry"] = agreement.bradley_terry_resamples(pairs, systems, counts, BT_PRIOR)
+        elo = np.full((resamples, len(systems)), NAN)
+        for row, drawn in enumerate(np.sort(vote_draws, axis=1)):
+            ratings = agreement.elo_ratings([pairs[i] for i in drawn])
+            elo[row] = [ratings.get(s, NAN) for s in systems]
+        boot["Elo"] = elo
+    return boot
 
 
 def _number(value, digits: int = 2) -> str:
