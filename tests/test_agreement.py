@@ -206,3 +206,16 @@ def test_kendall_tau_of_many_resamples_is_the_one_of_each():
     expected = np.array([agreement.kendall_tau_columns(x[i], y[i]) for i in range(30)])
     assert np.array_equal(rows, expected, equal_nan=True)
     assert agreement.kendall_tau_rows(x[:0], y[:0]).shape == (0, 5)
+
+
+def test_resampled_auc_from_counts_is_the_auc_of_each_resample():
+    # positives 3, 1; negatives 1, 0: resample (3, 3) vs (1, 0) separates fully (AUC 1); (1, 1) vs (1, 1) is all
+    # ties (AUC 0.5); (1, 3) vs (0, 0): 1 and 3 above both zeros (AUC 1)
+    positive, negative = np.array([3.0, 1.0]), np.array([1.0, 0.0])
+    p_index, n_index = np.array([[0, 0], [1, 1], [1, 0]]), np.array([[0, 1], [0, 0], [1, 1]])
+    assert agreement.auc_resampled(positive, negative, p_index, n_index).tolist() == [1.0, 0.5, 1.0]
+    rng = np.random.default_rng(2)
+    positive, negative = rng.integers(0, 5, 23).astype(float), rng.integers(0, 4, 31).astype(float)
+    p_index, n_index = rng.integers(0, 23, (100, 23)), rng.integers(0, 31, (100, 31))
+    expected = agreement.auc_batch(positive[p_index], negative[n_index])
+    assert np.array_equal(agreement.auc_resampled(positive, negative, p_index, n_index), expected)

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import kendalltau, mannwhitneyu, norm, rankdata
 
-from crseval.analysis.intervals import chunks
+from crseval.analysis.intervals import chunks, draw_counts
 
 NAN = math.nan
 
@@ -40,6 +40,23 @@ def auc_batch(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
         return np.full(positive.shape[0], NAN)
     ranks = rankdata(np.hstack([positive, negative]), axis=1)
     u = ranks[:, :n1].sum(axis=1) - n1 * (n1 + 1) / 2
+    return u / (n1 * n0)
+
+
+def auc_resampled(positive: np.ndarray, negative: np.ndarray, positive_index, negative_index) -> np.ndarray:
+    """auc_batch(positive[positive_index], negative[negative_index]) without ranking every resample: the
+    rank sum of the positives follows from how often each distinct value was drawn (a midrank is the
+    count up to it minus (its count - 1) / 2). Rank sums are whole or half numbers, exact in floats, so
+    the AUCs are the same as auc_batch's."""
+    n1, n0 = positive_index.shape[1], negative_index.shape[1]
+    if not n1 or not n0:
+        return np.full(positive_index.shape[0], NAN)
+    distinct = np.unique(np.concatenate([positive, negative]))
+    size = len(distinct)
+    drawn_positive = draw_counts(np.searchsorted(distinct, positive)[positive_index], size)
+    drawn = drawn_positive + draw_counts(np.searchsorted(distinct, negative)[negative_index], size)
+    midranks = np.cumsum(drawn, axis=1) - (drawn - 1) / 2
+    u = (drawn_positive * midranks).sum(axis=1) - n1 * (n1 + 1) / 2
     return u / (n1 * n0)
 
 
@@ -65,9 +82,11 @@ def auc_with_ci(values, labels, resamples: int, seed: int, level: float = 0.95) 
         row["p"] = 1.0  # a constant separates nothing: AUC 0.5 exactly
     if resamples:
         rng = np.random.default_rng(seed)
-        boot = auc_batch(
-            positive[rng.integers(0, len(positive), (resamples, len(positive)))],
-            negative[rng.integers(0, len(negative), (resamples, len(negative)))],
+        boot = auc_resampled(
+            positive,
+            negative,
+            rng.integers(0, len(positive), (resamples, len(positive))),
+            rng.integers(0, len(negative), (resamples, len(negative))),
         )
         tail = (1 - level) / 2 * 100
         row["ci_low"], row["ci_high"] = (float(v) for v in np.percentile(boot, [tail, 100 - tail]))

@@ -93,7 +93,9 @@ def _length_margin(values, length, labels, resamples: int, seed: int, level: flo
     rng = np.random.default_rng(seed)
     p_index = rng.integers(0, positive.sum(), (resamples, positive.sum()))
     n_index = rng.integers(0, negative.sum(), (resamples, negative.sum()))
-    boot = margin(v[positive][p_index], v[negative][n_index], l_[positive][p_index], l_[negative][n_index])
+    metric_auc = agreement.auc_resampled(v[positive], v[negative], p_index, n_index)
+    length_auc = agreement.auc_resampled(l_[positive], l_[negative], p_index, n_index)
+    boot = np.abs(metric_auc - 0.5) - np.abs(length_auc - 0.5)
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(boot, [tail, 100 - tail])
     return point, float(low), float(high)
