@@ -307,3 +307,13 @@ def test_sessions_to_reach_by_hand():
         exact.sessions_to_reach(0.05, "t")
     with pytest.raises(ValueError, match="alpha"):
         exact.sessions_to_reach(0.0, "wilcoxon")
+
+
+def test_counts_of_splits_are_exact_up_to_the_limit_and_capped_above():
+    # C(12, 6) = 924; C(18, 9) = 48,620; with limit 1,000 the second is reported as 1,001
+    assert exact.comb_up_to(12, 6, 1_000) == 924 and exact.comb_up_to(18, 9, 1_000) == 1_001
+    assert exact.comb_up_to(20_000, 10_000, 200_000) == 200_001  # settled without its 6,000 digits
+    assert all(exact.comb_up_to(n, k, 10**6) == math.comb(n, k) for n in range(12) for k in range(n + 1))
+    # 6! / (2! 2! 2!) = 90 assignments of six values to three groups of two
+    assert exact._assignments_up_to([2, 2, 2], 100) == 90 and exact._assignments_up_to([2, 2, 2], 50) == 51
+    assert exact._assignments_up_to([3, 3, 3], 1_000) == 1_001  # 9! / (3!)^3 = 1,680

@@ -17,6 +17,7 @@ Every distribution is computed as array operations over all splits or resamples 
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -85,6 +86,36 @@ def _batch_sizes(resamples: int, width: int) -> list[int]:
     return [min(size, resamples - start) for start in range(0, resamples, size)]
 
 
+# C(n, k) of the sizes of one run recur in every metric and pair; at thousands of sessions each is a number of
+# thousands of digits, so it is computed once
+_comb = functools.lru_cache(maxsize=1024)(math.comb)
+
+
+def comb_up_to(n: int, k: int, limit: int) -> int:
+    """C(n, k) when it is at most `limit`, else limit + 1: whether splits can be enumerated is decided
+    without computing a number of thousands of digits (C(n - k + i, i) grows with i, so the first
+    partial product above the limit settles it)."""
+    k = min(k, n - k)
+    count = 1
+    for i in range(1, k + 1):
+        count = count * (n - k + i) // i
+        if count > limit:
+            return limit + 1
+    return count
+
+
+def _assignments_up_to(sizes, limit: int) -> int:
+    """N! / prod n_i! (the assignments of N values to groups of these sizes) when at most `limit`, else
+    limit + 1: a product of binomials C(n_1 + ... + n_i, n_i), each at least 1."""
+    count, dealt = 1, 0
+    for size in sizes:
+        dealt += int(size)
+        count *= comb_up_to(dealt, int(size), limit)
+        if count > limit:
+            return limit + 1
+    return count
+
+
 def _combinations(n: int, k: int) -> np.ndarray:
     """Every k-subset of range(n) as the rows of a (C(n, k), k) matrix, in lexicographic order."""
     count = math.comb(n, k)
@@ -99,7 +130,7 @@ def min_p_mann_whitney(n_x: int, n_y: int) -> float:
     """Smallest exact two-sided Mann-Whitney p without ties: the two extreme splits of C(n_x + n_y, n_x)."""
     if n_x < 1 or n_y < 1:
         raise ValueError(f"Mann-Whitney needs at least one value per group, got {n_x} and {n_y}")
-    return 2 / math.comb(n_x + n_y, n_x)
+    return 2 / _comb(n_x + n_y, n_x)
 
 
 def _extreme_split_share(ranks: np.ndarray, n_x: int) -> float:
@@ -123,7 +154,7 @@ def _extreme_split_share(ranks: np.ndarray, n_x: int) -> float:
         count += ways(ordered[n_x - 1], ordered[:n_x])
     if high_dev >= low_dev - tolerance:
         count += ways(ordered[n - n_x], ordered[n - n_x :])
-    return count / math.comb(n, n_x)
+    return count / _comb(n, n_x)
 
 
 def smallest_mann_whitney_p(x, y) -> float:
@@ -153,7 +184,7 @@ def mann_whitney(x, y, *, seed: int = 0, resamples: int = 10_000, max_enumeratio
     if np.all(pooled == pooled[0]):
         return TestResult(u_observed, NAN, NAN, "not testable: every value is equal")
     observed = abs(u_observed - mean)
-    splits = math.comb(n_x + n_y, n_x)
+    splits = comb_up_to(n_x + n_y, n_x, max_enumeration)
     if splits <= max_enumeration:
         # enumerate subsets of the smaller group; x's rank sum follows from the total
         small = min(n_x, n_y)
@@ -295,7 +326,7 @@ def permutation_omnibus(
         ties = np.unique(pooled, return_counts=True)[1]
         correction = 1 - np.sum(ties**3 - ties) / (total**3 - total)
         value = 12 * observed / (total * (total + 1)) / correction
-    count = math.factorial(total) // math.prod(math.factorial(int(size)) for size in sizes)
+    count = _assignments_up_to(sizes, max_enumeration)
     if count <= max_enumeration:
         between = _between_sums_of_squares(centred, _assignments(sizes.tolist()), starts, sizes)
         p = float(np.mean(_at_least(between, observed, total_ss)))

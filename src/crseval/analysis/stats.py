@@ -349,7 +349,7 @@ def _mann_whitney(x: np.ndarray, y: np.ndarray, seed: int, plan: Plan) -> dict:
     """Exact permutation Mann-Whitney up to EXACT_SPLITS splits; beyond, where a Monte Carlo p could not go below
     1 / (resamples + 1) and so could not pass a correction over hundreds of pairs, the tie-corrected normal
     approximation, which is accurate at such sizes (its smallest p is that of the most extreme split)."""
-    if math.comb(len(x) + len(y), len(x)) <= EXACT_SPLITS or np.ptp(np.concatenate([x, y])) == 0:
+    if exact.comb_up_to(len(x) + len(y), len(x), EXACT_SPLITS) <= EXACT_SPLITS or np.ptp(np.concatenate([x, y])) == 0:
         test = exact.mann_whitney(x, y, seed=seed, resamples=plan.permutations, max_enumeration=EXACT_SPLITS)
         return {"mannwhitney_p": test.p, "mannwhitney_min_p": test.min_p, "mannwhitney_method": test.method}
     p = _two_sided(lambda u, v: sps.mannwhitneyu(u, v, alternative="two-sided", method="asymptotic"), x, y)
