@@ -234,21 +234,3 @@ def test_cliffs_delta_compares_the_best_and_worst_adapting_systems_present():
     assert validity.best_and_worst(["parrot", "random", "lag2", "oracle", "stubborn"]) == ("oracle", "random")
     assert validity.best_and_worst(["lag3", "stubborn", "parrot"]) == ("lag3", "stubborn")
     assert validity.best_and_worst(["oracle", "parrot"]) is None
-
-
-def test_scoring_pauses_the_cyclic_garbage_collector_and_restores_it():
-    import gc
-
-    assert gc.isenabled()
-    with pytest.raises(RuntimeError):
-        with scorer.cyclic_gc_paused():
-            assert not gc.isenabled()
-            raise RuntimeError("a family failed")
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with scorer.cyclic_gc_paused():
-            pass
-        assert not gc.isenabled()  # left as the caller had it
-    finally:
-        gc.enable()

@@ -11,9 +11,7 @@ class, in the order their columns appear.
 
 from __future__ import annotations
 
-import gc
 import math
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -36,21 +34,6 @@ SESSION_COLUMNS = (
 )
 
 
-@contextmanager
-def cyclic_gc_paused():
-    """Python's cyclic garbage collector off for the block, as it was after. Scoring allocates millions
-    of small containers and forms no reference cycle (none left after scoring the 300 thesis logs with
-    every family), so the collector's passes find nothing, yet cost about a tenth of the scoring time;
-    memory is still freed by reference counting."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 @dataclass
 class Scorer:
     families: list[MetricFamily]
@@ -58,8 +41,7 @@ class Scorer:
 
     def score(self, records: list[dict]) -> tuple[pd.DataFrame, pd.DataFrame]:
         try:
-            with cyclic_gc_paused():
-                scored = [family.score_shard(records) for family in self.families]
+            scored = [family.score_shard(records) for family in self.families]
         finally:
             self.texts.clear()
         session_rows, turn_rows = [], []
