@@ -230,3 +230,36 @@ def test_openai_backend_reads_token_probabilities_from_llama_cpp_server(llama_se
         backend.complete(LLMRequest.chat([{"role": "user", "content": USER}], max_tokens=8, seed=1)).token_logprobs
         is None
     )
+
+
+def test_a_call_sharing_the_previous_prompts_prefix_evaluates_only_the_rest(monkeypatch):
+    """llama-cpp-python keeps the KV cache of the longest prefix a prompt shares with the previous call
+    (Gemma's sliding-window layers too: llama.cpp keeps a full-size SWA cache), so the second call
+    evaluates only what follows the shared system text, and says what a model evaluating the whole
+    prompt says. (llama.cpp's floats can depend on how a prompt is cut into batches: a reused prefix
+    gave other logits than a fresh evaluation for some prompts, benchmarks/bench_llm_prefix.py.)"""
+    from llama_cpp import Llama
+
+    evaluated = []
+    original = Llama.eval
+    monkeypatch.setattr(Llama, "eval", lambda self, tokens: (evaluated.append(len(tokens)), original(self, tokens))[1])
+    backend = LlamaCppBackend("gemma-3-270m", n_ctx=1024, threads=1)
+    system = {"role": "system", "content": SYSTEM}
+    first = LLMRequest.chat([system, {"role": "user", "content": USER}], max_tokens=4, seed=2)
+    second = LLMRequest.chat(
+        [
+            system,
+            {"role": "user", "content": "Which of these three is the most famous, and why do people still watch it?"},
+        ],
+        max_tokens=8,
+        seed=2,
+    )
+    backend.complete(first)
+    evaluated.clear()
+    reused = backend.complete(second)
+    assert 0 < evaluated[0] < reused.prompt_tokens - 20  # the system text (and more) was not evaluated again
+    backend.llama().reset()  # nothing kept: the whole prompt is evaluated, as by a model just loaded
+    evaluated.clear()
+    fresh = backend.complete(second)
+    assert evaluated[0] == fresh.prompt_tokens
+    assert reused.text == fresh.text

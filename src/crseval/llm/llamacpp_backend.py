@@ -9,6 +9,16 @@ each generated position it keeps the k most likely tokens of the model's own dis
 the JSON grammar, the temperature and top-p act), which is what llama-cpp-python's `logprobs`
 option reports too, without `logits_all`: that would keep the logits of every prompt token (for
 Gemma's 262k-token vocabulary 4 GB at 4096 tokens of context) and compute them.
+
+Prompt-prefix reuse: llama-cpp-python's Llama.generate keeps the KV cache of the longest prefix a
+prompt shares with the previous call's tokens and evaluates only the rest (for Gemma too: llama.cpp
+keeps a full-size sliding-window cache by default, so the prefix can be kept). Seeds, the JSON
+grammar and the logits processor do not reset it. What is shared is only what the prompts share from
+their first token: a CRS prompt's system text holds the turn's wishes and candidates, a judge prompt
+the session's preferences, so few tokens are reused (benchmarks/bench_llm_prefix.py). llama.cpp's
+CPU kernels give slightly different logits for a token depending on where its batch starts and how
+long it is, so a reply can depend on the previous call in the process (a reused prefix) and differ
+from a fresh evaluation's at the same seed.
 """
 
 from __future__ import annotations
@@ -130,8 +140,12 @@ class LlamaCppBackend:
         self.n_ctx = n_ctx
         self.threads = max(1, int(threads))
 
+    def llama(self):
+        """The process's llama_cpp.Llama of this model, context size and thread count (loaded once)."""
+        return _load(self._path, self.n_ctx, self.threads, self._chat_format)
+
     def complete(self, request: LLMRequest) -> LLMResponse:
-        llm = _load(self._path, self.n_ctx, self.threads, self._chat_format)
+        llm = self.llama()
         messages = request.message_dicts()
         if not self._system_role:
             messages = merge_system_into_user(messages)
