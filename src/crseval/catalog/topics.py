@@ -220,7 +220,7 @@ class TopicModel:
         entries = np.fromiter(chain.from_iterable(chain.from_iterable(bows)), dtype=np.int64).reshape(-1, 2)
         counts = entries[:, 1].astype(model.dtype)
         beta = self._word_topics[entries[:, 0]]  # one row per (document, word) entry
-        gamma = np.empty((len(bows), topics), dtype=model.dtype)
+        gamma = np.tile(start_gamma, (len(bows), 1))  # each document's last gamma
         active = np.arange(len(bows))  # the documents still iterating, and their state
         doc_gamma = np.tile(start_gamma, (len(bows), 1))
         doc_theta = np.tile(start_theta, (len(bows), 1))
