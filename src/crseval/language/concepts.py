@@ -30,7 +30,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
-from itertools import compress
 from typing import Callable
 
 import pandas as pd
@@ -114,7 +113,7 @@ class _RunIndex:
         """Yield (start token, end token, payload), longest first, non-overlapping."""
         lengths, entries, seconds, none = self.lengths, self.entries, self.seconds, frozenset()
         free = 0  # the first token no earlier run covers
-        for i in compress(range(len(keys)), map(lengths.__contains__, keys)):  # only where some run may start
+        for i in [i for i, key in enumerate(keys) if key in lengths]:  # only where some run may start
             if i < free:
                 continue
             longer = i + 1 < len(keys) and keys[i + 1] in seconds.get(keys[i], none)
@@ -308,9 +307,6 @@ class _NearNames:
             candidates.sort(key=lambda c: (-c[2], PEOPLE_FIELDS.index(c[0])))
         self.name_words = frozenset(w for key in self.names for w in key)
         self.masked: dict[tuple[str, ...], list[tuple[str, ...]]] = {}
-        # word -> whether it may be a name's word typed wrong (no name's word, no English word, three letters
-        # or more), asked once per distinct word
-        self._typable: dict[str, bool] = {}
         # name word -> where a word typed wrong may stand from it, in words (-2 .. 2): "tom" -> {1}
         self.typed_offsets: dict[str, set[int]] = {}
         for key in self.names:
@@ -321,12 +317,6 @@ class _NearNames:
                         if k != i:
                             self.typed_offsets.setdefault(word, set()).add(i - k)
 
-    def _judge_typable(self, word: str) -> bool:
-        typable = self._typable[word] = (
-            word not in self.name_words and len(word) >= 3 and word.isalpha() and not is_common_word(word)
-        )
-        return typable
-
     def find(self, analysed: AnalysedText, taken: Callable[[], list[tuple[int, int]]]):
         """(start, end, candidates) of near names outside the spans `taken()` gives (asked only when a
         near name is found), left to right.
@@ -336,14 +326,15 @@ class _NearNames:
         has three letters or more (one letter from a name word of four or more); so only the windows
         around such a word are looked at, masked at its place."""
         words, name_words, offsets = analysed.lowered, self.name_words, self.typed_offsets
-        # the places a name word allows (the words are scanned in C, through map and compress)
-        named = compress(range(len(words)), map(offsets.__contains__, words))
-        spots = {p + d for p in named for d in offsets[words[p]]}
-        typable = self._typable
+        spots = {p + d for p, w in enumerate(words) if w in offsets for d in offsets[w]}
         typed = {
             q
             for q in spots
-            if 0 <= q < len(words) and (typable[words[q]] if words[q] in typable else self._judge_typable(words[q]))
+            if 0 <= q < len(words)
+            and words[q] not in name_words
+            and len(words[q]) >= 3
+            and words[q].isalpha()
+            and not is_common_word(words[q])
         }
         # per word: 0 a catalog name's word, 1 a word that may be a name's typed wrong, 2 neither (the sum
         # of a window of two or three is 1 exactly when it is all name words but one that may be typed)

@@ -38,7 +38,6 @@ import unicodedata
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import compress
-from operator import not_
 
 import pandas as pd
 
@@ -484,34 +483,32 @@ class TitleRecognizer:
                 found.append(TitleReference(title, start, start + len(core), "", "formatted"))
                 covered.append((match.start(), match.end()))
         keys, lowered = analysed.keys, analysed.lowered
-        lengths, loose_lengths, titles = self._lengths, self._loose_lengths, self.titles
-        # the words people do not leave out when they type a title, and where they stand (the token
-        # scans below run in C, through map and compress: they read every token of every text)
-        is_kept = list(map(not_, map(_LOOSE_MARKS.__contains__, lowered)))
+        lengths, loose_lengths = self._lengths, self._loose_lengths
+        # the words people do not leave out when they type a title, and where they stand
+        is_kept = [word not in _LOOSE_MARKS for word in lowered]
         kept, kept_words = list(compress(range(len(lowered)), is_kept)), list(compress(lowered, is_kept))
         # where a title may start (its first token, or first two), as written or typed loosely (at kept[r])
-        starts, loose_starts = self._title_starts, self._loose_starts
-        firsts = list(compress(range(len(keys)), map(self._first_tokens.__contains__, keys)))
-        longer = {i for i in firsts if i + 1 < len(keys) and keys[i + 1] in starts.get(keys[i], ())}
+        starts, loose_starts, none = self._title_starts, self._loose_starts, frozenset()
+        firsts = [i for i, key in enumerate(keys) if key in self._first_tokens]
+        longer = {i for i in firsts if i + 1 < len(keys) and keys[i + 1] in starts.get(keys[i], none)}
         single = [i for i in firsts if keys[i] in self._one_token_titles]
-        loose_firsts = compress(range(len(kept_words) - 1), map(loose_starts.__contains__, kept_words))
-        loose_at = {kept[r]: r for r in loose_firsts if kept_words[r + 1] in loose_starts[kept_words[r]]}
+        loose_at = {
+            kept[r]: r for r, (a, b) in enumerate(zip(kept_words, kept_words[1:])) if b in loose_starts.get(a, none)
+        }
         weak: list[TitleReference] = []
         free = 0  # the first token no earlier title covers
         for i in sorted(longer.union(single, loose_at)):
             if i < free:
                 continue
             hit = None
-            if i not in longer:  # no title of two tokens or more starts here: the one-token title, if any
-                if keys[i] in self._one_token_titles:
-                    hit = (1, titles[(keys[i],)], False)
+            for length in lengths.get(keys[i], ()):
+                if length > 1 and i not in longer:
+                    continue
+                run = tuple(keys[i : i + length])
+                if len(run) == length and run in self.titles:
+                    hit = (length, self.titles[run], False)
+                    break
             else:
-                for length in lengths[keys[i]]:
-                    run = keys[i : i + length]
-                    if len(run) == length and run in titles:
-                        hit = (length, titles[run], False)
-                        break
-            if hit is None:
                 first = loose_at.get(i)
                 if first is not None:
                     # the next words up to 40 tokens on, over the marks people leave out ("Monsters, Inc."
@@ -660,7 +657,7 @@ class TitleRecognizer:
             if start is not None:
                 end = len(text[: year.start()].rstrip())
                 marked.append(_Marked(start, end, year.end(), True, True, "year"))
-        places = list(compress(range(len(analysed.lowered)), map(_ANY_CUE_WORD.__contains__, analysed.lowered)))
+        places = [i for i, word in enumerate(analysed.lowered) if word in _ANY_CUE_WORD]
         for cue, lone_word, name in (
             (_NAME_CUE, True, "film word"),
             (_PROPOSAL_CUE, False, "proposal"),
