@@ -24,6 +24,14 @@ REFERENCE_LOGS = REPO.parent / "shared" / "data" / "reference_logs"
 WORKFLOW_PARTS = ("Snakefile", "workflow", "profiles", "config", "resources", "src", "envs", "examples")
 
 
+def missing_input_of(configfile: str) -> str | None:
+    """The first file a shipped config names that is not on this machine (the catalog, the realism
+    reference), or None: Snakefile's input check stops such a config before it plans anything."""
+    config = yaml.safe_load((REPO / configfile).read_text())
+    named = [config["catalog"]["path"], ((config.get("simulator") or {}).get("realism") or {}).get("reference")]
+    return next((path for path in named if path and not (REPO / path).exists()), None)
+
+
 def default_config() -> dict:
     """config/config.yaml as the workflow runs it: the schema's defaults filled in."""
     return effective_config(REPO / "config" / "config.yaml")

@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
-from conftest import REFERENCE_LOGS, REPO
+from conftest import REFERENCE_LOGS, REPO, missing_input_of
 
 BIN = Path(sys.executable).parent
 SHIPPED_CONFIGS = sorted(p.relative_to(REPO).as_posix() for p in (REPO / "config").glob("*.yaml"))
@@ -40,9 +39,9 @@ def test_snakefmt_would_change_nothing():
 def test_snakemake_lint_finds_nothing(configfile):
     if configfile == "config/thesis_logs.yaml" and not REFERENCE_LOGS.exists():
         pytest.skip("the thesis logs are not on this machine (config/thesis_logs.yaml reads them to plan its jobs)")
-    catalog = yaml.safe_load((REPO / configfile).read_text())["catalog"]["path"]
-    if not (REPO / catalog).exists():
-        pytest.skip(f"{catalog} is not on this machine ({configfile} names it; a missing input stops the run)")
+    missing = missing_input_of(configfile)
+    if missing:
+        pytest.skip(f"{missing} is not on this machine ({configfile} names it; a missing input stops the run)")
     result = run(sys.executable, "-m", "snakemake", "--lint", "--configfile", configfile)
     text = result.stdout + result.stderr
     assert result.returncode == 0 and "Lints for" not in text, text

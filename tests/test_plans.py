@@ -15,10 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from conftest import REFERENCE_LOGS, REPO  # noqa: E402
+from conftest import REFERENCE_LOGS, REPO, missing_input_of  # noqa: E402
 
 pytestmark = pytest.mark.workflow  # each test runs `snakemake -n`
 
@@ -62,11 +61,9 @@ def plan(configfile: str) -> list[dict]:
 def test_dry_run_plans_the_recorded_jobs(configfile):
     if "thesis_logs" in configfile and not REFERENCE_LOGS.exists():
         pytest.skip("the thesis logs are not on this machine (config/thesis_logs.yaml plans its jobs from them)")
-    config = yaml.safe_load((REPO / configfile).read_text())
-    named = [config["catalog"]["path"], ((config.get("simulator") or {}).get("realism") or {}).get("reference")]
-    for path in filter(None, named):
-        if not (REPO / path).exists():
-            pytest.skip(f"{path} is not on this machine ({configfile} names it; a missing input stops the run)")
+    missing = missing_input_of(configfile)
+    if missing:
+        pytest.skip(f"{missing} is not on this machine ({configfile} names it; a missing input stops the run)")
     expected = json.loads((PLANS / f"{plan_name(configfile)}.json").read_text())
     actual = plan(configfile)
     assert [j for j in actual if j not in expected] == [] and [j for j in expected if j not in actual] == []
