@@ -26,14 +26,34 @@ def lemma(word: str) -> str:
 
 def content_words(text: str, *, min_length: int = 3, lemmatize: bool = True) -> list[str]:
     """Lower-cased alphabetic tokens of `text` that are not stop words and have at least
-    `min_length` characters, lemmatised if asked. Order and repeats are kept."""
+    `min_length` characters, lemmatised if asked. Order and repeats are kept. (What each token
+    becomes is remembered per setting: texts share most of their words.)"""
+    kept = _CONTENT_WORDS.get((min_length, lemmatize))
+    if kept is None or len(kept) > _REMEMBERED_TOKENS:
+        kept = _CONTENT_WORDS[(min_length, lemmatize)] = {}
     words = []
     for token in _WORD.findall(text.lower()):
-        if len(token) < min_length or token in STOP_WORDS:
-            continue
-        if lemmatize:
-            token = lemma(token)
-            if len(token) < min_length or token in STOP_WORDS:
-                continue
-        words.append(token)
+        word = kept.get(token, _UNSEEN)
+        if word is _UNSEEN:
+            word = kept[token] = _content_word(token, min_length, lemmatize)
+        if word is not None:
+            words.append(word)
     return words
+
+
+# (min_length, lemmatize) -> token -> what content_words keeps of it (None: nothing); forgotten past
+# _REMEMBERED_TOKENS tokens
+_CONTENT_WORDS: dict[tuple[int, bool], dict[str, str | None]] = {}
+_REMEMBERED_TOKENS = 200_000
+_UNSEEN = object()
+
+
+def _content_word(token: str, min_length: int, lemmatize: bool) -> str | None:
+    """What `content_words` keeps of one lower-cased token: itself or its lemma, or None."""
+    if len(token) < min_length or token in STOP_WORDS:
+        return None
+    if lemmatize:
+        token = lemma(token)
+        if len(token) < min_length or token in STOP_WORDS:
+            return None
+    return token

@@ -141,6 +141,7 @@ class ConceptSpace:
         self.title_idf = math.log((1 + n_films) / 2) + 1.0
         self._film_concepts: dict[int, set[tuple[str, str]]] = {}
         self._mentions: dict[str, Counter] = {}
+        self._concepts: dict[str, tuple[Counter, frozenset, dict]] = {}
 
     def mentions(self, text: str) -> Counter:
         """Concept -> number of mentions in `text` (memoised: texts repeat across metrics)."""
@@ -153,7 +154,16 @@ class ConceptSpace:
         self._mentions[text] = counts
         return counts
 
-    def vector(self, counts: Counter) -> dict:
+    def concepts(self, text: str) -> tuple[Counter, frozenset, dict]:
+        """`mentions(text)`, its concepts and their `vector` (memoised as `mentions` is: a text's turns
+        read them again; the set and the vector are shared, and no reader changes them)."""
+        known = self._concepts.get(text)
+        if known is None:
+            counts = self.mentions(text)
+            known = self._concepts[text] = (counts, frozenset(counts), self.vector(counts))
+        return known
+
+    def vector(self, counts: dict) -> dict:
         return {
             c: n * (self.title_idf if c[0] == "title" else self.idf.get(c, self.title_idf)) for c, n in counts.items()
         }
@@ -213,8 +223,9 @@ def score_turn(turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth
     """The per-turn row (CC, CR, I, TAS, recommendation and ground-truth counts) and the turn's concepts.
 
     `seen_titles` holds the films recommended in earlier turns; this turn's are added to it."""
-    u_counts, s_counts = space.mentions(turn["user_text"]), space.mentions(turn["system_text"])
-    concepts = TurnConcepts(set(u_counts), set(s_counts), space.vector(u_counts), space.vector(s_counts))
+    u_counts, u_set, u_vector = space.concepts(turn["user_text"])
+    s_counts, s_set, s_vector = space.concepts(turn["system_text"])
+    concepts = TurnConcepts(u_set, s_set, u_vector, s_vector)
     cc, cr = jaccard(concepts.user, concepts.system), cosine(concepts.user_vector, concepts.system_vector)
     copy = copying_of_words(space.texts(turn["system_text"]).words, space.texts(turn["user_text"]).words)
     recommended = list(turn.get("recommended_titles") or [])
@@ -260,7 +271,7 @@ def _recommended_overlap(
     if space.settings.include_titles:
         carried |= {("title", t) for t in recommended}
     kept = (concepts.system | concepts.user) & carried
-    vector = space.vector(Counter({c: s_counts.get(c) or 1 for c in kept}))
+    vector = space.vector({c: s_counts.get(c) or 1 for c in kept})
     return jaccard(concepts.user, kept), cosine(concepts.user_vector, vector)
 
 
