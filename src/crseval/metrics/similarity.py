@@ -48,12 +48,13 @@ class TfidfSimilarity:
         self.vectorizer = TfidfVectorizer(vocabulary=most_frequent_terms(documents, TFIDF_TERMS), **TFIDF_ANALYSIS)
         self.vectorizer.fit(documents)
         self._idf = self.vectorizer.idf_.tolist()
+        self._pair_firsts = pair_firsts(self.vectorizer.vocabulary_)
         self._rows: dict[str, dict[int, float]] = {}
 
     def prepare(self, texts) -> None:
         new = list(dict.fromkeys(t for t in texts if t not in self._rows))
         if new:
-            self._rows.update(zip(new, tfidf_rows(new, self.vectorizer.vocabulary_, self._idf)))
+            self._rows.update(zip(new, tfidf_rows(new, self.vectorizer.vocabulary_, self._idf, self._pair_firsts)))
 
     def __call__(self, a: str, b: str) -> float:
         if a not in self._rows or b not in self._rows:
@@ -64,19 +65,31 @@ class TfidfSimilarity:
         return float(sum(w * row_b.get(k, 0.0) for k, w in row_a.items()))
 
 
-def tfidf_rows(texts: list[str], vocabulary: dict[str, int], idf: list[float]) -> list[dict[int, float]]:
+def pair_firsts(vocabulary: dict[str, int]) -> frozenset[str]:
+    """The first words of the vocabulary's word pairs: only where one of them stands can a pair start
+    that the vocabulary holds."""
+    return frozenset(term.split(" ", 1)[0] for term in vocabulary if " " in term)
+
+
+def tfidf_rows(
+    texts: list[str], vocabulary: dict[str, int], idf: list[float], firsts: frozenset[str] | None = None
+) -> list[dict[int, float]]:
     """Each text's TF-IDF row {term index: weight}, in term order, as the fitted TfidfVectorizer's
     `transform` (TFIDF_ANALYSIS, norm l2) computes it, operation for operation: the lower-cased text's
     tokens less the English stop words, they and each adjacent pair counted where the vocabulary holds
     them, count times idf, then divided by the root of the sum of squares summed in term order (as
-    scikit-learn's inplace_csr_row_normalize_l2 does)."""
+    scikit-learn's inplace_csr_row_normalize_l2 does). `firsts`: `pair_firsts(vocabulary)`, when the
+    caller keeps it."""
     rows = []
+    firsts = pair_firsts(vocabulary) if firsts is None else firsts
     for text in texts:
         tokens = [t for t in _TFIDF_TOKEN.findall(text.lower()) if t not in ENGLISH_STOP_WORDS]
         counts = Counter(vocabulary[t] for t in tokens if t in vocabulary)
-        for pair in map(" ".join, zip(tokens, tokens[1:])):
-            if pair in vocabulary:
-                counts[vocabulary[pair]] += 1
+        for first, second in zip(tokens, tokens[1:]):
+            if first in firsts:  # only a pair's first word can start one the vocabulary holds
+                pair = f"{first} {second}"
+                if pair in vocabulary:
+                    counts[vocabulary[pair]] += 1
         terms = sorted(counts)
         weights = [counts[term] * idf[term] for term in terms]
         squares = 0.0
