@@ -37,7 +37,7 @@ import re
 import unicodedata
 from bisect import bisect_left
 from dataclasses import dataclass, field
-from itertools import compress
+from itertools import compress, islice
 
 import pandas as pd
 
@@ -365,7 +365,7 @@ class TitleRecognizer:
         # first token -> the second tokens of the longer titles (every loose title has two words or more),
         # and the one-token titles, to skip the places where no title starts
         self._title_starts = _second_tokens(key for key in self.titles if len(key) > 1)
-        self._loose_starts = _second_tokens(self.loose)
+        self._loose_pairs = frozenset(key[:2] for key in self.loose)  # the first two words of each
         self._one_token_titles = frozenset(key[0] for key in self.titles if len(key) == 1)
         self._first_tokens = frozenset(key[0] for key in self.titles)
 
@@ -488,12 +488,12 @@ class TitleRecognizer:
         is_kept = [word not in _LOOSE_MARKS for word in lowered]
         kept, kept_words = list(compress(range(len(lowered)), is_kept)), list(compress(lowered, is_kept))
         # where a title may start (its first token, or first two), as written or typed loosely (at kept[r])
-        starts, loose_starts, none = self._title_starts, self._loose_starts, frozenset()
+        starts, loose_pairs, none = self._title_starts, self._loose_pairs, frozenset()
         firsts = [i for i, key in enumerate(keys) if key in self._first_tokens]
         longer = {i for i in firsts if i + 1 < len(keys) and keys[i + 1] in starts.get(keys[i], none)}
         single = [i for i in firsts if keys[i] in self._one_token_titles]
         loose_at = {
-            kept[r]: r for r, (a, b) in enumerate(zip(kept_words, kept_words[1:])) if b in loose_starts.get(a, none)
+            kept[r]: r for r, pair in enumerate(zip(kept_words, islice(kept_words, 1, None))) if pair in loose_pairs
         }
         weak: list[TitleReference] = []
         free = 0  # the first token no earlier title covers
