@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from itertools import repeat
+from operator import mul
 
 
 def jaccard(a: set, b: set) -> float:
@@ -16,8 +18,10 @@ def cosine(a: dict, b: dict) -> float:
     """Cosine of two sparse vectors given as {key: weight}."""
     if not a or not b:
         return 0.0
-    dot = sum(weight * b.get(key, 0.0) for key, weight in a.items())
-    norm = math.sqrt(sum(w * w for w in a.values())) * math.sqrt(sum(w * w for w in b.values()))
+    # the products and sums of sum(weight * b.get(key, 0.0) for key, weight in a.items()) and of
+    # sum(w * w for w in a.values()), in the same order
+    dot = sum(map(mul, a.values(), map(b.get, a, repeat(0.0))))
+    norm = math.sqrt(sum(map(mul, a.values(), a.values()))) * math.sqrt(sum(map(mul, b.values(), b.values())))
     return dot / norm if norm else 0.0
 
 
