@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
-import subprocess
-import sys
 import time
 from pathlib import Path
+
+import bench_stats  # the same child process and byte comparison of two trees' outputs
+from bench_stats import differing_outputs
 
 REPO = Path(__file__).resolve().parents[1]
 TABLES = ("table", "systems", "rankings")
@@ -60,24 +60,7 @@ def run_once(results: Path, resamples: int, outputs: Path | None = None) -> dict
 
 
 def measure(results: Path, resamples: int, source: str | None, outputs: Path | None) -> dict:
-    env = {**os.environ, "PYTHONPATH": source or str(REPO / "src")}
-    command = [sys.executable, __file__, str(results), "--resamples", str(resamples), "--child"]
-    if outputs is not None:
-        command += ["--outputs-to", str(outputs)]
-    output = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stdout
-    return json.loads(output.strip().splitlines()[-1])
-
-
-def differing_outputs(now: Path, before: Path) -> list[str]:
-    """The output files whose bytes differ between the two trees (or that only one tree wrote)."""
-    names = sorted({p.name for p in now.iterdir()} | {p.name for p in before.iterdir()})
-    return [
-        name
-        for name in names
-        if not (now / name).exists()
-        or not (before / name).exists()
-        or (now / name).read_bytes() != (before / name).read_bytes()
-    ]
+    return bench_stats.measure(results, resamples, source, outputs, script=__file__)
 
 
 def main() -> None:

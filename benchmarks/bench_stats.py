@@ -125,9 +125,12 @@ def run_once(results: Path, resamples: int, outputs: Path | None = None) -> dict
     }
 
 
-def measure(results: Path, resamples: int, source: str | None, outputs: Path | None = None) -> dict:
+def measure(
+    results: Path, resamples: int, source: str | None, outputs: Path | None = None, script: str = __file__
+) -> dict:
+    """Run `script`'s child mode on the source tree `source` (this one by default) in a process of its own."""
     env = {**os.environ, "PYTHONPATH": source or str(REPO / "src")}
-    command = [sys.executable, __file__, str(results), "--resamples", str(resamples), "--child"]
+    command = [sys.executable, script, str(results), "--resamples", str(resamples), "--child"]
     if outputs is not None:
         command += ["--outputs-to", str(outputs)]
     output = subprocess.run(command, capture_output=True, text=True, check=True, env=env).stdout
@@ -168,11 +171,11 @@ def main() -> None:
             f"ratio {now['seconds'] / then['seconds']:.2f}"
         )
         if args.outputs:
-            differing = _differing_outputs(results / "stats-now", results / "stats-before")
+            differing = differing_outputs(results / "stats-now", results / "stats-before")
             print("outputs identical" if not differing else f"outputs differ: {', '.join(differing)}")
 
 
-def _differing_outputs(now: Path, before: Path) -> list[str]:
+def differing_outputs(now: Path, before: Path) -> list[str]:
     """The output files whose bytes differ between the two trees (or that only one tree wrote)."""
     names = sorted({p.name for p in now.iterdir()} | {p.name for p in before.iterdir()})
     return [
