@@ -18,7 +18,7 @@ every system meets the same user.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 from crseval.core.registry import look_up
 
@@ -49,6 +49,9 @@ class UserProfile:
     # group under its `voices` whose templates replace those of the same name (the others stay).
     voice: str = ""
     full_stop: float = 1.0  # a sentence the template leaves open is closed with a full stop
+    # Speaks with the voice learned from `simulator.voice.corpus` (crseval.simulate.voice): people's turns
+    # of the same act, their slots filled with the turn's values; where none fits, `voice` above speaks.
+    learned: bool = False
     # The disclosure shares of the constraints on a field, where they differ from `disclosure`.
     field_disclosure: dict[str, tuple[float, float, float]] = field(default_factory=dict)
 
@@ -134,7 +137,17 @@ REALISTIC = UserProfile(
 )
 
 
-PROFILES: dict[str, UserProfile] = {profile.name: profile for profile in (EXPLICIT, IMPLICIT, REALISTIC)}
+LEARNED = replace(
+    REALISTIC,
+    name="learned",
+    summary="the `realistic` user's behaviour in people's words: each turn a real user's turn of the same act "
+    "from the voice learned from `simulator.voice.corpus`, its catalog values and titles replaced by the "
+    "turn's own (the rule voice of `realistic` where no real turn fits)",
+    learned=True,
+)
+
+
+PROFILES: dict[str, UserProfile] = {profile.name: profile for profile in (EXPLICIT, IMPLICIT, REALISTIC, LEARNED)}
 
 
 def user_profile(name: str) -> UserProfile:

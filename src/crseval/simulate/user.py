@@ -33,6 +33,7 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.language.text import lemma
 from crseval.language.tracker import Constraint, extract_statements
 from crseval.simulate.profiles import EXPLICIT, UserProfile, user_profile
+from crseval.simulate.voice import Voice, VoiceTemplate
 
 MAX_REDRAWS = 40
 
@@ -311,6 +312,9 @@ class UserSimulator:
             "titles": titles,
             "cannot_judge": stage == "unknown_title",
         }
+        if getattr(self, "voice", None) is not None:
+            meta["voice"] = self._voice_record or {"voice": "rules", "templates": [], "redraws": 0, "fallback": ""}
+            self._voice_record = {}
         if shift_event is not None:
             self.shift_events.append({"turn": number, **shift_event})
         return UserTurn(text=text, meta=meta, implies=implied)
@@ -517,6 +521,10 @@ class ProfiledUser(UserSimulator):
     misses: int = field(init=False, default=0)  # unsatisfying replies in a row
     waiting: dict = field(init=False, default_factory=dict)  # constraint -> unsatisfying replies since it arose
     _style: dict = field(init=False, default_factory=dict)  # lower case and typo of the turn being worded
+    voice: Voice | None = None  # the learned voice the profile speaks with (crseval.simulate.voice), if any
+    voice_rng: np.random.Generator = field(init=False)  # the voice's draws: a stream of its own
+    _voice_record: dict = field(init=False, default_factory=dict)  # how the turn being worded was voiced
+    _told: list = field(init=False, default_factory=list)  # the constraints the turn being voiced says
 
     def __post_init__(self):
         if self.user_profile.is_explicit:
@@ -524,6 +532,8 @@ class ProfiledUser(UserSimulator):
         self.profile = self.user_profile
         # the third child of the session seed: the explicit user's two streams stay as they are
         self.disclosure_rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(3)[2])
+        # the fourth child: the voice's draws leave the other streams as they are
+        self.voice_rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(4)[3])
         super().__post_init__()
 
     def _draw_disclosure(self, field_name: str) -> str:
@@ -601,7 +611,9 @@ class ProfiledUser(UserSimulator):
         self.waiting.update({c: 0 for c in arisen})
         candidates = list(last_recommended)
         if self.profile.patience and self.misses >= self.profile.patience:
-            text, _, _ = self._say(lambda: (self._pick("leave"), [], []), candidates, number)
+            self._told = []
+            voiced = self._voiced([[(None, self.voice.leave_options())]], candidates) if self.voice else None
+            text = voiced[0] if voiced else self._say(lambda: (self._pick("leave"), [], []), candidates, number)[0]
             implied = {"accepts": [], "rejects": [t for t in last_recommended if t not in fitting]}
             return self._turn(number, text, [], [], "leave", shift, plan_event, implied)
 
@@ -663,12 +675,109 @@ class ProfiledUser(UserSimulator):
                 ]
             return _joined(parts), statements, titles
 
-        text, statements, titles = self._say(compose, candidates, number)
+        voiced = None
+        if self.voice is not None:
+            told = ([focus] if announced else []) + [c for c in tell if not (announced and c == focus)]
+            self._told = told
+            voiced = self._voiced(self._voice_plan(number, reaction, told, opening_quiet, no_preference), candidates)
+        text, statements, titles = voiced or self._say(compose, candidates, number)
         implied = {"accepts": [], "rejects": [t for t in last_recommended if t not in fitting]}
         if reaction is not None and reaction[0] == "accept":
             implied = {"accepts": [reaction[2]], "rejects": []}
         revealed = [c for c in revealed if c not in answers]
         return self._turn(number, text, statements, titles, stage, shift, plan_event, implied, revealed)
+
+    # ------------------------------------------------------------ the learned voice
+
+    def _voice_plan(self, number, reaction, told, opening_quiet, no_preference) -> list[list[tuple]]:
+        """The turn as the voice realises it: ways to word it, each a list of parts (the value to fill
+        the part's title slot, its templates); the first way with templates for every part is taken."""
+        first = number == 1
+        about = reaction[3] if reaction else None
+        act = _VOICE_ACTS[reaction[0]] if reaction else None
+        wishes = tuple(sorted(_slot(c) for c in told))
+
+        def options(act_name: str, signature: tuple, title=None) -> list[VoiceTemplate]:
+            found = self.voice.options(act_name, signature, first)
+            return found + (self.voice.options(act_name, (*signature, "title"), first) if title else [])
+
+        parts = []
+        if reaction:
+            parts.append((about, options(act, ())))
+        if told:
+            parts.append((None, options("request", wishes)))
+        if no_preference:
+            parts.append((None, options("other", ())))
+        if opening_quiet:
+            vague = [t for name in ("ask", "small_talk", "other") for t in self.voice.options(name, (), True)]
+            parts.append((None, vague))
+        ways = []
+        if reaction and told:  # one real turn that does both ("no, something with ..."), else two
+            ways.append([(about, options(act, wishes, about))] + parts[2:])
+        if reaction and about:
+            parts[0] = (about, options(act, (), about))
+        ways.append(parts)
+        if len(told) > 1:  # each wish in a turn of its own, joined
+            single = [(None, options("request", (_slot(c),))) for c in told]
+            ways.append(parts[:1] + single + parts[2:] if reaction else single + parts[1:])
+        return ways
+
+    def _voiced(self, ways: list[list[tuple]], candidates: list[str]):
+        """(text, statements, titles) worded by the voice, each draw read back (another is drawn where it
+        reads otherwise); None where no template fits or no draw reads back: the rules word the turn."""
+        record = {"voice": "rules", "templates": [], "redraws": 0, "fallback": "no template of the act"}
+        for way in ways:
+            if not way or any(not templates for _, templates in way):
+                continue
+            for _ in range(VOICE_DRAWS):
+                drawn = [(title, Voice.draw(self.voice_rng, templates)) for title, templates in way]
+                worded = self._fill(drawn)
+                if worded is not None and not self._misread(*worded, candidates):
+                    self._voice_record = {
+                        "voice": "learned",
+                        "templates": [t.id for _, t in drawn],
+                        "redraws": record["redraws"],
+                        "fallback": "",
+                    }
+                    return worded
+                record["redraws"] += 1
+            record["fallback"] = "no draw read back as meant"
+        self._voice_record = record
+        return None
+
+    def _fill(self, drawn: list[tuple]):
+        """The drawn templates with their slots filled: the turn's values (wishes, then exclusions, as the
+        slots' roles ask) and the film a reaction is about; None where a slot has no value to take."""
+        told = list(self._told)
+        texts, statements, titles = [], [], []
+        for title, template in drawn:
+            pieces = re.split(r"(\{\w+\})", template.text)
+            slots = iter(template.slots)
+            text = ""
+            for piece in pieces:
+                if not (piece.startswith("{") and piece.endswith("}")):
+                    text += piece
+                    continue
+                slot = next(slots)
+                if slot == "title":
+                    if title is None:
+                        return None
+                    text += self._film(title)
+                    titles.append(title)
+                    continue
+                match = next((c for c in told if _slot(c) == slot), None)
+                if match is None:
+                    return None
+                told.remove(match)
+                value = display(match.field, match.value)
+                if re.search(r"(?:^|\s)[Aa] $", text) and value[:1].lower() in "aeiou":
+                    text = text[:-1] + "n "
+                text += value
+                statements.append(Statement(match.field, match.value, "exclusion" if match.negated else "wish"))
+            texts.append(text)
+        if told:
+            return None
+        return _joined(texts), statements, titles
 
     def _judge(self, fitting: list[str], named_films: bool, asked: frozenset[str], arisen: list[Constraint]) -> None:
         """Count the last reply: a fitting film resets the user's patience and every wish's wait; a reply
@@ -705,26 +814,26 @@ class ProfiledUser(UserSimulator):
         return list(dict.fromkeys(answers))
 
     def _reaction(self, recommended: list[str], fitting: list[str], unknown: list[str], asked: frozenset[str]):
-        """(stage, compose() -> (text, titles), the film taken) of the user's reaction to the last reply,
+        """(stage, compose() -> (text, titles), the film taken, the film it is about) of the user's reaction to the last reply,
         or None when the reply only asked something; in short or in full sentences as the profile talks."""
         style = "short" if self._chance(self.profile.terse) else "plain"
         if not recommended:
             if unknown:
-                return "unknown_title", lambda: (self._pick(f"unknown_{style}"), []), None
+                return "unknown_title", lambda: (self._pick(f"unknown_{style}"), []), None, None
             if asked:
                 return None
-            return "no_title", lambda: (self._pick(f"no_title_{style}"), []), None
+            return "no_title", lambda: (self._pick(f"no_title_{style}"), []), None, None
         if fitting:
             take = fitting[0]
             if self._chance(self.settings.accept_rate):
-                return "accept", self._titled(f"accept_{style}", take), take
+                return "accept", self._titled(f"accept_{style}", take), take, take
             if self._chance(self.profile.why):
-                return "why", self._titled(f"why_{style}", take), None
-            return "ask", lambda: (self._pick(f"more_{style}"), []), None
+                return "why", self._titled(f"why_{style}", take), None, take
+            return "ask", lambda: (self._pick(f"more_{style}"), []), None, None
         wrong = self._violated(recommended[0])
         if wrong is not None and self._chance(self.profile.reason):
-            return "reject", lambda: (self._pick("reason", wrong.field), []), None
-        return "reject", self._titled(f"reject_{style}", recommended[0]), None
+            return "reject", lambda: (self._pick("reason", wrong.field), []), None, None
+        return "reject", self._titled(f"reject_{style}", recommended[0]), None, recommended[0]
 
     def _titled(self, group: str, title: str):
         def compose():
@@ -758,6 +867,22 @@ class ProfiledUser(UserSimulator):
         return text, statements, [shift["from_anchor"]]
 
 
+VOICE_DRAWS = 12  # templates drawn for one way of wording a turn before the next way (or the rules)
+# The act of a real turn that words each reaction of the profile.
+_VOICE_ACTS = {
+    "accept": "take",
+    "why": "ask_about",
+    "ask": "ask",
+    "reject": "turn_down",
+    "unknown_title": "ask",
+    "no_title": "ask",
+}
+
+
+def _slot(constraint: Constraint) -> str:
+    return f"{constraint.field}:{'exclusion' if constraint.negated else 'wish'}"
+
+
 def _joined(parts: list[str]) -> str:
     """A turn's parts as one text: after a sentence, a space; after a part left open, a comma."""
     text = parts[0] if parts else ""
@@ -766,9 +891,16 @@ def _joined(parts: list[str]) -> str:
     return text
 
 
-def make_user(index, settings: SimulatorSettings, templates: Templates, seed: int, matcher) -> UserSimulator:
-    """The simulated user of `settings.profile` for one session."""
+def make_user(
+    index, settings: SimulatorSettings, templates: Templates, seed: int, matcher, voice: Voice | None = None
+) -> UserSimulator:
+    """The simulated user of `settings.profile` for one session; `voice`: the learned voice, which a
+    profile that speaks with it needs."""
     profile = user_profile(settings.profile)
     if profile.is_explicit:
         return UserSimulator(index, settings, templates, seed, matcher)
-    return ProfiledUser(index, settings, templates, seed, matcher, user_profile=profile)
+    if profile.learned and voice is None:
+        raise ValueError(f"the {profile.name} profile speaks with a learned voice: set simulator.voice.corpus")
+    return ProfiledUser(
+        index, settings, templates, seed, matcher, user_profile=profile, voice=voice if profile.learned else None
+    )

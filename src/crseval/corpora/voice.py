@@ -1,0 +1,134 @@
+"""Learning a voice from a corpus of real dialogues (crseval.simulate.voice says what a voice is).
+
+The corpus is read by its importer (any importing format), its dialogues split into parts by a hash of
+the id the importer gives each (crseval.simulate.voice.part_of), and the user turns of one part read,
+typed and pooled by `learn_voice`; `fitted_knobs` gives the profile knobs the same turns show.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from crseval.corpora.formats import reader
+from crseval.language.concepts import ConceptMatcher
+from crseval.language.user_acts import TurnReading, act_flags, read_turn
+from crseval.simulate.voice import FIRST, LATER, LEAVE, Voice, VoiceTemplate, part_of, pool_key
+
+_UNKNOWN_WORD = re.compile(r"\b[a-z]{3,}\b")
+
+
+def corpus_sha256(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def corpus_dialogues(path: str | Path, import_format: str) -> list[dict]:
+    """The dialogues of a corpus as its importer reads them (session records, the user turns it pairs
+    with a reply), in file order."""
+    imported, _ = reader(import_format).import_logs([Path(path)], None, "0" * 64, "0" * 64)
+    return [record for records in imported.values() for record in records]
+
+
+def split_dialogues(records: list[dict], parts: int, part: int) -> tuple[list[dict], list[dict]]:
+    """(the dialogues of `part`, the others), each in the given order."""
+    inside = [r for r in records if part_of(r["session_id"], parts) == part]
+    outside = [r for r in records if part_of(r["session_id"], parts) != part]
+    return inside, outside
+
+
+def template_slots(reading: TurnReading) -> tuple[str, ...]:
+    """The slots of a reading's template, left to right ("genre:wish", "title")."""
+    by_field = iter(f"{f}:{r}" for f, _, r in reading.statements)
+    return tuple("title" if slot == "title" else next(by_field) for slot in re.findall(r"\{(\w+)\}", reading.template))
+
+
+def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) -> Voice:
+    """The voice of the user turns of `dialogues` (session records in order): every turn read, typed
+    and pooled, or left out with its reason; `source` (corpus, sha256, split) is kept in the summary."""
+    pools: dict[str, list[VoiceTemplate]] = {}
+    left_out: Counter = Counter()
+    acts: Counter = Counter()
+    read = 0
+    seen: dict[str, set[str]] = {}
+    for dialogue in dialogues:
+        turns = dialogue["turns"]
+        frustrated = (dialogue.get("labels") or {}).get("satisfaction") == "frustrated"
+        for position, turn in enumerate(turns):
+            read += 1
+            text = " ".join(turn["user_text"].split())
+            if not text:
+                left_out["empty"] += 1
+                continue
+            if "{" in text or "}" in text:
+                left_out["braces (the slot marks)"] += 1
+                continue
+            reading = read_turn(text, matcher)
+            if reading.untyped:
+                left_out[reading.untyped] += 1
+                continue
+            if len(reading.titles) != reading.template.count("{title}"):
+                left_out["a film named twice or unreadably"] += 1
+                continue
+            acts[reading.act] += 1
+            keys = [pool_key(FIRST if position == 0 else LATER, reading.act, reading.slots)]
+            if position == len(turns) - 1 and frustrated and not reading.slots and reading.act != "request":
+                keys.append(pool_key(LEAVE, "", ()))  # how a dissatisfied user's dialogue ends
+            for key in keys:
+                if reading.template in seen.setdefault(key, set()):
+                    continue  # the same words twice are one template (a draw should not favour them)
+                seen[key].add(reading.template)
+                pool = pools.setdefault(key, [])
+                pool.append(VoiceTemplate(f"{key}#{len(pool)}", reading.template, template_slots(reading)))
+    kept = sum(acts.values())
+    summary = {
+        **source,
+        "dialogues": len(dialogues),
+        "turns_read": read,
+        "turns_kept": kept,
+        "left_out": dict(sorted(left_out.items())),
+        "acts": dict(sorted(acts.items())),
+        "templates": sum(len(p) for p in pools.values()),
+        "fitted": fitted_knobs(dialogues),
+    }
+    return Voice(pools, summary)
+
+
+def fitted_knobs(dialogues: list[dict]) -> dict:
+    """The profile knobs the corpus shows, each with the statistic behind it (docs/simulation.md)."""
+    from wordfreq import zipf_frequency  # a large word list, loaded only where a voice is learned
+
+    turns = [" ".join(t["user_text"].split()) for d in dialogues for t in d["turns"]]
+    firsts = [" ".join(d["turns"][0]["user_text"].split()) for d in dialogues if d["turns"]]
+    flags = [act_flags(t) for t in turns]
+    frustrated = [len(d["turns"]) for d in dialogues if (d.get("labels") or {}).get("satisfaction") == "frustrated"]
+
+    def share(hits: int, total: int, what: str) -> dict:
+        return {"value": round(hits / total, 4) if total else None, "statistic": what, "n": total}
+
+    lower = [t for t in turns if any(c.isalpha() for c in t)]
+    return {
+        "greeting": share(sum(act_flags(t)["greeting"] for t in firsts), len(firsts), "share of opening turns that greet"),
+        "thanks": share(sum(f["thanks"] for f in flags), len(turns), "share of user turns that thank"),
+        "question": share(sum(f["question"] for f in flags), len(turns), "share of user turns with a question mark"),
+        "lowercase": share(
+            sum(t == t.lower() for t in lower), len(lower), "share of user turns with letters and no capital"
+        ),
+        "typo": share(
+            sum(any(zipf_frequency(w, "en") == 0 for w in _UNKNOWN_WORD.findall(t)) for t in turns),
+            len(turns),
+            "share of user turns with a lower-case word no English word list holds",
+        ),
+        "patience": {
+            "value": int(np.median(frustrated)) if frustrated else None,
+            "statistic": "median user turns of the dialogues whose user was frustrated",
+            "n": len(frustrated),
+        },
+    }
