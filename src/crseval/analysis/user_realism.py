@@ -5,7 +5,8 @@ Two views, as ConvApparel measures simulators against real conversations:
   difference between them, with a percentile bootstrap CI over sessions (a session's turns are
   resampled together): words per turn (median); the shares of turns that ask, greet, thank, are only
   small talk, hold a word no English word list knows (a typo, mostly), take a film, turn one down or ask
-  about it (the same rules read both sides), and, given the catalog, name one of its films or values
+  about it (the same rules read both sides: crseval.language.user_acts, which the learned voice reads
+  turns with too), and, given the catalog, name one of its films or values
   (`TURN_STATISTICS`); per session, the turns and the variety of words (Guiraud's index: distinct
   words / sqrt(words), which depends on a session's length less than their ratio);
 - a discriminator: how well a classifier tells a simulated turn from a real one, as the
@@ -31,31 +32,8 @@ import numpy as np
 import pandas as pd
 
 from crseval.analysis.intervals import draw_counts
+from crseval.language.user_acts import act_flags
 
-# A turn that greets, thanks, or is small talk without a request (lower case, whole words).
-_GREETING = re.compile(r"^\W*(?:hi|hello|hey|hiya|good (?:morning|afternoon|evening))\b", re.IGNORECASE)
-_THANKS = re.compile(r"\b(?:thanks|thank you|thx|cheers)\b", re.IGNORECASE)
-_CHIT_CHAT = re.compile(
-    r"^\W*(?:hi|hello|hey|ok(?:ay)?|cool|nice|great|thanks|thank you|bye|goodbye|lol|yes|no|sure)\W*$", re.IGNORECASE
-)
-# How a turn reacts to the films offered, read the same way on both sides: it takes one, turns one
-# down (asking for "another one" is neither), or asks about one. Written for user turns of any source;
-# a turn may do none or several.
-_TAKES = re.compile(
-    r"\b(?:i'?ll (?:watch|take|go with|try|check)|i will (?:watch|take|try|check)|sounds? (?:good|great)|"
-    r"(?:looks|seems) (?:good|great|interesting)|yes,? (?:that|this) one|perfect|i(?:'m| am) going to watch)\b",
-    re.IGNORECASE,
-)
-_TURNS_DOWN = re.compile(
-    r"^\W*(?:no|nope|nah)\b|\b(?:not (?:that|this|those|these|really|interested|for me)|don'?t (?:like|want)|"
-    r"(?:have|'ve) (?:already )?seen)\b",
-    re.IGNORECASE,
-)
-_ASKS_ABOUT = re.compile(
-    r"\b(?:what(?:'s| is) (?:it|that|this|\w+(?: \w+){0,4}) about|who (?:is|stars|plays) in|plot|"
-    r"is (?:it|that|this) (?:good|scary|funny|worth)|why (?:that|this|those|these|\w+\?)|tell me (?:more )?about)",
-    re.IGNORECASE,
-)
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _LETTERS = re.compile(r"\b[a-z]{3,}\b")
 
@@ -84,17 +62,13 @@ def turn_statistics(texts: list[str], names_catalog: Callable[[str], bool] | Non
     lower-case word of three letters or more that no English word list knows (wordfreq), takes a film,
     turns one down, asks about one; with `names_catalog` (text -> bool) also whether it names a film or a
     value of the catalog."""
+    flags = [act_flags(t) for t in texts]
     frame = pd.DataFrame(
         {
             "words": [len(_WORD.findall(t)) for t in texts],
-            "question": [float("?" in t) for t in texts],
-            "greeting": [float(bool(_GREETING.search(t))) for t in texts],
-            "thanks": [float(bool(_THANKS.search(t))) for t in texts],
-            "chit_chat": [float(bool(_CHIT_CHAT.match(t))) for t in texts],
+            **{name: [float(f[name]) for f in flags] for name in ("question", "greeting", "thanks", "chit_chat")},
             "unknown_word": [float(any(_unknown(w) for w in _LETTERS.findall(t))) for t in texts],
-            "takes": [float(bool(_TAKES.search(t))) for t in texts],
-            "turns_down": [float(bool(_TURNS_DOWN.search(t))) for t in texts],
-            "asks_about": [float(bool(_ASKS_ABOUT.search(t))) for t in texts],
+            **{name: [float(f[name]) for f in flags] for name in ("takes", "turns_down", "asks_about")},
         }
     )
     if names_catalog is not None:
