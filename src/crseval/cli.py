@@ -10,6 +10,8 @@ annotation guide: tests/data/title_labels/), e.g. a labelled set of your own sys
 
 `crseval config show config/<name>.yaml [more.yaml ...]` prints the config a run with these
 `--configfile`s uses: shipped configs hold only what they change, the schema's defaults fill the rest.
+Below it, as YAML comments (the output is still the config), the settings of each user profile the
+systems meet, built-in or defined under `simulator.profiles`.
 
 `crseval verify results/<experiment>` checks a results folder against its provenance.json: the
 hashes of its tables, statistics, figures and input files, and (with --configfile) the settings.
@@ -128,7 +130,7 @@ def _show_config(args: argparse.Namespace) -> int:
     import yaml
 
     from crseval.core.config_checks import ConfigError
-    from crseval.planning import effective_config
+    from crseval.planning import effective_config, user_profiles_settings
 
     try:
         config = effective_config(*args.files)
@@ -136,6 +138,12 @@ def _show_config(args: argparse.Namespace) -> int:
         print(f"crseval config show: {error}", file=sys.stderr)
         return 2
     print(yaml.safe_dump(config, sort_keys=False, allow_unicode=True, width=120), end="")
+    profiles = user_profiles_settings(config)
+    if profiles:
+        print("# The user profiles the systems meet, as their simulate jobs record them (a `fit` knob takes the")
+        print("# learned voice's value when the sessions are simulated):")
+        shown = yaml.safe_dump(profiles, sort_keys=False, allow_unicode=True, width=116, default_flow_style=None)
+        print("".join(f"#   {line}" for line in shown.splitlines(keepends=True)), end="")
     return 0
 
 

@@ -36,7 +36,8 @@ from crseval.llm.backends import backend_kind
 from crseval.llm.backends import config_problems as backend_problems
 from crseval.metrics import families
 from crseval.simulate.kinds import calibration_roles, kind_of, system_problems, system_prompt_key
-from crseval.simulate.profiles import user_profile
+from crseval.simulate.profiles import config_problems as profile_problems
+from crseval.simulate.profiles import resolve_profile
 
 __all__ = ["calibration_roles", "system_prompt_key"]
 
@@ -57,6 +58,7 @@ def kind_problems(config: dict):
     yield from families.config_problems(config)
     yield from format_problems(config)
     yield from backend_problems(config)
+    yield from profile_problems(config)
 
 
 def check_config(config: dict) -> None:
@@ -241,8 +243,15 @@ def user_profile_of(system: dict, config: dict) -> str:
 
 
 def user_profile_settings(system: dict, config: dict) -> dict:
-    """The settings of the user profile a system meets, as its simulate jobs and provenance record them."""
-    return user_profile(user_profile_of(system, config)).settings()
+    """The settings of the user profile a system meets, built-in or defined under `simulator.profiles`, as its
+    simulate jobs and provenance record them (the knobs of a defined profile's `fit` as defined: the job
+    sets them from the learned voice, crseval.simulate.profiles.UserProfile.with_fitted)."""
+    return resolve_profile(user_profile_of(system, config), config["simulator"]).settings()
+
+
+def user_profiles_settings(config: dict) -> dict[str, dict]:
+    """Name -> settings of every user profile the experiment's simulated sessions use (profiles_used)."""
+    return {name: resolve_profile(name, config["simulator"]).settings() for name in profiles_used(config)}
 
 
 def profiles_used(config: dict) -> list[str]:
