@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from crseval.core.config_checks import ConfigError
+from crseval.core.config_checks import ConfigError, config_warnings
 from crseval.core.names import NAME_PATTERN
 from crseval.metrics.basic import jaccard
 from crseval.metrics.grounded import TasSettings, tas_value
@@ -108,6 +108,53 @@ def test_numbers_must_be_finite(value):
     """YAML's .nan passes every minimum and maximum of the schema (NaN compares false)."""
     lines = problems(lambda c: c["scoring"]["cas"]["weights"].update(delay=value))
     assert has(lines, f"scoring.cas.weights.delay: {value} is not a finite number")
+
+
+# --- warnings: the config runs, but a metric has nothing to measure -------------------------------
+
+
+def with_plan(turns: int, shift_every: int, **sessions) -> dict:
+    config = default_config()
+    config["sessions"].update(turns=turns, **sessions)
+    config["simulator"]["shift_every"] = shift_every
+    return config
+
+
+def test_a_shift_on_the_last_turn_runs_with_a_warning_naming_what_cannot_be_measured(caplog):
+    """10 turns with shift_every 3 shift at turns 4, 7 and 10: no user turn follows the last shift."""
+    config = with_plan(10, 3)
+    with caplog.at_level("WARNING", logger="crseval.core.config_checks"):
+        check_config(config)  # no problem: the run goes on
+    [line] = config_warnings(config)
+    assert line.startswith("sessions.turns: 10 with simulator.shift_every: 3 puts the last shift on the last turn")
+    assert "(shift turns: 4, 7, 10)" in line and "success and turns_to_success cannot be measured" in line
+    assert "sessions.turns: 11 (or 9) leaves a reply after the last shift" in line
+    assert [r.getMessage() for r in caplog.records] == [f"config warning: {line}"]
+    # the suggestion is a plan without the warning, which keeps a shift
+    assert config_warnings(with_plan(11, 3)) == config_warnings(with_plan(9, 3)) == []
+    # with the first shift on the last turn, one turn fewer would have no shift: not suggested
+    [first] = config_warnings(with_plan(4, 3))
+    assert "sessions.turns: 5 leaves a reply" in first and "(or" not in first.split(";")[-1]
+
+
+@pytest.mark.parametrize("turns, shift_every", [(6, 2), (12, 3), (20, 3), (9, 3), (2, 2), (10, 10)])
+def test_no_warning_where_a_reply_after_the_last_shift_is_judged(turns, shift_every, caplog):
+    with caplog.at_level("WARNING", logger="crseval.core.config_checks"):
+        check_config(with_plan(turns, shift_every))
+    assert config_warnings(with_plan(turns, shift_every)) == [] and not caplog.records
+
+
+def test_a_shift_at_every_turn_is_warned_at_shift_every():
+    [line] = config_warnings(with_plan(6, 1))
+    assert line.startswith("simulator.shift_every: 1 shifts at every turn, the last (6) too")
+    assert "success and turns_to_success cannot be measured" in line and "shift_every: 2 or more" in line
+
+
+def test_no_shift_warning_for_imported_dialogues_or_without_the_goal_metrics():
+    assert config_warnings(with_plan(10, 3, source="import", import_paths="logs/*.json")) == []
+    config = with_plan(10, 3)
+    config["scoring"]["metrics"] = ["tas", "cas"]
+    assert config_warnings(config) == []
 
 
 # --- per-value bounds, stated by the schema ------------------------------------------------------

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crseval.metrics.goals import SESSION_COLUMNS, Films, score_session
+from crseval.metrics.goals import NO_GROUND_TRUTH, ONE_TURN, SESSION_COLUMNS, Films, score_session
 
 # A catalog of four films: title -> field -> values.
 FILMS = {
@@ -139,7 +139,67 @@ def test_an_exclusion_is_not_an_undisclosed_wish_and_a_film_outside_the_catalog_
 
 def test_imported_sessions_have_no_goal_metrics():
     got = scores({"turns": [{"turn": 1, "user_meta": None, "recommended_titles": []}]})
-    assert all(math.isnan(got[column.name]) for column in SESSION_COLUMNS)
+    assert all(math.isnan(got[column.name]) for column in SESSION_COLUMNS if column.metric)
+    assert got["success_missing_reason"] == NO_GROUND_TRUTH
+
+
+COMEDY, XAVIER = ("genre", "comedy"), ("actor", "Xavier Lane")
+
+
+def scheduled(turns, ending="turn_limit"):
+    """The first `turns` turns of a session planned with `simulator.shift_every: 3`: shifts at turns 4, 7
+    and 10. Every wish is said; every reply recommends a film that meets the turn's wish (as the oracle).
+    Turns 1-3 drama, 4-6 Yara Moss, 7-9 comedy, 10 Xavier Lane. The user takes Beta (Yara Moss) at turn 5,
+    Alpha (a drama, no longer wanted) at turn 8 and Delta (a comedy) at turn 9."""
+    plan = [
+        (DRAMA, False, "Alpha", ()),
+        (DRAMA, False, "Beta", ()),
+        (DRAMA, False, "Alpha", ()),
+        (YARA, True, "Beta", ()),
+        (YARA, False, "Gamma", ("Beta",)),
+        (YARA, False, "Beta", ()),
+        (COMEDY, True, "Gamma", ()),
+        (COMEDY, False, "Delta", ("Alpha",)),
+        (COMEDY, False, "Gamma", ("Delta",)),
+        (XAVIER, True, "Alpha", ()),
+    ]
+    return {
+        "turns": [
+            turn(n, focus, [wish(*focus)], ["volunteer"], [True], shift=shift, recommended=[film], accepts=taken)
+            for n, (focus, shift, film, taken) in enumerate(plan[:turns], start=1)
+        ],
+        "ending": {"reason": ending, "turn": turns, "farewell": None if ending == "turn_limit" else "Bye."},
+    }
+
+
+def test_success_is_measured_when_replies_after_the_last_shift_are_judged():
+    got = scores(scheduled(9))  # shifts at 4 and 7: turns 8 and 9 judge the replies after the last one
+    assert got["success"] == 1.0  # Delta, taken at turn 9, is a comedy; Alpha at turn 8 is not
+    assert got["turns_to_success"] == 2.0  # 9 - 7
+    assert got["success_missing_reason"] is None
+
+
+def test_success_is_not_measured_when_the_last_shift_is_on_the_last_turn():
+    """10 turns with shift_every 3: the shift at turn 10 has no user turn after it, so no system can
+    succeed after it; success is NaN with its reason, not 0 (which the oracle itself would get)."""
+    got = scores(scheduled(10))
+    assert math.isnan(got["success"]) and math.isnan(got["turns_to_success"])
+    assert (
+        got["success_missing_reason"]
+        == "the last shift is on the last turn (10): the user reacted to no reply after it"
+    )
+    # a user who left after turn 10 did react to its reply: no film taken, success 0
+    left = scores(scheduled(10, ending="abandoned"))
+    assert left["success"] == 0.0 and math.isnan(left["turns_to_success"]) and left["success_missing_reason"] is None
+    # nothing else changes: every other goal metric is measured as for the session that ended by leaving
+    for name in ("elicitation_rate", "undisclosed_met", "turns_to_undisclosed", "stale_rate"):
+        assert got[name] == left[name] or math.isnan(got[name]) and math.isnan(left[name]), name
+    assert got["stale_rate"] == 0.0 and got["abandoned"] == 0.0  # every film has the turn's wish (Alpha: Xavier Lane)
+
+
+def test_a_session_of_one_turn_has_no_success():
+    got = scores({"turns": [turn(1, DRAMA, [wish(*DRAMA)], ["volunteer"], [True], recommended=["Alpha"])]})
+    assert math.isnan(got["success"]) and got["success_missing_reason"] == ONE_TURN
 
 
 @given(

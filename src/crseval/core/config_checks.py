@@ -9,6 +9,10 @@ wrong numbers, or fails late with an exception that names no key. config/README.
 lists the rules. The rules of a pluggable kind (a metric family's weights, an agent kind's entry) are
 declared by the kind and passed in by crseval.planning.check_config, the check the workflow runs.
 
+Some configs run and give right numbers but leave a metric nothing to measure: `check_config` logs a
+warning for each (`config_warnings` lists them), starting with its key path like a problem, and the run
+goes on.
+
 A setting the schema gives a `default` may be left out: `fill_defaults` writes the default in, so
 that a config written before the setting existed keeps working, and every rule (and the provenance
 record) sees the value the run uses.
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import logging
 import math
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -28,6 +33,8 @@ from jsonschema.exceptions import ValidationError, best_match
 
 from crseval.core.names import NAME_PATTERN, NAME_RULE
 from crseval.core.registry import did_you_mean
+
+log = logging.getLogger(__name__)
 
 SCHEMA_PATH = Path(__file__).resolve().with_name("schemas") / "config.schema.yaml"  # package data
 SUM_TOLERANCE = 1e-9
@@ -122,6 +129,16 @@ def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH, rules: tupl
     problems += [problem for rule in rules for problem in rule(filled)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
+    for warning in dict.fromkeys(_rule_warnings(filled)):
+        log.warning("config warning: %s", warning)
+
+
+def config_warnings(config: Any, schema_path: str | Path = SCHEMA_PATH) -> list[str]:
+    """What a config runs with but cannot measure, one line each starting with its key path (the schema's
+    defaults filled in, on a copy); check_config logs each as a warning once the config has no problem."""
+    filled = copy.deepcopy(config)
+    fill_defaults(filled, schema_path)
+    return list(dict.fromkeys(_rule_warnings(filled)))
 
 
 @functools.lru_cache(maxsize=4)
@@ -164,6 +181,11 @@ def _rule_problems(config: Any) -> Iterator[str]:
     yield from _unique_panel_names(config)
     yield from _one_calibration_source(config)
     yield from _trials_of_simulated_users(config)
+
+
+def _rule_warnings(config: Any) -> Iterator[str]:
+    """The warnings; each skips values of the wrong shape, which the schema reports."""
+    yield from _last_shift_on_last_turn(config)
 
 
 def _at(config: Any, path: tuple) -> Any:
@@ -257,4 +279,38 @@ def _trials_of_simulated_users(config: Any) -> Iterator[str]:
         yield (
             f"sessions.trials: {section['trials']} repeats simulated users; imported dialogues "
             "(sessions.source: import) happened once, so leave trials at 1"
+        )
+
+
+def _last_shift_on_last_turn(config: Any) -> Iterator[str]:
+    """A simulated user shifts at every turn t > 1 with (t - 1) % shift_every == 0 (crseval.simulate.user);
+    a shift on the last turn leaves no user turn to react to a reply after it, so `success` and
+    `turns_to_success` (crseval.metrics.goals) are NaN for every session that plays every turn."""
+    turns, every = _at(config, ("sessions", "turns")), _at(config, ("simulator", "shift_every"))
+    metrics = _at(config, ("scoring", "metrics"))
+    if (
+        _at(config, ("sessions", "source")) == "import"
+        or not (isinstance(metrics, list) and "goals" in metrics)
+        or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in (turns, every))
+        or turns < 2
+        or (turns - 1) % every
+    ):
+        return
+    unmeasured = (
+        f"the user reacts to no reply after the shift at turn {turns}, so success and turns_to_success cannot be "
+        "measured (NaN in every session that is not left early, with success_missing_reason)"
+    )
+    if every == 1:
+        yield (
+            f"simulator.shift_every: 1 shifts at every turn, the last ({turns}) too: {unmeasured}, whatever "
+            "sessions.turns is; shift_every: 2 or more leaves a reply after the last shift for the user to judge"
+        )
+    else:
+        # one turn fewer keeps a shift (the one before) only when the last is not the first
+        fewer = f" (or {turns - 1})" if turns - 1 > every else ""
+        yield (
+            f"sessions.turns: {turns} with simulator.shift_every: {every} puts the last shift on the last turn "
+            f"(shift turns: {', '.join(map(str, range(every + 1, turns + 1, every)))}): "
+            f"{unmeasured}; sessions.turns: {turns + 1}{fewer} leaves a reply after the last shift for the user "
+            "to judge"
         )

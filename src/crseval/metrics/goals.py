@@ -7,6 +7,9 @@ has the value (a wish) or lacks it (an exclusion); films outside the catalog sat
 
 - success: 1 when, after the last shift, the user took a recommended film (`user_implies.accepts`)
   that satisfies every gold constraint of that turn; else 0. Without shifts, any such acceptance.
+  NaN when the user reacted to no reply after the last shift (the shift is on the session's last turn
+  and the user did not leave): nothing can be seen then, and a 0 would fail every system, the oracle
+  too. `success_missing_reason` says why success is NaN (None where it is measured).
 - turns_to_success: replies from the last shift (or the opening) to that acceptance (the shift's own
   reply is the first); NaN without success.
 - abandoned: 1 when the user left (its profile's patience ended), else 0.
@@ -41,6 +44,18 @@ from crseval.metrics.family import (
 
 NAN = math.nan
 OPEN = "open"
+# Why success (and so turns_to_success) is NaN, in the text column `success_missing_reason`.
+MISSING_REASON = "success_missing_reason"
+NO_TURNS = "the session has no turns"
+NO_GROUND_TRUTH = "the session has no simulator ground truth (an imported dialogue)"
+ONE_TURN = "the session has one turn: the user reacted to no reply"
+
+
+def last_shift_on_last_turn(turn: int) -> str:
+    """The reason of a session whose last shift is on its last turn (crseval.core.config_checks warns of
+    a plan that puts it there)."""
+    return f"the last shift is on the last turn ({turn}): the user reacted to no reply after it"
+
 
 SESSION_COLUMNS = (
     Column(
@@ -53,6 +68,7 @@ SESSION_COLUMNS = (
     Column(
         "turns_to_success", "replies from the last shift to the film the user took", "turns", False, ground_truth=True
     ),
+    Column(MISSING_REASON, "why success and turns to success were not measured", "text", dtype="string", metric=False),
     Column("abandoned", "the user left before the last turn", "0-1", False, ground_truth=True),
     Column("elicitation_rate", "replies asking about a wish the user kept to itself", "0-1", True, ground_truth=True),
     Column("undisclosed_met", "wishes not volunteered that a recommended film met", "0-1", True, ground_truth=True),
@@ -96,11 +112,12 @@ def score_session(record: dict, films: Films) -> dict:
     """The goal metrics of one session (all NaN without the simulator's ground truth)."""
     turns = record["turns"]
     if not turns or not all(t.get("user_meta") for t in turns):
-        return {column.name: NAN for column in SESSION_COLUMNS}
+        reason = NO_TURNS if not turns else NO_GROUND_TRUTH
+        return {**{column.name: NAN for column in SESSION_COLUMNS if column.metric}, MISSING_REASON: reason}
     shifts = [t["turn"] for t in turns if t["user_meta"]["shift_event"]]
     start = shifts[-1] if shifts else turns[0]["turn"]
     return {
-        **_success(turns, films, start),
+        **_success(record, films, start, bool(shifts)),
         "abandoned": _abandoned(record),
         "elicitation_rate": _elicitation_rate(turns),
         **_undisclosed(turns, films),
@@ -108,17 +125,23 @@ def score_session(record: dict, films: Films) -> dict:
     }
 
 
-def _success(turns: list[dict], films: Films, start: int) -> dict:
+def _success(record: dict, films: Films, start: int, shifted: bool) -> dict:
     """The user's reaction at turn t judges the reply of turn t - 1: the first acceptance after the
-    last shift's reply of a film that meets every gold constraint of turn t."""
+    last shift's reply of a film that meets every gold constraint of turn t. Not measured (NaN, with
+    the reason) when the user reacted to no reply after `start`: `start` is the last turn and the user
+    did not leave (leaving is a reaction: the session ends with no film taken)."""
+    turns = record["turns"]
     for turn in turns:
         if turn["turn"] <= start:
             continue
         gold = [_key(c) for c in turn["user_meta"]["constraints"]]
         taken = (turn.get("user_implies") or {}).get("accepts", [])
         if any(all(films.satisfies(title, c) for c in gold) for title in taken):
-            return {"success": 1.0, "turns_to_success": float(turn["turn"] - start)}
-    return {"success": 0.0, "turns_to_success": NAN}
+            return {"success": 1.0, "turns_to_success": float(turn["turn"] - start), MISSING_REASON: None}
+    if start == turns[-1]["turn"] and (record.get("ending") or {}).get("reason") != "abandoned":
+        reason = last_shift_on_last_turn(start) if shifted else ONE_TURN
+        return {"success": NAN, "turns_to_success": NAN, MISSING_REASON: reason}
+    return {"success": 0.0, "turns_to_success": NAN, MISSING_REASON: None}
 
 
 def _abandoned(record: dict) -> float:
