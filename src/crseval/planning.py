@@ -38,6 +38,7 @@ from crseval.metrics import families
 from crseval.simulate.kinds import calibration_roles, kind_of, system_problems, system_prompt_key
 from crseval.simulate.profiles import config_problems as profile_problems
 from crseval.simulate.profiles import resolve_profile
+from crseval.simulate.voice import voice_problems
 
 __all__ = ["calibration_roles", "system_prompt_key"]
 
@@ -59,6 +60,7 @@ def kind_problems(config: dict):
     yield from format_problems(config)
     yield from backend_problems(config)
     yield from profile_problems(config)
+    yield from voice_problems(config)
 
 
 def check_config(config: dict) -> None:
@@ -237,6 +239,13 @@ def realism_reference(config: dict) -> str | None:
     return (config.get("simulator", {}).get("realism") or {}).get("reference")
 
 
+def voice_corpus(config: dict) -> str | None:
+    """The corpus of real dialogues a learned voice learns from (the learn_voice rule), if any."""
+    if not simulating(config):
+        return None
+    return (config.get("simulator", {}).get("voice") or {}).get("corpus")
+
+
 def user_profile_of(system: dict, config: dict) -> str:
     """The user profile a system's sessions are simulated with: its own `profile`, else `simulator.profile`."""
     return system.get("profile") or config["simulator"]["profile"]
@@ -328,6 +337,8 @@ def config_inputs(config: dict) -> dict[str, str]:
         inputs["simulator.templates"] = config["simulator"]["templates"]
         if reference := realism_reference(config):
             inputs["simulator.realism.reference"] = reference
+        if corpus := voice_corpus(config):
+            inputs["simulator.voice.corpus"] = corpus
         for i, system in enumerate(config.get("systems", [])):
             if key := system_prompt_key(system):
                 inputs[f"systems[{i}].{key}"] = system[key]

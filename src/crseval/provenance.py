@@ -31,12 +31,11 @@ from crseval.planning import (
     embedding_users,
     input_path,
     other_inputs,
-    profiles_used,
     prompts_used,
     simulating,
+    user_profiles_settings,
 )
 from crseval.simulate.kinds import kind_of, system_prompt_key
-from crseval.simulate.profiles import user_profile
 
 # 2: `outputs`, the tables, statistics and figures the record describes, with their sha256
 SCHEMA_VERSION = 2
@@ -397,7 +396,7 @@ def build(
             for path in paths
         ],
         # the settings of each simulated user's profile, which the config names only
-        "user_profiles": {name: user_profile(name).settings() for name in profiles_used(config)},
+        "user_profiles": user_profiles_settings(config),
         "machine": machine(),
         "outputs": output_records(outputs, results_dir),
     }

@@ -13,6 +13,7 @@ from crseval import planning
 from crseval.core import session_records
 from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha, without_runtime
+from crseval.corpora import voice as voice_learning
 from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.core.shards import n_shards, parse_shard_name, shard_indices, shard_name
 
@@ -150,13 +151,19 @@ def system_params(wildcards):
 
 
 def simulator_params():
-    """The simulator settings that shape the sessions: not `realism`, which only the user_realism rule reads."""
-    return canonical({key: value for key, value in config["simulator"].items() if key != "realism"})
+    """The simulator settings that shape the sessions: not `realism`, which only the user_realism rule reads,
+    nor `voice`, which reaches the systems whose user speaks with it as the learned pools (`system_voice`)."""
+    return canonical({key: value for key, value in config["simulator"].items() if key not in ("realism", "voice")})
 
 
 def system_user_profile(wildcards):
     """The settings of the user profile the system meets: editing a profile re-runs its sessions."""
     return canonical(planning.user_profile_settings(SYSTEMS[wildcards.system], config))
+
+
+def system_voice(wildcards):
+    """The learned voice's pools, for a system whose user speaks with it; none for the others."""
+    return rules.learn_voice.output.voice if SYSTEMS_WITH_VOICE.get(wildcards.system) else []
 
 
 def system_prompt(wildcards):
@@ -223,6 +230,26 @@ def panel_outputs(name):
     """Every shard's judgements by the panel judge `name` (in SHARDS order)."""
     return per_shard(rules.panel_judge.output[0].replace("{judge}", name))
 
+
+# ------------------------------------------------------------------ the learned voice
+
+# The corpus a learned voice learns from (simulator.voice.corpus), or None; and, per system, whether its
+# user speaks with the voice.
+_VOICE = planning.voice_corpus(config)
+VOICE_CORPUS = input_path(_VOICE) if _VOICE else None
+SYSTEMS_WITH_VOICE = (
+    {
+        name: bool(settings.get("learned") or settings.get("fit"))
+        for name, settings in (
+            (name, planning.user_profile_settings(system, config)) for name, system in SYSTEMS.items()
+        )
+    }
+    if VOICE_CORPUS
+    else {}
+)
+# The corpus's content and the voice's settings name the pools (crseval.corpora.voice.voice_key).
+VOICE_CORPUS_SHA256 = voice_learning.corpus_sha256(VOICE_CORPUS) if VOICE_CORPUS else None
+VOICE_KEY = voice_learning.voice_key(VOICE_CORPUS_SHA256, config["simulator"]["voice"]) if VOICE_CORPUS else None
 
 # ------------------------------------------------------------------ user realism
 

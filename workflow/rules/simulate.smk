@@ -73,6 +73,7 @@ else:
             templates=input_path(config["simulator"]["templates"]),
             schema=SESSION_SCHEMA,
             prompt=system_prompt,
+            voice=system_voice,
         output:
             SESSION_SHARD,
         log:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from crseval.core.canonical import canonical_json
 from crseval.corpora.formats import reader
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.user_acts import TurnReading, act_flags, read_turn
@@ -28,6 +29,13 @@ def corpus_sha256(path: str | Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+def voice_key(corpus_sha: str, settings: dict) -> str:
+    """What names a voice's pools: the corpus's content and the settings of the split, not the corpus's
+    path (16 hex digits)."""
+    split = {key: value for key, value in settings.items() if key != "corpus"}
+    return hashlib.sha256(f"{corpus_sha}\n{canonical_json(split)}".encode("utf-8")).hexdigest()[:16]
 
 
 def corpus_dialogues(path: str | Path, import_format: str) -> list[dict]:
@@ -115,7 +123,9 @@ def fitted_knobs(dialogues: list[dict]) -> dict:
 
     lower = [t for t in turns if any(c.isalpha() for c in t)]
     return {
-        "greeting": share(sum(act_flags(t)["greeting"] for t in firsts), len(firsts), "share of opening turns that greet"),
+        "greeting": share(
+            sum(act_flags(t)["greeting"] for t in firsts), len(firsts), "share of opening turns that greet"
+        ),
         "thanks": share(sum(f["thanks"] for f in flags), len(turns), "share of user turns that thank"),
         "question": share(sum(f["question"] for f in flags), len(turns), "share of user turns with a question mark"),
         "lowercase": share(
@@ -132,3 +142,30 @@ def fitted_knobs(dialogues: list[dict]) -> dict:
             "n": len(frustrated),
         },
     }
+
+
+def voice_markdown(voice: Voice) -> str:
+    """What the voice learned, for people: the split, the turns kept and left out (by reason), the templates
+    per act and slot signature, and the fitted knobs with their statistics. No template text (they are a
+    corpus's words)."""
+    summary = voice.summary
+    lines = [
+        "# The learned voice",
+        "",
+        f"Corpus `{summary['corpus']}` (sha256 `{summary['corpus_sha256'][:16]}...`, format {summary['format']}): "
+        f"{summary['dialogues']} dialogues of part {summary['learn_part']} of {summary['parts']} "
+        f"({summary['held_out_dialogues']} held out for user realism). {summary['turns_read']} user turns read, "
+        f"{summary['turns_kept']} kept as templates ({summary['templates']} distinct per pool).",
+        "",
+        "| left out because the turn names | turns |",
+        "|---|---|",
+    ]
+    lines += [f"| {reason} | {count} |" for reason, count in summary["left_out"].items()] or ["| (none) | 0 |"]
+    lines += ["", "| where | act | slots | templates |", "|---|---|---|---|"]
+    for key, templates in sorted(voice.pools.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        position, act, slots = key.split("|")
+        lines.append(f"| {position} | {act or '(leaving)'} | {slots or '-'} | {len(templates)} |")
+    lines += ["", "| knob | fitted value | statistic | n |", "|---|---|---|---|"]
+    for knob, fit in summary["fitted"].items():
+        lines.append(f"| {knob} | {fit['value']} | {fit['statistic']} | {fit['n']} |")
+    return "\n".join(lines) + "\n"

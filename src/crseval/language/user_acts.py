@@ -49,7 +49,9 @@ ASKS_ABOUT = re.compile(
 ACTS = ("take", "turn_down", "ask_about", "request", "small_talk", "ask", "other")
 
 # Two or more capitalised words in a row that are not a sentence's first: a name (of a person or a film).
-_NAME_RUN = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z'’.-]+(?:\s+(?:[A-Z][a-z'’.-]+|[A-Z]\.|of|the|and|de|van|von)){1,5}")
+_NAME_RUN = re.compile(
+    r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z'’.-]+(?:\s+(?:[A-Z][a-z'’.-]+|[A-Z]\.|of|the|and|de|van|von)){1,5}"
+)
 _NOT_NAMES = {"I", "Hi", "Hello", "Hey", "Ok", "Okay", "Thanks", "Thank", "Yes", "No", "Please", "Can", "Could"}
 # A year that names a film ("Heat (1995)") or a film in quotes the catalog does not hold.
 _YEAR_IN_BRACKETS = re.compile(r"\(\s*(?:18|19|20)\d\d\s*\)")

@@ -111,7 +111,7 @@ class UserProfile:
         record["disclosure"] = dict(zip(DISCLOSURES, self.disclosure))
         record["field_disclosure"] = {f: dict(zip(DISCLOSURES, s)) for f, s in self.field_disclosure.items()}
         record["fit"] = list(self.fit)
-        for key in ("fit", "fitted"):  # absent while empty: the built-ins' settings are those of before `fit`
+        for key in ("learned", "fit", "fitted"):  # absent while unset: the settings of before these fields
             if not record[key]:
                 del record[key]
         return record

@@ -30,7 +30,9 @@ from crseval.language.asks import asked_fields
 from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMRequest
 from crseval.simulate.agents import Agent
+from crseval.simulate.profiles import UserProfile
 from crseval.simulate.user import SimulatorSettings, Templates, make_user
+from crseval.simulate.voice import Voice
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +103,8 @@ class SessionContext:
     turns: int
     catalog_sha: str
     paraphraser: Paraphraser | None = None
+    voice: Voice | None = None  # the learned voice, for a profile that speaks with it
+    profile: UserProfile | None = None  # the user's profile (by default the built-in `simulator.profile` names)
 
 
 def run_session(
@@ -109,7 +113,7 @@ def run_session(
     """One session of `system` with the simulated user of `seed`. In a repeated trial (`trial` > 0) the
     user is the same (its plan and its random draws come from `seed`); it reacts to what the system says,
     so it says the same unless the system does not (the agent carries the trial's sampling seed)."""
-    user = make_user(ctx.index, ctx.simulator, ctx.templates, seed, ctx.matcher)
+    user = make_user(ctx.index, ctx.simulator, ctx.templates, seed, ctx.matcher, ctx.voice, ctx.profile)
     session_id = f"{system}/s{session_index:05d}" + (f"/t{trial}" if trial else "")
     if hasattr(agent, "begin_session"):  # systems under test from outside (crseval.simulate.external)
         agent.begin_session(session_id)

@@ -20,9 +20,10 @@ from crseval.simulate.agent_kind import AgentKind
 from crseval.simulate.agents import AgentSettings
 from crseval.simulate.external import ExternalCalls, ReplyCache
 from crseval.simulate.kinds import kind_of, system_prompt_key
-from crseval.simulate.profiles import user_profile as profile_by_name
+from crseval.simulate.profiles import profile_from_settings, resolve_profile
 from crseval.simulate.sessions import Paraphraser, SessionContext, run_shard
 from crseval.simulate.user import SimulatorSettings, Templates
+from crseval.simulate.voice import Voice
 
 
 @dataclass
@@ -101,6 +102,7 @@ def build_shard_runner(
     concurrency: int = 1,
     templates_file: str | None = None,
     prompt_file: str | None = None,
+    voice_file: str | None = None,
 ) -> ShardRunner:
     """The runner of one shard. The templates and the prompt are read from `templates_file` and
     `prompt_file` when given (the files the rule resolved, config/README.md "Paths"), else from the
@@ -119,8 +121,16 @@ def build_shard_runner(
             index.films,
             CONCEPT_FIELDS + (KEYWORD_FIELD,) if agent.get("track_plot_keywords") else CONCEPT_FIELDS,
         )
-    profile = user_profile or profile_by_name(system.get("profile") or simulator["profile"]).settings()
+    profile = user_profile or resolve_profile(system.get("profile") or simulator["profile"], simulator).settings()
     templates = Templates.load(templates_file or simulator["templates"])
+    # the learned voice a profile speaks with or takes knobs from (the learn_voice rule's pools); none otherwise
+    user = profile_from_settings(profile)
+    needs_voice = user.learned or bool(user.fit)
+    if needs_voice and voice_file is None:
+        raise ValueError(f"the {user.name} profile needs a learned voice: give its pools (voice_file)")
+    voice = Voice.read(voice_file) if needs_voice else None
+    if user.fit:  # the knobs the corpus shows, each recorded with the statistic behind it (the sessions' log)
+        user = user.with_fitted(voice.summary["fitted"])
     catalog_sha = read_catalog_sha(catalog_summary)
     paraphraser = None
     if simulator["paraphrase"]["enabled"]:
@@ -134,6 +144,8 @@ def build_shard_runner(
         turns,
         catalog_sha,
         paraphraser,
+        voice if user.learned else None,
+        user,
     )
     kind = kind_of(system)
     client = prompt = external = reply_cache = None
@@ -158,6 +170,7 @@ def build_shard_runner(
             "turns": turns,
             "catalog": catalog_sha,
             "templates": templates.version,
+            **({"voice": voice.version} if voice is not None else {}),
             "prompt": None,
             **({prompt_key: prompt.version} if prompt_key else {}),
         }

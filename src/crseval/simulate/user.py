@@ -525,6 +525,7 @@ class ProfiledUser(UserSimulator):
     voice_rng: np.random.Generator = field(init=False)  # the voice's draws: a stream of its own
     _voice_record: dict = field(init=False, default_factory=dict)  # how the turn being worded was voiced
     _told: list = field(init=False, default_factory=list)  # the constraints the turn being voiced says
+    _voice_used: set = field(init=False, default_factory=set)  # the templates said in this session
 
     def __post_init__(self):
         if self.user_profile.is_explicit:
@@ -690,36 +691,40 @@ class ProfiledUser(UserSimulator):
     # ------------------------------------------------------------ the learned voice
 
     def _voice_plan(self, number, reaction, told, opening_quiet, no_preference) -> list[list[tuple]]:
-        """The turn as the voice realises it: ways to word it, each a list of parts (the value to fill
-        the part's title slot, its templates); the first way with templates for every part is taken."""
+        """The turn as the voice realises it: ways to word it, each a list of parts (the film to fill the
+        part's title slot, its templates); the first way with templates for every part is taken. A reaction
+        is worded by any real turn of the acts that react so (_VOICE_ACTS); a turn that also says wishes
+        is one real turn that does both, else (but for a film taken) the wishes alone, as people restate
+        what they want rather than say no, else the two joined."""
         first = number == 1
         about = reaction[3] if reaction else None
-        act = _VOICE_ACTS[reaction[0]] if reaction else None
+        acts = _VOICE_ACTS[reaction[0]] if reaction else ()
         wishes = tuple(sorted(_slot(c) for c in told))
 
-        def options(act_name: str, signature: tuple, title=None) -> list[VoiceTemplate]:
-            found = self.voice.options(act_name, signature, first)
-            return found + (self.voice.options(act_name, (*signature, "title"), first) if title else [])
+        def options(act_names: tuple, signature: tuple, title=None) -> list[VoiceTemplate]:
+            found = [t for name in act_names for t in self.voice.options(name, signature, first)]
+            if title:
+                found += [t for name in act_names for t in self.voice.options(name, (*signature, "title"), first)]
+            return found
 
-        parts = []
-        if reaction:
-            parts.append((about, options(act, ())))
+        said = []
         if told:
-            parts.append((None, options("request", wishes)))
+            said.append((None, options(("request",), wishes)))
         if no_preference:
-            parts.append((None, options("other", ())))
+            said.append((None, options(_NO_PREFERENCE_ACTS, ())))
         if opening_quiet:
-            vague = [t for name in ("ask", "small_talk", "other") for t in self.voice.options(name, (), True)]
-            parts.append((None, vague))
+            said.append((None, options(_VAGUE_ACTS, ())))
         ways = []
-        if reaction and told:  # one real turn that does both ("no, something with ..."), else two
-            ways.append([(about, options(act, wishes, about))] + parts[2:])
-        if reaction and about:
-            parts[0] = (about, options(act, (), about))
-        ways.append(parts)
-        if len(told) > 1:  # each wish in a turn of its own, joined
-            single = [(None, options("request", (_slot(c),))) for c in told]
-            ways.append(parts[:1] + single + parts[2:] if reaction else single + parts[1:])
+        if reaction and told:
+            ways.append([(about, options(acts, wishes, about))] + said[1:])
+            if reaction[0] != "accept":
+                ways.append(said)
+        if reaction:
+            ways.append([(about, options(acts, (), about))] + said)
+        else:
+            ways.append(said)
+        if len(told) > 1:  # each wish in a real turn of its own, joined
+            ways.append([(None, options(("request",), (_slot(c),))) for c in told] + said[1:])
         return ways
 
     def _voiced(self, ways: list[list[tuple]], candidates: list[str]):
@@ -730,9 +735,10 @@ class ProfiledUser(UserSimulator):
             if not way or any(not templates for _, templates in way):
                 continue
             for _ in range(VOICE_DRAWS):
-                drawn = [(title, Voice.draw(self.voice_rng, templates)) for title, templates in way]
+                drawn = [(title, self._draw_template(templates)) for title, templates in way]
                 worded = self._fill(drawn)
                 if worded is not None and not self._misread(*worded, candidates):
+                    self._voice_used.update(t.id for _, t in drawn)
                     self._voice_record = {
                         "voice": "learned",
                         "templates": [t.id for _, t in drawn],
@@ -744,6 +750,16 @@ class ProfiledUser(UserSimulator):
             record["fallback"] = "no draw read back as meant"
         self._voice_record = record
         return None
+
+    def _draw_template(self, templates: list[VoiceTemplate]) -> VoiceTemplate:
+        """A template the user has not said in this session yet, while there is one (people do not repeat
+        themselves word for word)."""
+        fresh = [t for t in templates if t.id not in self._voice_used]
+        chosen = Voice.draw(self.voice_rng, fresh or templates)
+        if len(templates) > 1 and self.voice_rng.random() < VOICE_SPLICE:
+            spliced = Voice.splice(self.voice_rng, chosen, Voice.draw(self.voice_rng, templates))
+            return spliced or chosen
+        return chosen
 
     def _fill(self, drawn: list[tuple]):
         """The drawn templates with their slots filled: the turn's values (wishes, then exclusions, as the
@@ -814,8 +830,9 @@ class ProfiledUser(UserSimulator):
         return list(dict.fromkeys(answers))
 
     def _reaction(self, recommended: list[str], fitting: list[str], unknown: list[str], asked: frozenset[str]):
-        """(stage, compose() -> (text, titles), the film taken, the film it is about) of the user's reaction to the last reply,
-        or None when the reply only asked something; in short or in full sentences as the profile talks."""
+        """(stage, compose() -> (text, titles), the film taken, the film it is about) of the user's reaction
+        to the last reply, or None when the reply only asked something; in short or in full sentences as the
+        profile talks."""
         style = "short" if self._chance(self.profile.terse) else "plain"
         if not recommended:
             if unknown:
@@ -867,16 +884,19 @@ class ProfiledUser(UserSimulator):
         return text, statements, [shift["from_anchor"]]
 
 
+VOICE_SPLICE = 0.5  # the share of drawn templates joined with another of the same act at a shared word
 VOICE_DRAWS = 12  # templates drawn for one way of wording a turn before the next way (or the rules)
 # The act of a real turn that words each reaction of the profile.
 _VOICE_ACTS = {
-    "accept": "take",
-    "why": "ask_about",
-    "ask": "ask",
-    "reject": "turn_down",
-    "unknown_title": "ask",
-    "no_title": "ask",
+    "accept": ("take", "small_talk"),
+    "why": ("ask_about",),
+    "ask": ("ask", "other"),
+    "reject": ("turn_down", "other", "ask"),
+    "unknown_title": ("ask", "other"),
+    "no_title": ("ask", "other"),
 }
+_NO_PREFERENCE_ACTS = ("other", "small_talk")  # asked about a field it says nothing of
+_VAGUE_ACTS = ("ask", "small_talk", "other")  # an opening that says nothing of what the user wants
 
 
 def _slot(constraint: Constraint) -> str:
@@ -892,11 +912,18 @@ def _joined(parts: list[str]) -> str:
 
 
 def make_user(
-    index, settings: SimulatorSettings, templates: Templates, seed: int, matcher, voice: Voice | None = None
+    index,
+    settings: SimulatorSettings,
+    templates: Templates,
+    seed: int,
+    matcher,
+    voice: Voice | None = None,
+    profile: UserProfile | None = None,
 ) -> UserSimulator:
-    """The simulated user of `settings.profile` for one session; `voice`: the learned voice, which a
-    profile that speaks with it needs."""
-    profile = user_profile(settings.profile)
+    """The simulated user of `profile` (by default the built-in `settings.profile` names) for one session;
+    `voice`: the learned voice, which a profile that speaks with it needs. Only the built-in `explicit`
+    profile is the thesis user's code; a profile a config defines is a ProfiledUser whatever it is based on."""
+    profile = profile or user_profile(settings.profile)
     if profile.is_explicit:
         return UserSimulator(index, settings, templates, seed, matcher)
     if profile.learned and voice is None:

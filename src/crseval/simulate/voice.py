@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
 
 VOICE_FORMAT = 1
 FIRST, LATER, LEAVE = "first", "later", "leave"  # where in a dialogue a pool's turns were said
@@ -67,9 +67,7 @@ class Voice:
         signature = tuple(sorted(signature))
         if first and (found := self.pools.get(pool_key(FIRST, act, signature))):
             return found
-        return self.pools.get(pool_key(FIRST, act, signature), []) + self.pools.get(
-            pool_key(LATER, act, signature), []
-        )
+        return self.pools.get(pool_key(FIRST, act, signature), []) + self.pools.get(pool_key(LATER, act, signature), [])
 
     def leave_options(self) -> list[VoiceTemplate]:
         return self.pools.get(pool_key(LEAVE, "", ()), [])
@@ -77,6 +75,35 @@ class Voice:
     @staticmethod
     def draw(rng: np.random.Generator, options: list[VoiceTemplate]) -> VoiceTemplate:
         return options[int(rng.integers(len(options)))]
+
+    @staticmethod
+    def splice(rng: np.random.Generator, first: VoiceTemplate, second: VoiceTemplate) -> VoiceTemplate | None:
+        """`first` up to a word both templates hold, `second` from that word on: a turn no person typed whose
+        every pair of neighbouring words a person did type (the words around the join come one from each).
+        None where they share no such word, or the joined turn's slots are not `first`'s (the act's)."""
+        words_a, words_b = first.text.split(" "), second.text.split(" ")
+        keys_b: dict[str, list[int]] = {}
+        for j, word in enumerate(words_b[:-1]):
+            keys_b.setdefault(_join_key(word), []).append(j)
+        joins = [
+            (i, j)
+            for i, word in enumerate(words_a)
+            if i > 0 and _join_key(word) and "{" not in word
+            for j in keys_b.get(_join_key(word), [])
+        ]
+        if not joins:
+            return None
+        i, j = joins[int(rng.integers(len(joins)))]
+        text = " ".join(words_a[:i] + words_b[j:])
+        slots_a = re.findall(r"\{(\w+)\}", " ".join(words_a[:i]))
+        slots = tuple(first.slots[: len(slots_a)]) + tuple(second.slots[len(second.slots) - _slot_count(words_b[j:]) :])
+        if sorted(s.split(":")[0] for s in slots) != sorted(re.findall(r"\{(\w+)\}", text)) or sorted(slots) != sorted(
+            first.slots
+        ):
+            return None
+        if text == first.text or text == second.text:
+            return None
+        return VoiceTemplate(f"{first.id}+{second.id}@{i}:{j}", text, slots)
 
     def as_json(self) -> dict:
         return {
@@ -103,3 +130,33 @@ class Voice:
         return cls(pools, data["summary"])
 
 
+def voice_problems(config: dict):
+    """What a learned voice requires beyond the schema: a corpus for every profile that speaks with it, and
+    a part to learn from that the split has."""
+    from crseval.simulate.profiles import PROFILES  # profiles name the voice; the voice needs no profile
+
+    simulator = config.get("simulator") if isinstance(config, dict) else None
+    if not isinstance(simulator, dict):
+        return
+    voice = simulator.get("voice") if isinstance(simulator.get("voice"), dict) else {}
+    parts, part = voice.get("parts", 2), voice.get("learn_part", 1)
+    if isinstance(parts, int) and isinstance(part, int) and part > parts:
+        yield f"simulator.voice.learn_part: {part} is not one of the {parts} parts (1 to {parts})"
+    if voice.get("corpus"):
+        return
+    named = [simulator.get("profile")] + [s.get("profile") for s in config.get("systems") or [] if isinstance(s, dict)]
+    learned = sorted({name for name in named if isinstance(name, str) and name in PROFILES and PROFILES[name].learned})
+    if learned:
+        yield (
+            f"simulator.voice.corpus: the {', '.join(learned)} profile speaks with a voice learned from a corpus of "
+            "real dialogues; name the corpus (e.g. ../shared/data/crsarena/crs_arena_dial_open.json)"
+        )
+
+
+def _join_key(word: str) -> str:
+    """A word as a join point compares: lower case, without the punctuation around it."""
+    return word.strip(".,!?;:'\"()").lower()
+
+
+def _slot_count(words: list[str]) -> int:
+    return len(re.findall(r"\{\w+\}", " ".join(words)))

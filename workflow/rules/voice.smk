@@ -1,0 +1,26 @@
+"""A voice learned from real dialogues (crseval.corpora.voice): the user turns of one part of
+`simulator.voice.corpus`, delexicalised and pooled by act, for the profiles that speak with it. In the
+experiment when the config names the corpus."""
+
+if VOICE_CORPUS:
+
+    rule learn_voice:
+        input:
+            corpus=VOICE_CORPUS,
+            films=rules.index_catalog.output.films,
+            concepts=rules.index_catalog.output.concepts,
+        output:
+            # named by the corpus's sha256 and the settings: another corpus or split is another voice
+            voice=f"{RESULTS}/voice/learned-{VOICE_KEY}.json",
+            summary=report(
+                f"{RESULTS}/voice/learned-{VOICE_KEY}.md", caption="../report/voice.rst", category="User realism"
+            ),
+        log:
+            f"{RESULTS}/logs/learn_voice.log",
+        conda:
+            ENV
+        params:
+            voice=config_slice("simulator", "voice"),
+            corpus_sha256=VOICE_CORPUS_SHA256,
+        script:
+            "../scripts/learn_voice.py"
