@@ -150,11 +150,8 @@ def test_a_shift_at_every_turn_is_warned_at_shift_every():
     assert "success and turns_to_success cannot be measured" in line and "shift_every: 2 or more" in line
 
 
-def test_no_shift_warning_for_imported_dialogues_or_without_the_goal_metrics():
+def test_no_shift_warning_for_imported_dialogues():
     assert config_warnings(with_plan(10, 3, source="import", import_paths="logs/*.json")) == []
-    config = with_plan(10, 3)
-    config["scoring"]["metrics"] = ["tas", "cas"]
-    assert config_warnings(config) == []
 
 
 # --- per-value bounds, stated by the schema ------------------------------------------------------

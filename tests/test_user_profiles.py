@@ -32,9 +32,35 @@ def matcher_of(index, cache={}):
     return cache[id(index)]
 
 
+# Dialogues invented for these tests (no corpus's words): what the `learned` profile's voice learns from.
+INVENTED_DIALOGUES = [
+    ["hey there", "any decent Comedy flicks?", "meh, not my thing", "ok thx"],
+    ["got a Drama for a rainy night?", "what's that one about?", "nah seen it", "something else maybe"],
+    ["hello! i'm after Crime stuff", "hmm why that one", "could you find me another?", "bye"],
+    ["Thriller please, something tense", "not really", "anything with Tom Hanks", "whatever you think"],
+    ["yo", "looking for a Romance tonight", "nope", "no idea, surprise me"],
+    ["any Adventure picks for the weekend?", "is it good?", "other ideas?", "cheers"],
+]
+
+
+def invented_voice(index):
+    from crseval.corpora.voice import learn_voice
+
+    dialogues = [
+        {
+            "session_id": f"invented/{i}",
+            "turns": [{"user_text": text} for text in turns],
+            "labels": {"satisfaction": "frustrated"},
+        }
+        for i, turns in enumerate(INVENTED_DIALOGUES)
+    ]
+    return learn_voice(dialogues, matcher_of(index), {"corpus": "invented"})
+
+
 def simulate(index, profile, agent="template", seed=0, turns=10, settings=SETTINGS, session_index=0):
     matcher = matcher_of(index)
-    ctx = SessionContext(index, matcher, TEMPLATES, replace(settings, profile=profile), turns, "0" * 64)
+    voice = invented_voice(index) if user_profile(profile).learned else None
+    ctx = SessionContext(index, matcher, TEMPLATES, replace(settings, profile=profile), turns, "0" * 64, voice=voice)
     system = AGENTS[agent](index, matcher, AgentSettings(), seed) if isinstance(agent, str) else agent(seed)
     return run_session(ctx, str(agent), system, session_index, seed, "0" * 64)
 

@@ -287,10 +287,8 @@ def _last_shift_on_last_turn(config: Any) -> Iterator[str]:
     a shift on the last turn leaves no user turn to react to a reply after it, so `success` and
     `turns_to_success` (crseval.metrics.goals) are NaN for every session that plays every turn."""
     turns, every = _at(config, ("sessions", "turns")), _at(config, ("simulator", "shift_every"))
-    metrics = _at(config, ("scoring", "metrics"))
     if (
         _at(config, ("sessions", "source")) == "import"
-        or not (isinstance(metrics, list) and "goals" in metrics)
         or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in (turns, every))
         or turns < 2
         or (turns - 1) % every
