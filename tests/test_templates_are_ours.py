@@ -1,8 +1,11 @@
-"""The user templates are written for this project: none holds a run of 8 or more words that a user turn
-of a shipped corpus (CRSArena-Dial's open half, the thesis logs) holds."""
+"""The user templates, and every other file of the repository's src/, resources/, tests/ and docs/, are
+written for this project: none holds a run of 8 or more words that a user turn of a shipped corpus
+(CRSArena-Dial's open half, the thesis logs) holds."""
 
 import json
 import re
+from functools import cache
+from pathlib import Path
 
 import pytest
 import yaml
@@ -12,6 +15,11 @@ CRSARENA = REPO.parent / "shared" / "data" / "crsarena" / "crs_arena_dial_open.j
 SPAN = 8
 _WORD = re.compile(r"[a-z0-9']+")
 _PLACEHOLDER = re.compile(r"\{\w+\}")
+# The folders whose every file is checked, and what is not read: files stored in a binary format (a
+# compressed or image file holds no text to read as words) and files too large to be written by hand.
+SCANNED = ("src", "resources", "tests", "docs")
+BINARY = {".png", ".jpg", ".jpeg", ".gif", ".ico", ".pdf", ".parquet", ".gz", ".zip", ".bz2", ".xz", ".pyc", ".so"}
+MAX_BYTES = 4 * 1024 * 1024
 
 
 def spans(text: str) -> set[tuple[str, ...]]:
@@ -30,6 +38,12 @@ def corpus_user_turns() -> list[str]:
     return turns
 
 
+@cache
+def corpus_spans() -> frozenset[tuple[str, ...]]:
+    """Every 8-word run of a shipped corpus's user turns (empty when no corpus is beside the repository)."""
+    return frozenset().union(*(spans(t) for t in corpus_user_turns()))
+
+
 def template_pieces(node) -> list[str]:
     """Every template's text between placeholders (a placeholder is no word of ours or theirs)."""
     if isinstance(node, dict):
@@ -39,18 +53,71 @@ def template_pieces(node) -> list[str]:
     return _PLACEHOLDER.split(node)
 
 
+def readable_text(path: Path) -> str | None:
+    """The file's text (undecodable bytes ignored), or None for a binary or oversized file."""
+    if path.suffix.lower() in BINARY or path.stat().st_size > MAX_BYTES:
+        return None
+    raw = path.read_bytes()
+    if b"\0" in raw[:8192]:  # a binary file whatever its name
+        return None
+    return raw.decode("utf-8", errors="ignore")
+
+
+def copied_runs(text: str, theirs: frozenset) -> list[tuple[int, str]]:
+    """(line, run) of every 8-word run of `text` that `theirs` holds, one pass over its words."""
+    lowered = text.lower()
+    matches = list(_WORD.finditer(lowered))
+    words = [m.group(0) for m in matches]
+    found = []
+    for i in range(len(words) - SPAN + 1):
+        run = tuple(words[i : i + SPAN])
+        if run in theirs:
+            found.append((lowered.count("\n", 0, matches[i].start()) + 1, " ".join(run)))
+    return found
+
+
 def test_no_template_copies_eight_words_of_a_corpus_user_turn():
-    turns = corpus_user_turns()
-    if not turns:
+    theirs = corpus_spans()
+    if not theirs:
         pytest.skip("no shipped corpus beside the repository (../shared/data)")
-    theirs = set().union(*(spans(t) for t in turns))
     templates = yaml.safe_load((REPO / "resources" / "templates" / "user.yaml").read_text(encoding="utf-8"))
     copied = [(piece, span) for piece in template_pieces(templates) for span in spans(piece) & theirs]
     assert not copied, copied[:5]
-    assert len(turns) > 1000  # both corpora were read
+    assert len(corpus_user_turns()) > 1000  # both corpora were read
+
+
+def test_no_file_of_the_repository_copies_eight_words_of_a_corpus_user_turn():
+    theirs = corpus_spans()
+    if not theirs:
+        pytest.skip("no shipped corpus beside the repository (../shared/data)")
+    read, copied = 0, []
+    for folder in SCANNED:
+        for path in sorted((REPO / folder).rglob("*")):
+            if not path.is_file() or (text := readable_text(path)) is None:
+                continue
+            read += 1
+            copied += [f"{path.relative_to(REPO)}:{line}: {run!r}" for line, run in copied_runs(text, theirs)]
+    assert read > 200  # the four folders were read (about 250 text files)
+    assert not copied, "\n".join(copied)
 
 
 def test_the_check_finds_a_copied_run():
     assert spans("well, I would really like to watch a good movie tonight") & spans(
         "I would really like to watch a good movie tonight, please"
     )
+
+
+def test_the_file_scan_finds_a_copied_run_with_its_line_and_skips_binary_files(tmp_path):
+    theirs = frozenset(spans("so I would really like to watch a good movie tonight ok"))
+    text = "first line\nsecond: I would REALLY like to watch a good movie, tonight!\n"
+    assert copied_runs(text, theirs) == [
+        (2, "i would really like to watch a good"),
+        (2, "would really like to watch a good movie"),
+        (2, "really like to watch a good movie tonight"),
+    ]
+    assert copied_runs("I would really like to see a good movie tonight", theirs) == []
+    (tmp_path / "notes.md").write_bytes(text.encode() + b"\xff\xfe")
+    (tmp_path / "image.png").write_bytes(text.encode())
+    (tmp_path / "data.bin").write_bytes(b"\0" + text.encode())
+    assert readable_text(tmp_path / "notes.md").startswith("first line")
+    assert readable_text(tmp_path / "image.png") is None and readable_text(tmp_path / "data.bin") is None

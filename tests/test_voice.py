@@ -1,0 +1,537 @@
+"""The learned voice: user turns read into acts and typed slots (language/user_acts), pooled by act and slot
+signature (corpora/voice), split into parts by dialogue id, spliced, written and read (simulate/voice), and
+spoken by the `learned` profile with its ground truth exact (simulate/user).
+
+Every corpus here is written in this file: the user turns are invented for the tests, never a real corpus's."""
+
+import hashlib
+import json
+import re
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest import REPO
+
+from crseval.corpora.voice import (
+    corpus_dialogues,
+    fitted_knobs,
+    learn_voice,
+    split_dialogues,
+    voice_key,
+    voice_markdown,
+)
+from crseval.language.concepts import ConceptMatcher
+from crseval.language.tracker import extract_statements
+from crseval.language.user_acts import read_turn
+from crseval.simulate.profiles import user_profile
+from crseval.simulate.user import SimulatorSettings, Templates, make_user
+from crseval.simulate.voice import Voice, VoiceTemplate, part_of, pool_key
+
+TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
+SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2, profile="learned")
+
+# (dialogue id, satisfaction label, the user's turns): each user turn gets a system reply in the file.
+CORPUS = [
+    (
+        "d1",
+        "satisfied",
+        [
+            "Hello there, got any good comedy for tonight?",
+            "What is Vertigo about?",
+            "Sounds good, I'll watch it. Thanks!",
+        ],
+    ),
+    (
+        "d2",
+        "frustrated",
+        [
+            "I'd go for a western, maybe with James Stewart",
+            "Nah, I have seen that one already",
+            "I keep thinking about Marta Vellacourt lately",  # a person the catalog does not hold
+            "this is going nowhere, bye",  # the last turn of a frustrated user: also a way to leave
+        ],
+    ),
+    ("d3", None, ["hiya", "Something with Tom Hanks but no horror please", "Got any good drama for tonight?"]),
+    (
+        "d4",
+        "satisfied",
+        [
+            "any comdy you like?",  # a typo: no catalog value, a question
+            "Got any good comedy for tonight?",  # the same template as d3's third turn, in the same pool
+            "Have you got Moonrise Over Kestrel (1987)?",  # a film the catalog does not hold
+            "Not that, I don't like war films",
+        ],
+    ),
+    ("d5", "frustrated", ["Hey, I want a {thing} tonight", "no", "Anything else?", "Meh, forget it."]),
+]
+# More dialogues for the simulated user to speak with: openings and wishes that share words (so that templates
+# are spliced), films taken and asked about, a director.
+MORE = [
+    (
+        "d6",
+        "satisfied",
+        [
+            "Evening! I fancy a thriller tonight, nothing too long",
+            "Is there a thriller with Tom Hanks maybe?",
+            "Rear Window looks good, I'll take it",
+        ],
+    ),
+    (
+        "d7",
+        None,
+        [
+            "Show me a drama tonight please",
+            "Any drama film with Robert De Niro in it?",
+            "Why that one?",
+            "Perfect, that is the one for me",
+        ],
+    ),
+    (
+        "d8",
+        "frustrated",
+        [
+            "I would like a mystery tonight if possible",
+            "Maybe something starring Cary Grant tonight",
+            "Not really, I want another one",
+            "Good film, thanks",
+        ],
+    ),
+    ("d9", "satisfied", ["A film by Alfred Hitchcock tonight?", "Anything with Cary Grant tonight?", "Sounds great"]),
+]
+SOURCE = {
+    "corpus": "toy.jsonl",
+    "corpus_sha256": "ab" * 32,
+    "format": "jsonl",
+    "parts": 1,
+    "learn_part": 1,
+    "held_out_dialogues": 0,
+}
+
+
+def write_corpus(path, dialogues=CORPUS, system="toy-crs"):
+    """The dialogues as the jsonl import format has them (docs/importing.md), one per line."""
+    lines = []
+    for dialogue_id, satisfaction, user_turns in dialogues:
+        turns = []
+        for number, text in enumerate(user_turns, start=1):
+            turns += [{"role": "user", "text": text}, {"role": "system", "text": f"Here is answer {number}."}]
+        item = {"system": system, "dialogue_id": dialogue_id, "turns": turns}
+        if satisfaction:
+            item["labels"] = {"satisfaction": satisfaction}
+        lines.append(json.dumps(item))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def small_matcher(small_index):
+    return ConceptMatcher(small_index.concepts, small_index.films)
+
+
+@pytest.fixture(scope="module")
+def demo_matcher(demo_index):
+    return ConceptMatcher(demo_index.concepts, demo_index.films)
+
+
+@pytest.fixture(scope="module")
+def dialogues(tmp_path_factory):
+    return corpus_dialogues(write_corpus(tmp_path_factory.mktemp("corpus") / "toy.jsonl"), "jsonl")
+
+
+@pytest.fixture(scope="module")
+def voice(dialogues, demo_matcher):
+    return learn_voice(dialogues, demo_matcher, SOURCE)
+
+
+@pytest.fixture(scope="module")
+def speaking_voice(tmp_path_factory, demo_matcher):
+    """The voice of CORPUS and MORE, on the demo catalog, that the simulated user speaks with."""
+    path = write_corpus(tmp_path_factory.mktemp("corpus") / "more.jsonl", CORPUS + MORE)
+    return learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)
+
+
+# ------------------------------------------------------------------ reading a turn
+
+
+def test_a_catalog_value_becomes_a_typed_slot_and_the_turn_a_request(small_matcher, demo_matcher):
+    reading = read_turn("Any good horror for tonight?", small_matcher)
+    assert reading.act == "request" and reading.question and not reading.greets
+    assert reading.statements == (("genre", "horror", "wish"),)
+    assert reading.template == "Any good {genre} for tonight?" and reading.slots == ("genre:wish",)
+    assert reading.untyped == "" and reading.titles == ()
+
+    reading = read_turn("Something with Robert De Niro but no horror please", small_matcher)
+    assert reading.act == "request"
+    assert reading.statements == (("actor", "Robert De Niro", "wish"), ("genre", "horror", "exclusion"))
+    assert reading.template == "Something with {actor} but no {genre} please"
+    assert reading.slots == ("actor:wish", "genre:exclusion")
+
+    reading = read_turn("I'd go for a western, maybe with James Stewart", demo_matcher)
+    assert reading.act == "request" and reading.template == "I'd go for a {genre}, maybe with {actor}"
+    assert reading.statements == (("genre", "western", "wish"), ("actor", "James Stewart", "wish"))
+
+
+def test_a_catalog_film_becomes_a_title_slot(demo_matcher):
+    reading = read_turn("What is Vertigo about?", demo_matcher)
+    assert (reading.act, reading.titles, reading.template, reading.slots) == (
+        "ask_about",
+        ("Vertigo",),
+        "What is {title} about?",
+        ("title",),
+    )
+
+
+def test_a_name_or_a_film_outside_the_catalog_is_untyped(small_matcher, demo_matcher):
+    for matcher in (small_matcher, demo_matcher):
+        reading = read_turn("I keep thinking about Marta Vellacourt lately", matcher)
+        assert reading.untyped == "a name the catalog does not hold", reading
+        assert reading.statements == () and reading.template == reading.text
+    reading = read_turn("Have you got Moonrise Over Kestrel (1987)?", demo_matcher)
+    assert reading.untyped == "a film the catalog does not hold"
+    # a person the catalog holds is typed, not left out
+    reading = read_turn("I keep thinking about Orson Welles lately", small_matcher)
+    assert reading.untyped == "" and reading.template == "I keep thinking about {actor} lately"
+
+
+@pytest.mark.parametrize("text", ["hiya", "Hello!", "thanks a lot", "ok"])
+def test_a_greeting_or_thanks_alone_is_small_talk(small_matcher, text):
+    reading = read_turn(text, small_matcher)
+    assert reading.act == "small_talk" and reading.slots == () and reading.untyped == ""
+    assert reading.greets == text.startswith(("hi", "Hello")) and reading.thanks == text.startswith("thanks")
+
+
+def test_a_turn_that_turns_a_film_down_is_turn_down(small_matcher, demo_matcher):
+    reading = read_turn("Nah, I have seen that one already", demo_matcher)
+    assert reading.act == "turn_down" and reading.slots == ()
+    reading = read_turn("Not that, I don't like war films", demo_matcher)
+    assert reading.act == "turn_down" and reading.statements == (("genre", "war", "exclusion"),)
+    assert reading.template == "Not that, I don't like {genre} films"
+    # turning down comes before naming a value or a film: the act is turn_down, the title is still a slot
+    reading = read_turn("No, Casino is not for me", small_matcher)
+    assert (reading.act, reading.titles, reading.template) == ("turn_down", ("Casino",), "No, {title} is not for me")
+    assert read_turn("Casino sounds great", small_matcher).act == "take"
+
+
+# ------------------------------------------------------------------ learning a voice
+
+# The pools of CORPUS on the demo catalog, counted by hand: (where, act, signature) -> the templates in order.
+POOLS = {
+    "first|request|genre:wish": [("Hello there, got any good {genre} for tonight?", ("genre:wish",))],
+    "first|request|actor:wish,genre:wish": [("I'd go for a {genre}, maybe with {actor}", ("genre:wish", "actor:wish"))],
+    "first|small_talk|": [("hiya", ())],
+    "first|ask|": [("any comdy you like?", ())],
+    "later|ask_about|title": [("What is {title} about?", ("title",))],
+    "later|take|": [("Sounds good, I'll watch it. Thanks!", ())],
+    "later|turn_down|": [("Nah, I have seen that one already", ()), ("no", ())],
+    "later|other|": [("this is going nowhere, bye", ()), ("Meh, forget it.", ())],
+    "later|request|actor:wish,genre:exclusion": [
+        ("Something with {actor} but no {genre} please", ("actor:wish", "genre:exclusion"))
+    ],
+    "later|request|genre:wish": [("Got any good {genre} for tonight?", ("genre:wish",))],  # d3 and d4: one template
+    "later|turn_down|genre:exclusion": [("Not that, I don't like {genre} films", ("genre:exclusion",))],
+    "later|ask|": [("Anything else?", ())],
+    "leave||": [("this is going nowhere, bye", ()), ("Meh, forget it.", ())],  # the frustrated users' last turns
+}
+
+
+def test_the_importer_reads_the_written_corpus(dialogues):
+    assert [d["session_id"] for d in dialogues] == [f"toy-crs/d{i}" for i in range(1, 6)]
+    assert [len(d["turns"]) for d in dialogues] == [3, 4, 3, 4, 4]
+    assert [d["labels"]["satisfaction"] for d in dialogues] == [
+        "satisfied",
+        "frustrated",
+        None,
+        "satisfied",
+        "frustrated",
+    ]
+
+
+def test_learn_voice_pools_the_turns_by_act_and_slot_signature(voice):
+    got = {key: [(t.text, t.slots) for t in templates] for key, templates in voice.pools.items()}
+    assert got == POOLS
+    for key, templates in voice.pools.items():
+        assert [t.id for t in templates] == [f"{key}#{k}" for k in range(len(templates))]
+        assert all(
+            t.signature == tuple(key.split("|")[2].split(",")) if t.slots else key.endswith("|") for t in templates
+        )
+    assert pool_key("later", "request", ("genre:wish",)) == "later|request|genre:wish"
+
+
+def test_learn_voice_counts_what_it_read_kept_and_left_out(voice):
+    summary = voice.summary
+    assert {key: summary[key] for key in SOURCE} == SOURCE  # the source is kept
+    assert summary["dialogues"] == 5 and summary["turns_read"] == 18 and summary["turns_kept"] == 15
+    assert summary["left_out"] == {
+        "a film the catalog does not hold": 1,  # d4: Moonrise Over Kestrel (1987)
+        "a name the catalog does not hold": 1,  # d2: Marta Vellacourt
+        "braces (the slot marks)": 1,  # d5: "{thing}"
+    }
+    assert summary["acts"] == {
+        "request": 5,  # d1.1, d2.1, d3.2, d3.3, d4.2
+        "turn_down": 3,  # d2.2, d4.4, d5.2
+        "ask": 2,  # d4.1, d5.3
+        "other": 2,  # d2.4, d5.4
+        "ask_about": 1,
+        "take": 1,
+        "small_talk": 1,
+    }
+    assert summary["templates"] == sum(len(templates) for templates in POOLS.values()) == 16
+
+
+def test_the_fitted_knobs_are_the_shares_counted_by_hand(dialogues, voice):
+    fitted = fitted_knobs(dialogues)
+    assert voice.summary["fitted"] == fitted
+    values = {knob: (fit["value"], fit["n"]) for knob, fit in fitted.items()}
+    assert values == {
+        "greeting": (round(3 / 5, 4), 5),  # openings: "Hello there, ...", "hiya", "Hey, ..." of five
+        "thanks": (round(1 / 18, 4), 18),  # "... Thanks!"
+        "question": (round(7 / 18, 4), 18),  # d1.1, d1.2, d3.3, d4.1, d4.2, d4.3, d5.3
+        "lowercase": (round(4 / 18, 4), 18),  # "this is going ...", "hiya", "any comdy ...", "no"
+        "typo": (round(1 / 18, 4), 18),  # "comdy"
+        "patience": (4, 2),  # the frustrated dialogues have 4 and 4 user turns
+    }
+    assert fitted["greeting"]["statistic"] == "share of opening turns that greet"
+    assert fitted_knobs([])["patience"] == {
+        "value": None,
+        "statistic": "median user turns of the dialogues whose user was frustrated",
+        "n": 0,
+    }
+
+
+def test_options_prefer_the_opening_pool_for_a_first_turn(voice):
+    first = [t.text for t in voice.options("request", ("genre:wish",), first=True)]
+    anywhere = [t.text for t in voice.options("request", ("genre:wish",))]
+    assert first == ["Hello there, got any good {genre} for tonight?"]
+    assert anywhere == ["Hello there, got any good {genre} for tonight?", "Got any good {genre} for tonight?"]
+    # no opening turn turned a film down: a first turn takes the later ones; the signature is sorted
+    assert [t.text for t in voice.options("turn_down", (), first=True)] == ["Nah, I have seen that one already", "no"]
+    signature = ("genre:exclusion", "actor:wish")
+    assert [t.id for t in voice.options("request", signature)] == ["later|request|actor:wish,genre:exclusion#0"]
+    assert voice.options("request", ("director:wish",)) == []
+    assert [t.text for t in voice.leave_options()] == ["this is going nowhere, bye", "Meh, forget it."]
+
+
+def test_voice_markdown_counts_without_the_corpus_words(voice):
+    text = voice_markdown(voice)
+    assert "5 dialogues of part 1 of 1" in text and "18 user turns read, 15 kept" in text
+    assert "| a name the catalog does not hold | 1 |" in text
+    assert "| first | request | genre:wish | 1 |" in text and "| leave | (leaving) | - | 2 |" in text
+    assert "| patience | 4 |" in text
+    for templates in voice.pools.values():
+        for template in templates:
+            if len(template.text.split()) > 2:
+                assert template.text not in text
+
+
+# ------------------------------------------------------------------ parts, keys and files
+
+
+def test_part_of_is_a_hash_of_the_id_that_spreads_the_ids():
+    ids = [f"sys/dialogue-{i}" for i in range(1000)]
+    parts = [part_of(dialogue_id, 2) for dialogue_id in ids]
+    assert parts == [part_of(dialogue_id, 2) for dialogue_id in ids]  # deterministic
+    assert set(parts) == {1, 2} and 400 <= parts.count(1) <= 600
+    fives = [part_of(dialogue_id, 5) for dialogue_id in ids]
+    assert set(fives) == {1, 2, 3, 4, 5} and all(150 <= fives.count(p) <= 250 for p in range(1, 6))
+    assert all(part_of(dialogue_id, 1) == 1 for dialogue_id in ids)
+    # the same on every machine: the first 8 bytes of the id's sha256, big-endian, modulo the parts, plus 1
+    for dialogue_id in ("toy-crs/d1", "a", "ünïcode/ß"):
+        digest = hashlib.sha256(dialogue_id.encode("utf-8")).digest()
+        assert part_of(dialogue_id, 7) == int.from_bytes(digest[:8], "big") % 7 + 1
+
+
+def test_split_dialogues_partitions_the_corpus_in_order():
+    records = [{"session_id": f"sys/d{i}", "n": i} for i in range(60)]
+    one, rest = split_dialogues(records, 2, 1)
+    two, rest_two = split_dialogues(records, 2, 2)
+    assert one == rest_two and two == rest and one and two
+    assert sorted(r["n"] for r in one + two) == list(range(60))
+    assert [r["n"] for r in one] == sorted(r["n"] for r in one)  # the given order
+    assert all(part_of(r["session_id"], 2) == 1 for r in one)
+    three = [split_dialogues(records, 3, part)[0] for part in (1, 2, 3)]
+    assert sorted(r["n"] for part in three for r in part) == list(range(60))
+    assert split_dialogues(records, 1, 1) == (records, [])
+
+
+def test_a_voice_is_written_and_read_back_whole(tmp_path, voice):
+    path = tmp_path / "voice.json"
+    voice.write(path)
+    again = Voice.read(path)
+    assert again.pools == voice.pools and again.summary == voice.summary and again.version == voice.version
+    assert again.as_json() == voice.as_json() and re.fullmatch(r"[0-9a-f]{16}", voice.version)
+    changed = Voice({**voice.pools, "later|ask|": [VoiceTemplate("later|ask|#0", "Anything more?", ())]}, voice.summary)
+    assert changed.version != voice.version
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["format"] = 99
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ValueError, match="a voice of format 99, not 1; learn it again"):
+        Voice.read(path)
+
+
+def test_voice_key_follows_the_corpus_content_and_the_split_not_the_path():
+    settings = {"corpus": "../data/dialogues.jsonl", "format": "jsonl", "parts": 2, "learn_part": 1}
+    key = voice_key("1" * 64, settings)
+    assert re.fullmatch(r"[0-9a-f]{16}", key) and key == voice_key("1" * 64, dict(settings))
+    assert voice_key("1" * 64, {**settings, "corpus": "/elsewhere/copy.jsonl"}) == key
+    assert voice_key("2" * 64, settings) != key
+    assert voice_key("1" * 64, {**settings, "parts": 3}) != key
+    assert voice_key("1" * 64, {**settings, "learn_part": 2}) != key
+
+
+# ------------------------------------------------------------------ splicing
+
+
+def template(name, text, *slots):
+    return VoiceTemplate(name, text, slots)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_splice_joins_two_templates_at_the_word_they_share(seed):
+    rng = np.random.default_rng(seed)
+    first = template("a#0", "Got any {genre} for tonight?", "genre:wish")
+    second = template("b#3", "I fancy a {genre} tonight, nothing long", "genre:wish")
+    spliced = Voice.splice(rng, first, second)  # "tonight" (the punctuation aside) is the one shared word
+    assert spliced == template("a#0+b#3@4:4", "Got any {genre} for tonight, nothing long", "genre:wish")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_splice_keeps_the_slots_from_both_sides_in_order(seed):
+    first = template("a#0", "Any {genre} film with {actor} in it?", "genre:wish", "actor:wish")
+    second = template("b#1", "Is there a film starring {actor} maybe?", "actor:wish")
+    spliced = Voice.splice(np.random.default_rng(seed), first, second)
+    assert spliced == template("a#0+b#1@2:3", "Any {genre} film starring {actor} maybe?", "genre:wish", "actor:wish")
+    assert spliced.signature == first.signature
+
+
+def test_splice_gives_none_without_a_shared_word_or_the_same_slots_or_a_new_text():
+    rng = np.random.default_rng(0)
+    got_any = template("a#0", "Got any {genre} for tonight?", "genre:wish")
+    assert Voice.splice(rng, got_any, template("b#0", "Show me something different", "genre:wish")) is None
+    # the only shared word is the first of `first`, or the last of `second`: no join
+    assert Voice.splice(rng, template("a#1", "Got a {genre}", "genre:wish"), got_any) is None
+    assert Voice.splice(rng, template("a#3", "Maybe a {genre} tonight please", "genre:wish"), got_any) is None
+    assert Voice.splice(rng, got_any, template("b#5", "Maybe a {genre} tonight please", "genre:wish")) is not None
+    # every join would give other slots than the first template's
+    show = template("a#2", "Show me {actor} with some {genre} please", "actor:wish", "genre:wish")
+    some = template("b#2", "I want some {genre} with {actor} tonight", "genre:wish", "actor:wish")
+    assert Voice.splice(rng, show, some) is None
+    # a join that gives back one of the two texts
+    same = template("b#4", "Got any {genre} for tonight?", "genre:wish")
+    assert Voice.splice(rng, got_any, same) is None
+
+
+# ------------------------------------------------------------------ the simulated user with the voice
+
+_SPLICED = re.compile(r"(.+#\d+)\+(.+#\d+)@(\d+):(\d+)")
+
+
+def template_text(voice, template_id):
+    """The text of a template the user drew: a pool's, or two pools' spliced (the id says where)."""
+    by_id = {t.id: t.text for templates in voice.pools.values() for t in templates}
+    if template_id in by_id:
+        return by_id[template_id]
+    match = _SPLICED.fullmatch(template_id)
+    assert match and match.group(1) in by_id and match.group(2) in by_id, template_id
+    words_a, words_b = by_id[match.group(1)].split(" "), by_id[match.group(2)].split(" ")
+    return " ".join(words_a[: int(match.group(3))] + words_b[int(match.group(4)) :])
+
+
+def template_pattern(text):
+    """A template's text as a pattern: each slot any words ("a {genre}" may become "an {genre}")."""
+    pattern = ""
+    for piece in re.split(r"(\{\w+\})", text):
+        if re.fullmatch(r"\{\w+\}", piece):
+            pattern += ".+?"
+        elif re.search(r"(?:^|\s)[Aa] $", piece):
+            pattern += re.escape(piece[:-1]) + "n? "
+        else:
+            pattern += re.escape(piece)
+    return pattern
+
+
+def run_user(index, matcher, voice, seed, profile="learned", system="mixed", turns=10):
+    """A session without a system: each reply recommends a film that fits the user's wishes, a random one or
+    two, or asks about the genre, by the turn and the seed ("mixed"), or always a film that does not fit
+    ("missing"). -> [(text, meta, the titles of the reply before)]."""
+    user = make_user(index, replace(SETTINGS, profile=profile), TEMPLATES, seed, matcher, voice)
+    titles = sorted(index.films["title"])
+    rng = np.random.default_rng(1000 + seed)
+    said, recommended, asks = [], [], frozenset()
+    for number in range(1, turns + 1):
+        turn = user.turn(number, recommended, last_asks=asks)
+        said.append((turn.text, turn.meta, list(recommended)))
+        if turn.meta["stage"] == "leave":
+            break
+        kind = "missing" if system == "missing" else ("fit", "random", "ask", "two")[(seed + number) % 4]
+        asks = frozenset({"genre"}) if kind == "ask" else frozenset()
+        if kind == "fit":
+            recommended = [next(t for t in titles if user.title_satisfies(t))]
+        elif kind == "missing":
+            recommended = [next(t for t in titles if not user.title_satisfies(t))]
+        elif kind == "ask":
+            recommended = []
+        else:
+            recommended = [titles[int(rng.integers(len(titles)))] for _ in range(1 + (kind == "two"))]
+    return said
+
+
+def test_the_learned_user_says_exactly_what_it_means_in_the_voice_or_the_rules(
+    demo_index, demo_matcher, speaking_voice
+):
+    voice = speaking_voice
+    ways = {"learned": 0, "rules": 0, "spliced": 0, "joined": 0}
+    for seed in range(12):
+        for text, meta, previous in run_user(demo_index, demo_matcher, voice, seed):
+            read = {(m.field, m.value, role) for m, role in extract_statements(demo_matcher, text, previous)}
+            assert read == {(s["field"], s["value"], s["role"]) for s in meta["stated"]}, (seed, text)
+            titles = demo_matcher.title_recognizer.recognise(text, candidates=previous).all
+            assert set(titles) == set(meta["titles"]), (seed, text)
+            record = meta["voice"]
+            assert set(record) == {"voice", "templates", "redraws", "fallback"}
+            assert isinstance(record["redraws"], int) and record["redraws"] >= 0
+            ways[record["voice"]] += 1
+            if record["voice"] == "learned":
+                assert record["fallback"] == "" and record["templates"], record
+                ways["spliced"] += any(_SPLICED.fullmatch(t) for t in record["templates"])
+                ways["joined"] += len(record["templates"]) > 1
+                parts = [template_pattern(template_text(voice, t)) for t in record["templates"]]
+                assert re.fullmatch("(?: |, )".join(parts), text), (text, record)
+                if meta["stage"] == "leave":
+                    assert all(t.startswith("leave||#") for t in record["templates"])
+            else:
+                assert record["voice"] == "rules" and record["templates"] == [], record
+                assert record["fallback"] in ("no template of the act", "no draw read back as meant"), record
+    # both ways are taken: the voice has templates for most turns, not for every one; some are spliced,
+    # some turns are two real turns joined
+    assert ways["learned"] > 2 * ways["rules"] > 0 and ways["spliced"] > 0 and ways["joined"] > 0, ways
+
+
+def test_the_same_seed_says_the_same_and_the_plan_is_the_realistic_users(demo_index, demo_matcher, speaking_voice):
+    voice = speaking_voice
+    sessions = {seed: run_user(demo_index, demo_matcher, voice, seed) for seed in range(4)}
+    for seed, said in sessions.items():
+        assert run_user(demo_index, demo_matcher, voice, seed) == said
+        # the voice words the turns; what the user wants, when, and when it leaves are the realistic user's
+        realistic = run_user(demo_index, demo_matcher, None, seed, profile="realistic")
+        assert [m["constraints"] for _, m, _ in said] == [m["constraints"] for _, m, _ in realistic]
+        assert [m["disclosure"] for _, m, _ in said] == [m["disclosure"] for _, m, _ in realistic]
+        assert all("voice" not in m for _, m, _ in realistic)
+    texts = {seed: [text for text, _, _ in said] for seed, said in sessions.items()}
+    assert len({tuple(t) for t in texts.values()}) == 4
+
+
+def test_a_user_that_loses_patience_leaves_in_a_frustrated_users_words(demo_index, demo_matcher, voice):
+    leaving = {text for text, _ in POOLS["leave||"]}
+    for seed in range(3):
+        said = run_user(demo_index, demo_matcher, voice, seed, system="missing", turns=12)
+        text, meta, _ = said[-1]
+        assert meta["stage"] == "leave" and len(said) <= 1 + user_profile("learned").patience + 1, said
+        assert text in leaving and meta["voice"]["voice"] == "learned", meta["voice"]
+
+
+def test_the_learned_profile_needs_a_voice_and_the_others_ignore_one(demo_index, demo_matcher, voice):
+    with pytest.raises(ValueError, match="the learned profile speaks with a learned voice: set simulator.voice.corpus"):
+        make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher)
+    user = make_user(demo_index, replace(SETTINGS, profile="realistic"), TEMPLATES, 0, demo_matcher, voice)
+    assert user.voice is None and "voice" not in user.turn(1, []).meta
