@@ -270,15 +270,15 @@ _REALISTIC = {
     "patience": 3,
     "voice": "casual",
     "full_stop": 0.15,
-    "learned": False,
     "field_disclosure": {
         field: {"volunteer": 0.15, "on_ask": 0.5, "hidden": 0.35}
         for field in ("actor", "director", "writer", "language", "year", "plot_keyword")
     },
 }
 _QUIET = {"terse": 0.0, "greeting": 0.0, "thanks": 0.0, "why": 0.0, "lowercase": 0.0, "typo": 0.0, "patience": 0}
-_PLAIN = {"voice": "", "full_stop": 1.0, "learned": False, "field_disclosure": {}}
-# The built-ins' settings as simulate jobs and provenance recorded them before profiles could be defined.
+_PLAIN = {"voice": "", "full_stop": 1.0, "field_disclosure": {}}
+# The built-ins' settings as simulate jobs and provenance recorded them before profiles could be defined (`learned`
+# and `fit` are left out while unset).
 BEFORE = {
     "explicit": {
         **_REALISTIC,
@@ -299,7 +299,13 @@ BEFORE = {
         **_PLAIN,
     },
     "realistic": _REALISTIC,
-    "learned": {**_REALISTIC, "name": "learned", "learned": True},
+    # `learned` is recorded only where it is true, before the field disclosure as the dataclass orders it
+    "learned": {
+        **{key: value for key, value in _REALISTIC.items() if key != "field_disclosure"},
+        "name": "learned",
+        "learned": True,
+        "field_disclosure": _REALISTIC["field_disclosure"],
+    },
 }
 
 

@@ -32,9 +32,9 @@ def test_pasted_record_is_replaced_by_its_film_name():
     report = Counter()
     assert (
         repair_user_text(
-            "What kind of story does {'name': 'Starsky & Hutch', 'year': '2004', 'actor': ['Fred W", report
+            "Which sort of plot has {'name': 'Starsky & Hutch', 'year': '2004', 'actor': ['Fred W", report
         )
-        == "What kind of story does Starsky & Hutch"
+        == "Which sort of plot has Starsky & Hutch"
     )
     assert repair_user_text("Tell me about {'year': '2004'} please", report) == "Tell me about please"
     assert report == {

@@ -209,7 +209,7 @@ _JOIN_AFTER = re.compile(
 )
 # "Leonardo DiCaprio in Inception (2010)": a title after one of these is not the end of a longer title
 _PERSON_JOIN = re.compile(r"(?:\b(?:in|with|by|from|starring|featuring|and)|:)\s+$", re.I)
-# Before a title typed in lower case by a user: "have you seen the lord of the rings".
+# Before a title typed in lower case by a user: "i have watched the lord of the rings twice".
 _LOOSE_CUE = re.compile(r"\b(?:seen|watched|watch|liked|loved|enjoyed|like|love|about|movie|film)\s+$", re.I)
 
 
@@ -590,7 +590,7 @@ class TitleRecognizer:
         if text[start].isupper() and len(words) >= 2:
             return "loose case"  # "Reign of fire", "Cabin in the woods"
         if by_user and _LOOSE_CUE.search(before[-12:]):
-            return "film word"  # "have you seen the lord of the rings"
+            return "film word"  # "i have watched the lord of the rings twice"
         return _WEAK  # "The Matrix, Blade runner and ...": read when a list joins it to a film
 
     def _marked(self, analysed: AnalysedText, formatted: list[re.Match]) -> list[_Marked]:
