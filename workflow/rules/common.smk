@@ -319,6 +319,8 @@ def described_outputs():
         described.append(rules.human_agreement.output)
     if REALISM_REFERENCE:
         described.append(rules.user_realism.output)
+    if VOICE_CORPUS:
+        described += [rules.learn_voice.output, rules.user_audit.output]
     described += [rules.viewer.output, rules.findings.output]
     if TRIALS > 1:
         described.append(rules.reliability_trials.output)

@@ -24,3 +24,25 @@ if VOICE_CORPUS:
             corpus_sha256=VOICE_CORPUS_SHA256,
         script:
             "../scripts/learn_voice.py"
+
+    rule user_audit:
+        input:
+            # each simulated user once, as user_realism reads them
+            shards=first_trial_shards(SESSION_SHARD),
+            films=rules.index_catalog.output.films,
+            concepts=rules.index_catalog.output.concepts,
+            voice=rules.learn_voice.output.voice,
+        output:
+            table=f"{RESULTS}/stats/user_audit.csv",
+            summary=report(
+                f"{RESULTS}/stats/user_audit.md", caption="../report/user_audit.rst", category="User realism"
+            ),
+        log:
+            f"{RESULTS}/logs/user_audit.log",
+        conda:
+            ENV
+        params:
+            # system name -> the user profile it met, for the shards in input.shards
+            profiles={name: planning.user_profile_of(system, config) for name, system in SYSTEMS.items()},
+        script:
+            "../scripts/user_audit.py"
