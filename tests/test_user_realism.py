@@ -1,5 +1,7 @@
 """User realism (crseval.analysis.user_realism) against values computed by hand."""
 
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -7,14 +9,22 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from crseval.analysis.user_realism import (
+    FLOOR,
+    Reference,
     UserTurns,
     _auc,
     _delong_interval,
     _median,
+    act_bigram_distance,
+    act_bigrams,
     compare_statistics,
+    content_blind,
     discriminator,
     guiraud,
+    js_distance,
+    load_reference,
     realism_markdown,
+    realism_table,
     simulated_turns,
     turn_statistics,
 )
@@ -170,3 +180,228 @@ def test_the_report_shows_each_user_and_how_each_system_met_it():
     assert "| word | 0.90 [n/a, n/a] |" in text
     assert "| system | words | question |" in text
     assert "| oracle | 4.00 | 0.25 |" in text and "| random | 7.00 | 0.50 |" in text
+
+
+# ------------------------------------------------------------------ three views, held out by construction
+
+
+@pytest.fixture(scope="module")
+def matcher(small_index):
+    from crseval.language.concepts import ConceptMatcher
+
+    return ConceptMatcher(small_index.concepts, small_index.films)
+
+
+def test_the_content_blind_text_of_a_turn_by_hand(matcher):
+    from crseval.language.user_acts import read_turn
+
+    text = "any crime movie with Robert De Niro like Goodfellas?"
+    assert content_blind(text, read_turn(text, matcher)) == "any slotgenre movie with slotactor like slottitle?"
+    text = "Maybe a Comedy in French?"
+    assert content_blind(text, read_turn(text, matcher)) == "Maybe a slotgenre in slotlanguage?"
+    assert content_blind("hi there", read_turn("hi there", matcher)) == "hi there"  # nothing to hide
+    # a turn that holds the slot marks itself cannot be read that way: it stays as said
+    assert content_blind("a {genre} film", read_turn("a {genre} film", matcher)) == "a {genre} film"
+
+
+def test_act_bigrams_and_their_jensen_shannon_distance_by_hand():
+    # simulated: "request, take" and "request"; real: "request"
+    simulated, real = [["request", "take"], ["request"]], [["request"]]
+    assert act_bigrams(simulated) == {
+        ("start", "request"): 2,
+        ("request", "take"): 1,
+        ("take", "end"): 1,
+        ("request", "end"): 1,
+    }
+    assert act_bigrams(real) == {("start", "request"): 1, ("request", "end"): 1}
+    # p = (start>request 2/5, request>end 1/5, request>take 1/5, take>end 1/5), q = (1/2, 1/2, 0, 0);
+    # their mean m = (9/20, 7/20, 1/10, 1/10)
+    kl_p = 2 / 5 * np.log2(8 / 9) + 1 / 5 * np.log2(4 / 7) + 2 * (1 / 5 * np.log2(2))
+    kl_q = 1 / 2 * np.log2(10 / 9) + 1 / 2 * np.log2(10 / 7)
+    by_hand = np.sqrt((kl_p + kl_q) / 2)
+    assert by_hand == pytest.approx(0.50192, abs=1e-5)
+    keys = sorted(set(act_bigrams(simulated)) | set(act_bigrams(real)))
+    p = [act_bigrams(simulated).get(k, 0) for k in keys]
+    q = [act_bigrams(real).get(k, 0) for k in keys]
+    assert js_distance(p, q) == pytest.approx(by_hand)
+    # the same through the sessions of two users (acts read by a stand-in for read_turn)
+    acts = {"a comedy?": "request", "I'll watch it": "take"}
+    found = act_bigram_distance(
+        UserTurns("sim", ["a comedy?", "I'll watch it", "a comedy?"], ["s1", "s1", "s2"]),
+        UserTurns("real", ["a comedy?"], ["r1"]),
+        acts.get,
+        resamples=200,
+        seed=0,
+    )
+    assert found["distance"] == pytest.approx(by_hand)
+    assert found["ci_low"] <= found["ci_high"]
+    # nothing in common: 1; the same distribution: 0
+    assert js_distance([1, 0], [0, 3]) == pytest.approx(1.0)
+    assert js_distance([2, 1], [4, 2]) == pytest.approx(0.0)
+
+
+@given(
+    st.lists(st.tuples(st.integers(0, 20), st.integers(0, 20)), min_size=1, max_size=12).filter(
+        lambda pairs: sum(a for a, _ in pairs) > 0 and sum(b for _, b in pairs) > 0
+    )
+)
+def test_the_jensen_shannon_distance_is_within_0_and_1_and_symmetric(pairs):
+    from scipy.spatial.distance import jensenshannon
+
+    p, q = [a for a, _ in pairs], [b for _, b in pairs]
+    distance = js_distance(p, q)
+    assert 0 <= distance <= 1
+    assert distance == pytest.approx(js_distance(q, p), abs=1e-12)
+    assert distance == pytest.approx(jensenshannon(p, q, base=2), abs=1e-7)
+    assert js_distance(p, p) == pytest.approx(0, abs=1e-7)
+
+
+def test_how_sessions_flow_and_end_by_hand():
+    acts = {"a comedy?": "request", "why that one?": "ask_about", "I'll watch it": "take", "ok": "small_talk"}
+    simulated = UserTurns(
+        "sim",
+        ["a comedy?", "I'll watch it", "a comedy?", "why that one?"],
+        ["s1", "s1", "s2", "s2"],
+        endings={"s1": "turn_limit", "s2": "abandoned"},
+    )
+    real = UserTurns("real", ["a comedy?", "ok", "why that one?"], ["r1", "r1", "r2"])
+    table = compare_statistics(simulated, real, resamples=100, seed=0, act=acts.get).set_index("statistic")
+    assert table.loc["act_request", ["simulated", "real"]].tolist() == [2 / 4, 1 / 3]
+    assert table.loc["act_take", ["simulated", "real"]].tolist() == [1 / 4, 0]
+    assert table.loc["act_other", ["simulated", "real"]].tolist() == [0, 0]
+    # the last turns: s1 takes, s2 asks about; r1 small talk, r2 asks about
+    assert table.loc["last_act_take", ["simulated", "real"]].tolist() == [0.5, 0]
+    assert table.loc["last_act_ask_about", ["simulated", "real"]].tolist() == [0.5, 0.5]
+    assert table.loc["ending_abandoned", "simulated"] == 0.5 and np.isnan(table.loc["ending_abandoned", "real"])
+    assert np.isnan(table.loc["ending_turn_limit", "difference"])
+    # without acts, the statistics of before only
+    assert not any(name.startswith("act_") for name in compare_statistics(simulated, real, 10, 0)["statistic"])
+
+
+def test_simulated_sessions_keep_how_they_ended():
+    records = [
+        {"session_id": "a", "system": "x", "profile": "realistic", "turns": [{"user_text": "hi"}]}
+        | {"ending": {"reason": "abandoned", "turn": 1, "farewell": "bye"}},
+        {"session_id": "b", "system": "x", "profile": "realistic", "turns": [{"user_text": "ok"}]},  # no record
+    ]
+    users, systems = simulated_turns(records, {})
+    assert users["realistic"].endings == {"a": "abandoned"}
+    assert systems[("realistic", "x")].endings == {"a": "abandoned"}
+
+
+# Twelve short dialogues written for these tests, one JSON line each (the `jsonl` importing format).
+_SAID = [
+    ["hello, any comedy?", "something newer", "ok thanks"],
+    ["a thriller please", "why that one?"],
+    ["got anything with robots", "seen it", "another one?", "fine"],
+    ["recommend me a movie"],
+]
+
+
+def _dialogue(i: int, said: list[str], user: str | None = None) -> dict:
+    turns = [
+        message for text in said for message in ({"role": "user", "text": text}, {"role": "system", "text": "Up?"})
+    ]
+    return {"system": "crs", "dialogue_id": f"d{i}", "turns": turns} | ({"user_id": user} if user else {})
+
+
+def _corpus(path, dialogues: list[dict]):
+    path.write_text("".join(json.dumps(d) + "\n" for d in dialogues))
+    return path
+
+
+# Each user talks to two systems (dialogues 0 and 1 are user u0's), as in an arena.
+DIALOGUES = [_dialogue(i, _SAID[i % 4], f"u{i // 2}") for i in range(12)]
+
+
+def test_the_real_side_is_held_out_from_the_voices_part(tmp_path):
+    from crseval.corpora.voice import corpus_dialogues
+    from crseval.simulate.voice import part_of
+
+    corpus = _corpus(tmp_path / "corpus.jsonl", DIALOGUES)
+    part = {r["session_id"]: part_of(r["session_id"], 2) for r in corpus_dialogues(corpus, "jsonl")}
+    # the split by a hash of the importer's id: part 1 holds d2, d3, d4, d6 and d9
+    assert [part[f"crs/d{i}"] for i in range(12)] == [2, 2, 1, 1, 1, 2, 1, 2, 2, 1, 2, 2]
+    voice = {"corpus": "corpus.jsonl", "format": "jsonl", "parts": 2, "learn_part": 1}
+
+    everything = load_reference(corpus, "jsonl")  # no voice: every dialogue
+    assert set(everything.real.sessions) == set(part) and everything.floor is None
+
+    split = load_reference(corpus, "jsonl", voice, corpus)
+    assert set(split.real.sessions) == {s for s, p in part.items() if p == 2}
+    assert set(split.floor.sessions) == {s for s, p in part.items() if p == 1}
+    assert split.floor.name == FLOOR and split.shared == 0
+    assert split.held_out == "the dialogues of part 2 of 2, held out from the voice, which learned from part 1"
+    # dialogue i says what dialogues i + 4 and i + 8 say, and part 1 says each of the four: all 7 held-out
+    # dialogues are echoed; users u2 (d4, d5), u3 (d6, d7) and u4 (d8, d9) speak in both parts
+    assert split.echoed == 7 and split.same_users == 3
+    text = realism_markdown(_one_row_table(), "corpus.jsonl", split.real, split)
+    assert "(corpus.jsonl): the dialogues of part 2 of 2, held out from the voice, which learned from part 1" in text
+    assert "3 of the held-out dialogues are by a user who also speaks in the voice's part, and 7 say" in text
+    assert "not held out" not in text
+
+    # another file holding the voice's part: not held out, and how many dialogues it shares
+    other = _corpus(tmp_path / "other.jsonl", DIALOGUES[:6] + [_dialogue(99, ["a musical?", "too long"])])
+    shared = load_reference(other, "jsonl", voice, corpus)
+    assert len(set(shared.real.sessions)) == 7  # the whole reference is measured against
+    # d2, d3, d4 are the voice's by id; d0, d1, d5 say what a dialogue of the voice's part says; d99 is new
+    assert shared.shared == 6
+    text = realism_markdown(_one_row_table(), "other.jsonl", shared.real, shared)
+    assert text.startswith("# How far is the simulated user from real users? (not held out)")
+    assert f"**Not held out**: {shared.shared} of the reference's 7 dialogues" in text
+    assert "## All users (not held out)" in text
+    # the same words under other ids are shared dialogues too
+    renamed = [d | {"dialogue_id": f"other-{d['dialogue_id']}"} for d in DIALOGUES]
+    copied = load_reference(_corpus(tmp_path / "renamed.jsonl", renamed), "jsonl", voice, corpus)
+    assert copied.shared == 12
+
+
+def _one_row_table() -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"user": "u", "system": "all", "measure": "words", "simulated": 5.0, "real": 6.0, "difference": -1.0}]
+    ).assign(ci_low=np.nan, ci_high=np.nan, simulated_tells="", real_tells="")
+
+
+def test_the_floor_is_real_users_of_the_voices_part_measured_as_a_user(matcher):
+    from crseval.language.user_acts import read_turn
+
+    said = ["hello, any comedy?", "something newer", "why that one?", "ok thanks", "seen it", "a thriller please"]
+    real = UserTurns("real users", said * 2, [f"r{i // 3}" for i in range(12)])
+    floor = UserTurns(FLOOR, said[::-1] * 2, [f"f{i // 2}" for i in range(12)])
+    simulated = UserTurns(
+        "explicit",
+        [f"I'd like a {genre} film starring Robert De Niro." for genre in ("crime", "drama", "comedy")] * 4,
+        [f"s{i // 4}" for i in range(12)],
+        endings={"s0": "turn_limit", "s1": "turn_limit", "s2": "abandoned"},
+    )
+    table = realism_table(
+        {"explicit": simulated},
+        {("explicit", "x"): simulated},
+        real,
+        folds=2,
+        resamples=50,
+        read=lambda text: read_turn(text, matcher),
+        floor=floor,
+    )
+    overall = table[table["system"] == "all"].set_index(["user", "measure"])
+    measures = ["auc_word", "auc_char", "auc_statistics", "auc_word_blind", "auc_char_blind", "act_bigram_js"]
+    for user in ("explicit", FLOOR):
+        assert set(measures) <= set(overall.loc[user].index)
+        assert {"act_request", "last_act_ask_about", "ending_abandoned", "turns_per_session"} <= set(
+            overall.loc[user].index
+        )
+    # the floor says what the real users say, in another order: the same words per turn, the same acts
+    assert overall.loc[(FLOOR, "words"), "difference"] == 0
+    assert overall.loc[(FLOOR, "act_request"), "difference"] == pytest.approx(0)
+    assert np.isnan(overall.loc[(FLOOR, "ending_abandoned"), "simulated"])  # real sessions record no ending
+    assert overall.loc[("explicit", "ending_abandoned"), "simulated"] == pytest.approx(1 / 3)
+    assert overall.loc[("explicit", "act_request"), "simulated"] == 1  # every turn asks for a value
+    assert set(table.loc[table["user"] == FLOOR, "system"]) == {"all"}  # no systems met the floor
+    # the floor stands first in the overview, beside every simulated user
+    split = Reference(real, floor=floor, held_out="the dialogues of part 2 of 2", voice_part="part 1 of 2")
+    text = realism_markdown(table, "corpus.jsonl", real, split)
+    overview = text.split("## All users")[1].split("## User")[0]
+    assert overview.index("| real users |") < overview.index(f"| {FLOOR} |") < overview.index("| explicit |")
+    for heading in ("### Words", "### Style apart from content", "### Flow", f"## User `{FLOOR}`"):
+        assert heading in text
+    assert "Act bigrams, Jensen-Shannon distance to the real users' [95% CI]:" in text

@@ -1,6 +1,7 @@
 """How real is the simulated user: its turns against the user turns of a corpus of real dialogues, per user
 profile and per system it talked to (crseval.analysis.user_realism). In the experiment when
-`simulator.realism.reference` names the corpus."""
+`simulator.realism.reference` names the corpus; when it is the learned voice's corpus, against the
+dialogues the voice did not learn from (simulator.voice)."""
 
 if REALISM_REFERENCE:
 
@@ -9,6 +10,8 @@ if REALISM_REFERENCE:
             # each simulated user once: a repeated trial says again what the first said, or answers a sample
             shards=first_trial_shards(SESSION_SHARD),
             reference=REALISM_REFERENCE,
+            # the learned voice's corpus: the real side is held out from the part it learned from
+            voice_corpus=VOICE_CORPUS or [],
             films=rules.index_catalog.output.films,
             concepts=rules.index_catalog.output.concepts,
         output:
@@ -28,6 +31,7 @@ if REALISM_REFERENCE:
             ENV
         params:
             realism=config_slice("simulator", "realism"),
+            voice=config_slice("simulator", "voice"),
             stats=config_slice("stats"),
             # system name -> the user profile it met, for the shards in input.shards
             profiles={name: planning.user_profile_of(system, config) for name, system in SYSTEMS.items()},

@@ -1,6 +1,8 @@
-"""Rule user_realism: the simulated users' turns against the real users' turns of the reference corpus."""
+"""Rule user_realism: the simulated users' turns against the real users' turns of the reference corpus,
+held out from the learned voice when the voice learned from the reference (crseval.analysis.user_realism)."""
 
 import json
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -8,23 +10,36 @@ import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval.analysis import figures
 from crseval.analysis.user_realism import (
+    load_reference,
     realism_markdown,
     realism_table,
-    reference_turns,
     simulated_turns,
     turn_statistics,
 )
 from crseval.catalog.index import CatalogIndex
 from crseval.core.io import atomic_path, log_to
 from crseval.language.concepts import ConceptMatcher
+from crseval.language.user_acts import read_turn
 
 log = log_to(snakemake.log[0])
+started = time.perf_counter()
 settings = json.loads(snakemake.params.realism)
+voice = json.loads(snakemake.params.voice)
 stats = json.loads(snakemake.params.stats)
 profiles = dict(snakemake.params.profiles)
 
 reference = Path(snakemake.input.reference)
-real = reference_turns(reference, settings["format"])
+# the voice's corpus, when the config names one: the real side is held out from the part it learned from
+voice_corpus = snakemake.input.get("voice_corpus") or None
+split = load_reference(reference, settings["format"], voice, voice_corpus)
+real = split.real
+if split.shared:
+    log.warning(
+        "user realism not held out: %d dialogues of %s are in the learned voice's part (%s)",
+        split.shared,
+        reference.name,
+        split.voice_part,
+    )
 
 
 def records():
@@ -41,26 +56,37 @@ def names_catalog(text: str) -> bool:
     return bool(matcher.titles(text)) or bool(matcher.values(text))
 
 
+def read(text: str):
+    return read_turn(text, matcher)
+
+
 users, systems = simulated_turns(records(), profiles)
 table = realism_table(
-    users, systems, real, settings["folds"], stats["bootstrap_resamples"], stats["seed"], names_catalog
+    users,
+    systems,
+    real,
+    settings["folds"],
+    stats["bootstrap_resamples"],
+    stats["seed"],
+    names_catalog,
+    read=read,
+    floor=split.floor,
 )
 with atomic_path(snakemake.output.table) as temporary:
     table.to_csv(temporary, index=False)
 with atomic_path(snakemake.output.summary) as temporary:
-    temporary.write_text(realism_markdown(table, reference.name, real))
-words = {user: turn_statistics(turns.texts)["words"].tolist() for user, turns in users.items()}
-words["real users"] = turn_statistics(real.texts)["words"].tolist()
+    temporary.write_text(realism_markdown(table, reference.name, real, split))
+compared = {**users, **({split.floor.name: split.floor} if split.floor is not None else {}), "real users": real}
+words = {user: turn_statistics(turns.texts)["words"].tolist() for user, turns in compared.items()}
 shares = pd.DataFrame(
-    {
-        user: turn_statistics(turns.texts).drop(columns="words").mean()
-        for user, turns in {**users, "real users": real}.items()
-    }
+    {user: turn_statistics(turns.texts).drop(columns="words").mean() for user, turns in compared.items()}
 ).T
 figures.user_realism_figure(words, shares, Path(snakemake.output.png).with_suffix(""))
 log.info(
-    "user realism of %d users against %d real user turns: %s",
+    "user realism of %d users against %d real user turns%s in %.1f s: %s",
     len(users),
     len(real.texts),
+    f" ({split.held_out})" if split.held_out else "",
+    time.perf_counter() - started,
     table.loc[table["measure"] == "auc_word", ["user", "simulated"]].to_dict("records"),
 )

@@ -1,6 +1,6 @@
-"""How far simulated user turns are from real users' turns: population statistics and a discriminator.
+"""How far simulated user turns are from real users' turns: population statistics, discriminators, flow.
 
-Two views, as ConvApparel measures simulators against real conversations:
+Three views, as ConvApparel measures simulators against real conversations:
 - population statistics of the user turns, each with the simulated and the real value and the
   difference between them, with a percentile bootstrap CI over sessions (a session's turns are
   resampled together): words per turn (median); the shares of turns that ask, greet, thank, are only
@@ -13,7 +13,18 @@ Two views, as ConvApparel measures simulators against real conversations:
   cross-validated ROC AUC (0.5: indistinguishable, 1.0: always told apart) of a logistic regression
   on word n-grams, character n-grams, or the turn statistics; its CI comes from DeLong's variance of
   the out-of-fold scores; the n-grams that give each side away most are listed, so that a developer
-  of the simulator sees what to change.
+  of the simulator sees what to change. The word and character discriminators run a second time on
+  content-blind text (`content_blind`: every catalog value and title replaced by a word naming its slot
+  type, on both sides): how the user talks apart from what it talks about;
+- how sessions flow: the share of each act (crseval.language.user_acts.read_turn, `ACTS`), the
+  Jensen-Shannon distance between the act-bigram distributions of simulated and real sessions (a start and
+  an end marker around each session's acts), turns per session, and how sessions end (the act of the last
+  user turn; for simulated sessions also whether the user left or the turn limit ended it).
+
+Held out by construction: when the learned voice (crseval.simulate.voice) learned from the reference
+itself, the real side is the dialogues of the other parts, and the voice's part is a further row, real users
+against real users (the floor). A reference that shares dialogues with the voice's part in another file is
+headed "not held out" (`load_reference`).
 
 Every random choice (bootstrap, folds) takes a seed. AUCs and differences are reported, never
 thresholded here.
@@ -32,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 from crseval.analysis.intervals import draw_counts
-from crseval.language.user_acts import act_flags
+from crseval.language.user_acts import ACTS, TurnReading, act_flags
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _LETTERS = re.compile(r"\b[a-z]{3,}\b")
@@ -84,11 +95,13 @@ def guiraud(texts: list[str]) -> float:
 
 @dataclass(frozen=True)
 class UserTurns:
-    """The user turns of one user (a profile, a corpus), with the session each belongs to."""
+    """The user turns of one user (a profile, a corpus), with the session each belongs to, in the order
+    said; for simulated sessions, how each ended (session -> `ending.reason` of its record)."""
 
     name: str
     texts: list[str]
     sessions: list[str]
+    endings: dict[str, str] | None = None
 
     def __post_init__(self):
         if len(self.texts) != len(self.sessions):
@@ -98,20 +111,104 @@ class UserTurns:
 
 
 SESSION_STATISTICS = ("turns_per_session", "word_variety")
+# How a simulated session ended (`ending.reason` of its record, crseval.simulate.sessions.run_session).
+ENDINGS = ("abandoned", "turn_limit")
+# The real users of the voice's part of the reference, measured as a user against the other parts.
+FLOOR = "real users (the voice's part)"
 
 
-def reference_turns(path: str | Path, import_format: str) -> UserTurns:
+def reference_turns(
+    path: str | Path, import_format: str, keep: Callable[[dict], bool] | None = None, name: str = "real users"
+) -> UserTurns:
     """The user turns of a corpus of real dialogues in an importing format (crseval.corpora.formats), as
-    the importer reads them: the turns it pairs with a system reply."""
-    from crseval.corpora.formats import reader
+    the importer reads them: the turns it pairs with a system reply; with `keep` (session record -> bool),
+    of the dialogues it keeps only."""
+    from crseval.corpora.voice import corpus_dialogues
 
-    imported, _ = reader(import_format).import_logs([Path(path)], None, "0" * 64, "0" * 64)
-    records = [record for records in imported.values() for record in records]
+    records = [record for record in corpus_dialogues(path, import_format) if keep is None or keep(record)]
     return UserTurns(
-        "real users",
+        name,
         [turn["user_text"] for record in records for turn in record["turns"]],
         [record["session_id"] for record in records for _ in record["turns"]],
     )
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The real side of the comparison and how it stands to the learned voice's corpus."""
+
+    real: UserTurns
+    floor: UserTurns | None = None  # the voice's part of the same corpus, measured as a user
+    held_out: str = ""  # which dialogues the real side is, when it is held out from the voice
+    shared: int = 0  # dialogues of the reference the voice learned from, when it is not held out
+    voice_part: str = ""  # the voice's part, for the report
+    # held out: dialogues of the real side by a user (the importer's user id) who also speaks in the voice's
+    # part, and dialogues whose user turns are word for word those of a dialogue of the voice's part
+    same_users: int = 0
+    echoed: int = 0
+
+
+def load_reference(
+    path: str | Path, import_format: str, voice: dict | None = None, voice_corpus: str | Path | None = None
+) -> Reference:
+    """The real users to measure against, held out from the learned voice by construction.
+
+    Without a voice corpus: every dialogue of the reference. When the voice learned from the reference
+    itself (the same file by sha256, read in the same format): the dialogues outside the voice's part
+    (crseval.simulate.voice.part_of on the id the importer gives each, `voice` holding `parts` and
+    `learn_part`), and the voice's part as `floor`. When the voice learned from another file: every
+    dialogue, and `shared` counts those the voice's part holds too (the same id, or the same user turns
+    in the same order), for the report to head its table "not held out"."""
+    from crseval.corpora.voice import corpus_dialogues, corpus_sha256
+    from crseval.simulate.voice import part_of
+
+    if not voice_corpus:
+        return Reference(reference_turns(path, import_format))
+    voice = voice or {}
+    # the schema's defaults (simulator.voice)
+    parts, learn_part = voice.get("parts", 2), voice.get("learn_part", 1)
+    voice_format = voice.get("format", "crsarena")
+    voice_part = f"part {learn_part} of {parts} of {Path(voice_corpus).name}"
+
+    def in_part(record: dict) -> bool:
+        return part_of(record["session_id"], parts) == learn_part
+
+    if voice_format == import_format and corpus_sha256(path) == corpus_sha256(voice_corpus):
+        others = [part for part in range(1, parts + 1) if part != learn_part]
+        records = corpus_dialogues(path, import_format)
+        learned = [record for record in records if in_part(record)]
+        users, said = {_user(r) for r in learned} - {None}, {_said(r) for r in learned} - {()}
+        held = [record for record in records if not in_part(record)]
+        return Reference(
+            reference_turns(path, import_format, lambda record: not in_part(record)),
+            floor=reference_turns(path, import_format, in_part, FLOOR),
+            held_out=f"the dialogues of {_parts(others)} of {parts}, held out from the voice, which learned "
+            f"from part {learn_part}",
+            voice_part=voice_part,
+            same_users=sum(_user(r) in users for r in held),
+            echoed=sum(_said(r) in said for r in held),
+        )
+    learned = [record for record in corpus_dialogues(voice_corpus, voice_format) if in_part(record)]
+    ids, said = {r["session_id"] for r in learned}, {_said(r) for r in learned} - {()}
+    shared = sum(r["session_id"] in ids or _said(r) in said for r in corpus_dialogues(path, import_format))
+    return Reference(reference_turns(path, import_format), shared=shared, voice_part=voice_part)
+
+
+def _user(record: dict) -> str | None:
+    """The id of the dialogue's user, where the importer keeps one."""
+    return (record.get("provenance") or {}).get("user_id")
+
+
+def _said(record: dict) -> tuple[str, ...]:
+    """A dialogue's user turns, spaces normalised: two files hold the same dialogue if they say the same."""
+    return tuple(" ".join(turn["user_text"].split()) for turn in record["turns"])
+
+
+def _parts(parts: list[int]) -> str:
+    """How parts read in the report: part 2; parts 2 and 3; parts 2, 3 and 4."""
+    if len(parts) == 1:
+        return f"part {parts[0]}"
+    return "parts " + ", ".join(str(p) for p in parts[:-1]) + f" and {parts[-1]}"
 
 
 def simulated_turns(
@@ -122,9 +219,10 @@ def simulated_turns(
     the user's turns (`simulator.paraphrase`), the profile's own user is the rules' wording (the
     template text) and the reworded turns, as the system read them, are a further user
     `<profile> reworded by <model>`: the table then shows what the LLM changes."""
-    texts, sessions = defaultdict(list), defaultdict(list)
+    texts, sessions, endings = defaultdict(list), defaultdict(list), defaultdict(dict)
     for record in records:
         profile = record.get("profile") or profiles[record["system"]]
+        reason = (record.get("ending") or {}).get("reason")
         for turn in record["turns"]:
             paraphrase = (turn.get("user_meta") or {}).get("paraphrase")
             spoken = [(profile, turn["user_text"])]
@@ -135,9 +233,13 @@ def simulated_turns(
                 for key in (user, (user, record["system"])):
                     texts[key].append(text)
                     sessions[key].append(record["session_id"])
-    users = {key: UserTurns(key, texts[key], sessions[key]) for key in texts if isinstance(key, str)}
+                    if reason:
+                        endings[key][record["session_id"]] = reason
+    users = {key: UserTurns(key, texts[key], sessions[key], endings.get(key)) for key in texts if isinstance(key, str)}
     systems = {
-        key: UserTurns(f"{key[0]} with {key[1]}", texts[key], sessions[key]) for key in texts if isinstance(key, tuple)
+        key: UserTurns(f"{key[0]} with {key[1]}", texts[key], sessions[key], endings.get(key))
+        for key in texts
+        if isinstance(key, tuple)
     }
     return users, systems
 
@@ -146,18 +248,28 @@ def simulated_turns(
 class _Sessions:
     """A side's turns summed per session, so that a bootstrap over sessions is a sum over drawn rows:
     turns, the count of each yes/no statistic, a histogram of words per turn, and the variety of each
-    session's words."""
+    session's words; given each turn's act, also the count of each act, the act of the session's last
+    turn, how the session ended, and its act bigrams."""
 
     turns: np.ndarray  # (sessions,)
     counts: dict[str, np.ndarray]  # statistic -> (sessions,)
     words: np.ndarray  # (sessions, longest turn + 1)
     variety: np.ndarray  # (sessions,) Guiraud's index, 0 for a session without words
     worded: np.ndarray  # (sessions,) 1 for a session with words
+    acts: np.ndarray | None = None  # (sessions, ACTS): turns of each act
+    last_acts: np.ndarray | None = None  # (sessions, ACTS): 1 for the act of the session's last turn
+    endings: np.ndarray | None = None  # (sessions, ENDINGS): 1 for how it ended, 0s where not recorded
+    bigrams: np.ndarray | None = None  # (sessions, BIGRAMS): act bigrams, start and end marked
 
     @classmethod
-    def of(cls, turns: UserTurns, names_catalog: Callable[[str], bool] | None = None) -> "_Sessions":
+    def of(
+        cls,
+        turns: UserTurns,
+        names_catalog: Callable[[str], bool] | None = None,
+        act: Callable[[str], str] | None = None,
+    ) -> "_Sessions":
         frame = turn_statistics(turns.texts, names_catalog)
-        codes, _ = pd.factorize(pd.Series(turns.sessions), sort=True)
+        codes, ids = pd.factorize(pd.Series(turns.sessions), sort=True)
         sessions = codes.max() + 1
         words = np.zeros((sessions, int(frame["words"].max()) + 1))
         np.add.at(words, (codes, frame["words"].to_numpy()), 1)
@@ -165,12 +277,29 @@ class _Sessions:
         for code, text in zip(codes, turns.texts):
             texts[code].append(text)
         variety = np.array([guiraud(t) for t in texts])
+        flow = {}
+        if act is not None:
+            acts = [_ACT_INDEX[act(text)] for text in turns.texts]
+            said = [[] for _ in range(sessions)]  # each session's acts, in the order said
+            for code, index in zip(codes, acts):
+                said[code].append(index)
+            flow["acts"] = np.zeros((sessions, len(ACTS)))
+            np.add.at(flow["acts"], (codes, acts), 1)
+            flow["last_acts"] = np.zeros((sessions, len(ACTS)))
+            flow["last_acts"][np.arange(sessions), [session[-1] for session in said]] = 1
+            flow["bigrams"] = np.array([_bigram_counts(session) for session in said])
+            flow["endings"] = np.zeros((sessions, len(ENDINGS)))
+            for code, session in enumerate(ids):
+                reason = (turns.endings or {}).get(session)
+                if reason in ENDINGS:
+                    flow["endings"][code, ENDINGS.index(reason)] = 1
         return cls(
             np.bincount(codes, minlength=sessions).astype(float),
             {name: np.bincount(codes, frame[name].to_numpy(), sessions) for name in frame.columns if name != "words"},
             words,
             np.nan_to_num(variety),
             (~np.isnan(variety)).astype(float),
+            **flow,
         )
 
     def values(self, picks: np.ndarray) -> dict[str, np.ndarray]:
@@ -183,7 +312,82 @@ class _Sessions:
         values["turns_per_session"] = turns / picks.shape[1]
         with np.errstate(invalid="ignore", divide="ignore"):
             values["word_variety"] = (taken @ self.variety) / (taken @ self.worded)
+        if self.acts is None:
+            return values
+        acts, last = taken @ self.acts, taken @ self.last_acts
+        values.update({f"act_{name}": acts[:, i] / turns for i, name in enumerate(ACTS)})
+        values.update({f"last_act_{name}": last[:, i] / picks.shape[1] for i, name in enumerate(ACTS)})
+        ended = taken @ self.endings
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values.update({f"ending_{name}": ended[:, i] / ended.sum(axis=1) for i, name in enumerate(ENDINGS)})
         return values
+
+
+_ACT_INDEX = {act: i for i, act in enumerate(ACTS)}
+# An act bigram: from the start of a session or an act, to an act or the end of the session.
+START, END = "start", "end"
+BIGRAMS = tuple((first, then) for first in (START, *ACTS) for then in (*ACTS, END))
+
+
+def _bigram_counts(acts: list[int]) -> np.ndarray:
+    """The act bigrams of one session (acts as indices into ACTS) as counts over BIGRAMS: start -> first
+    act, each act -> the next, last act -> end."""
+    counts = np.zeros(len(BIGRAMS))
+    steps = [-1, *acts, len(ACTS)]  # start is row 0 of (START, *ACTS); end is the last of (*ACTS, END)
+    for first, then in zip(steps, steps[1:]):
+        counts[(first + 1) * (len(ACTS) + 1) + then] += 1
+    return counts
+
+
+def act_bigrams(sessions: list[list[str]]) -> dict[tuple[str, str], int]:
+    """The act bigrams of sessions (each a list of acts, in order), counted: (start, first act), each
+    pair of consecutive acts, (last act, end)."""
+    counts = sum(_bigram_counts([_ACT_INDEX[a] for a in acts]) for acts in sessions)
+    return {bigram: int(n) for bigram, n in zip(BIGRAMS, np.atleast_1d(counts)) if n}
+
+
+def js_distance(p, q) -> np.ndarray | float:
+    """The Jensen-Shannon distance, base 2, between two distributions given as counts (or weights) along
+    the last axis: the square root of the mean of each one's Kullback-Leibler divergence from their mean.
+    0 for the same distribution, 1 for two without a value in common; row by row for matrices."""
+    p, q = np.asarray(p, float), np.asarray(q, float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p = p / p.sum(axis=-1, keepdims=True)
+        q = q / q.sum(axis=-1, keepdims=True)
+        mean = (p + q) / 2
+        divergence = (
+            np.where(p > 0, p * np.log2(p / mean), 0).sum(axis=-1)
+            + np.where(q > 0, q * np.log2(q / mean), 0).sum(axis=-1)
+        ) / 2
+    distance = np.sqrt(np.clip(divergence, 0.0, 1.0))
+    return float(distance) if distance.ndim == 0 else distance
+
+
+def _bigram_distance(
+    simulated: "_Sessions", real: "_Sessions", resamples: int, seed: int
+) -> tuple[float, float, float]:
+    """The Jensen-Shannon distance between both sides' act-bigram distributions (pooled over sessions) and
+    its 95% percentile bootstrap CI, resampling each side's sessions as `_compare` does (the same draws)."""
+    observed = js_distance(simulated.bigrams.sum(axis=0), real.bigrams.sum(axis=0))
+    if not resamples:
+        return observed, float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    pooled = []
+    for side in (simulated, real):
+        picks = rng.integers(len(side.turns), size=(resamples, len(side.turns)))
+        pooled.append(draw_counts(picks, len(side.turns)).astype(float) @ side.bigrams)
+    low, high = np.percentile(js_distance(*pooled), [2.5, 97.5])
+    return observed, float(low), float(high)
+
+
+def act_bigram_distance(
+    simulated: UserTurns, real: UserTurns, act: Callable[[str], str], resamples: int = 1000, seed: int = 0
+) -> dict:
+    """How differently simulated and real sessions flow: the Jensen-Shannon distance (base 2) between the
+    act-bigram distributions of both sides' sessions (`act`: text -> one of ACTS), with its 95% bootstrap
+    CI over sessions (both sides resampled, seeded with `seed`)."""
+    found = _bigram_distance(_Sessions.of(simulated, act=act), _Sessions.of(real, act=act), resamples, seed)
+    return dict(zip(("distance", "ci_low", "ci_high"), found))
 
 
 def _median(histograms: np.ndarray) -> np.ndarray:
@@ -202,11 +406,17 @@ def compare_statistics(
     resamples: int = 1000,
     seed: int = 0,
     names_catalog: Callable[[str], bool] | None = None,
+    act: Callable[[str], str] | None = None,
 ) -> pd.DataFrame:
     """Per statistic: the simulated and the real value, their difference (simulated - real), and its 95%
     percentile bootstrap CI, resampling each side's sessions (all draws at once). With `names_catalog`
-    (text -> bool), also the share of turns naming a film or value of the catalog."""
-    return _compare(_Sessions.of(simulated, names_catalog), _Sessions.of(real, names_catalog), resamples, seed)
+    (text -> bool), also the share of turns naming a film or value of the catalog; with `act` (text -> one
+    of ACTS), also how sessions flow: the share of turns of each act (`act_<act>`), the share of sessions
+    whose last turn is of each act (`last_act_<act>`) and, of the sessions whose record says how they ended,
+    the share that ended each way (`ending_<reason>`, NaN for a side without such records)."""
+    return _compare(
+        _Sessions.of(simulated, names_catalog, act), _Sessions.of(real, names_catalog, act), resamples, seed
+    )
 
 
 def _compare(simulated: "_Sessions", real: "_Sessions", resamples: int, seed: int) -> pd.DataFrame:
@@ -222,7 +432,7 @@ def _compare(simulated: "_Sessions", real: "_Sessions", resamples: int, seed: in
     for name in observed["simulated"]:
         sim, rea = float(observed["simulated"][name][0]), float(observed["real"][name][0])
         boot = drawn["simulated"][name] - drawn["real"][name]
-        low, high = np.percentile(boot, [2.5, 97.5]) if resamples else (np.nan, np.nan)
+        low, high = np.percentile(boot, [2.5, 97.5]) if resamples and not np.isnan(boot).all() else (np.nan, np.nan)
         rows.append(
             {
                 "statistic": name,
@@ -314,6 +524,19 @@ def discriminator(simulated: list[str], real: list[str], kind: str = "word", fol
 
 
 DISCRIMINATORS = ("word", "char", "statistics")
+# The discriminators that also run on content-blind text (`content_blind`): measures `auc_<kind>_blind`.
+BLIND_DISCRIMINATORS = ("word", "char")
+_SLOT = re.compile(r"\{(\w+)\}")
+
+
+def content_blind(text: str, reading: TurnReading) -> str:
+    """The turn with every catalog value and title replaced by one word naming its slot type ("{genre}"
+    becomes "slotgenre", "{title}" "slottitle"): what is left is how the user talks, not what about. The
+    template of `reading` (crseval.language.user_acts.read_turn); a turn that holds the slot marks itself
+    cannot be read that way and stays as it is."""
+    if "{" in text or "}" in text:
+        return text
+    return _SLOT.sub(lambda slot: f"slot{slot.group(1)}", reading.template)
 
 
 def realism_table(
@@ -324,37 +547,77 @@ def realism_table(
     resamples: int = 1000,
     seed: int = 0,
     names_catalog: Callable[[str], bool] | None = None,
+    read: Callable[[str], TurnReading] | None = None,
+    floor: UserTurns | None = None,
 ) -> pd.DataFrame:
     """Every user (a profile) against the real users: its statistics and the discriminators' AUCs
     (`system` "all"), and the statistics of the user as each system met it. One row per measure:
     `simulated`, `real`, `difference` and its CI for a statistic; the AUC and its CI (`simulated`,
     `ci_low`, `ci_high`) and the n-grams that give each side away for a discriminator. `names_catalog`
-    (text -> bool) adds the share of turns naming the catalog; it is asked once per distinct text."""
+    (text -> bool) adds the share of turns naming the catalog; it is asked once per distinct text.
+
+    `read` (text -> TurnReading, crseval.language.user_acts.read_turn with the catalog's matcher; asked
+    once per distinct text) adds the other two views: the word and character discriminators on
+    content-blind text (`auc_word_blind`, `auc_char_blind`), and how sessions flow: the statistics
+    `act_<act>`, `last_act_<act>` and `ending_<reason>` (compare_statistics) and, per user, the
+    Jensen-Shannon distance between the act-bigram distributions (`act_bigram_js`, in `simulated`, with
+    its bootstrap CI). `floor`, real users of another part of the reference, is measured as a user (the
+    FLOOR row: what real users score against real users)."""
     rows = []
     names = lru_cache(maxsize=None)(names_catalog) if names_catalog is not None else None
-    real_sessions = _Sessions.of(real, names)
+    reading = lru_cache(maxsize=None)(read) if read is not None else None
 
-    def statistics(user: str, system: str, turns: UserTurns) -> None:
-        compared = _compare(_Sessions.of(turns, names), real_sessions, resamples, seed)
+    def act(text: str) -> str:
+        return reading(text).act
+
+    def blind(texts: list[str]) -> list[str]:
+        return [content_blind(text, reading(text)) for text in texts]
+
+    flow = act if reading is not None else None
+    real_sessions = _Sessions.of(real, names, flow)
+    real_blind = blind(real.texts) if reading is not None else None
+
+    def statistics(user: str, system: str, turns: UserTurns) -> "_Sessions":
+        sessions = _Sessions.of(turns, names, flow)
+        compared = _compare(sessions, real_sessions, resamples, seed)
         for row in compared.itertuples(index=False):
             rows.append({"user": user, "system": system, "measure": row.statistic, **row._asdict()})
+        return sessions
 
-    for user, turns in users.items():
-        statistics(user, "all", turns)
+    def discriminate(user: str, measure: str, kind: str, simulated: list[str], real_texts: list[str]) -> None:
+        found = discriminator(simulated, real_texts, kind, folds, seed)
+        rows.append(
+            {
+                "user": user,
+                "system": "all",
+                "measure": measure,
+                "simulated": found["auc"],
+                "ci_low": found["auc_ci_low"],
+                "ci_high": found["auc_ci_high"],
+                "simulated_tells": _tells(found["simulated_tells"]),
+                "real_tells": _tells(found["real_tells"]),
+            }
+        )
+
+    for user, turns in {**users, **({FLOOR: floor} if floor is not None else {})}.items():
+        sessions = statistics(user, "all", turns)
         for kind in DISCRIMINATORS:
-            found = discriminator(turns.texts, real.texts, kind, folds, seed)
-            rows.append(
-                {
-                    "user": user,
-                    "system": "all",
-                    "measure": f"auc_{kind}",
-                    "simulated": found["auc"],
-                    "ci_low": found["auc_ci_low"],
-                    "ci_high": found["auc_ci_high"],
-                    "simulated_tells": _tells(found["simulated_tells"]),
-                    "real_tells": _tells(found["real_tells"]),
-                }
-            )
+            discriminate(user, f"auc_{kind}", kind, turns.texts, real.texts)
+        if reading is None:
+            continue
+        for kind in BLIND_DISCRIMINATORS:
+            discriminate(user, f"auc_{kind}_blind", kind, blind(turns.texts), real_blind)
+        distance, low, high = _bigram_distance(sessions, real_sessions, resamples, seed)
+        rows.append(
+            {
+                "user": user,
+                "system": "all",
+                "measure": "act_bigram_js",
+                "simulated": distance,
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
     for (user, system), turns in systems.items():
         statistics(user, system, turns)
     columns = ["user", "system", "measure", "simulated", "real", "difference", "ci_low", "ci_high"]
@@ -368,17 +631,76 @@ def _tells(ngrams: list[str]) -> str:
     return ", ".join(f"`{ngram.replace(' ', '·')}`" for ngram in ngrams)
 
 
-def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns) -> str:
-    """The readable report: per user, its statistics beside the real users' and the discriminators."""
+def _view(measure: str) -> str:
+    """Which view a measure belongs to: "words" (the statistics and discriminators of the turns as said),
+    "style" (the discriminators on content-blind text) or "flow" (acts, bigrams, endings)."""
+    if measure.startswith("auc_") and measure.endswith("_blind"):
+        return "style"
+    if measure.startswith(("act_", "last_act_", "ending_")):
+        return "flow"
+    return "words"
+
+
+# The overview's columns: measure -> heading.
+OVERVIEW = {
+    "words": "median words",
+    "question": "question share",
+    "turns_per_session": "turns per session",
+    "auc_word": "AUC word",
+    "auc_char": "AUC char",
+    "auc_statistics": "AUC statistics",
+    "auc_word_blind": "AUC word, content-blind",
+    "auc_char_blind": "AUC char, content-blind",
+    "act_bigram_js": "act bigrams JS distance",
+}
+
+
+def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns, split: Reference | None = None) -> str:
+    """The readable report: an overview of every user, then per user its three views: words (its
+    statistics beside the real users' and the discriminators), style apart from content (the
+    discriminators on content-blind text) and flow (acts, act bigrams, how sessions end). `split` (from
+    `load_reference`) says which dialogues the real side is, held out from the learned voice or not."""
 
     def fmt(x) -> str:
         return "n/a" if x != x else f"{x:.2f}"
 
+    def with_ci(r) -> str:
+        return f"{fmt(r.simulated)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]"
+
+    def statistics_table(rows: pd.DataFrame, heading: str, user: str) -> list[str]:
+        side = "the voice's part" if user == FLOOR else "simulated"
+        lines = ["", f"| {heading} | {side} | real | difference [95% CI] |", "|---|---|---|---|"]
+        return lines + [
+            f"| {r.measure} | {fmt(r.simulated)} | {fmt(r.real)} | "
+            f"{fmt(r.difference)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}] |"
+            for r in rows.itertuples()
+        ]
+
+    def discriminator_table(rows: pd.DataFrame) -> list[str]:
+        lines = ["", "| discriminator | AUC [95% CI] | gives the simulated user away | gives real users away |"]
+        lines += ["|---|---|---|---|"]
+        return lines + [
+            f"| {r.measure.removeprefix('auc_').removesuffix('_blind')} | {with_ci(r)} | "
+            f"{r.simulated_tells} | {r.real_tells} |"
+            for r in rows.itertuples()
+        ]
+
+    split = split or Reference(real)
+    not_held_out = " (not held out)" if split.shared else ""
     sessions = len(set(real.sessions))
-    lines = [
-        "# How far is the simulated user from real users?",
-        "",
-        f"Reference: {len(real.texts)} user turns of {sessions} real dialogues ({reference}). Differences are "
+    lines = [f"# How far is the simulated user from real users?{not_held_out}", ""]
+    if split.shared:
+        lines += [
+            f"**Not held out**: {split.shared} of the reference's {sessions} dialogues are also in the "
+            f"learned voice's part ({split.voice_part}): the voice learned from them, so a user that speaks "
+            "with it is measured partly against its own source. Name the voice's corpus as the reference to "
+            "measure against the dialogues it did not learn from.",
+            "",
+        ]
+    held_out = f": {split.held_out}" if split.held_out else ""
+    lines += [
+        f"Reference: {len(real.texts)} user turns of {sessions} real dialogues ({reference}){held_out}. "
+        "Differences are "
         "simulated minus real, with a 95% bootstrap CI over sessions. Shares are of user turns; `takes`, "
         "`turns_down` and `asks_about` (a film offered) are read by the same rules on both sides, "
         "`unknown_word` is a word no English word list holds (a typo, mostly), `word_variety` is Guiraud's "
@@ -386,28 +708,70 @@ def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns) -> st
         "logistic regression tells a simulated turn from a real one, cross-validated (0.5: indistinguishable, "
         "1.0: always told apart); its tells are the n-grams that give each side away most.",
     ]
+    if split.floor is not None:
+        floor_sessions = len(set(split.floor.sessions))
+        lines += [
+            "",
+            f"`{FLOOR}` is the part the voice learned from ({len(split.floor.texts)} user turns of "
+            f"{floor_sessions} dialogues), measured as a user against the held-out dialogues the same way: what "
+            "real users score against other real users, the floor beside every simulated user.",
+        ]
+    if split.same_users or split.echoed:
+        lines += [
+            "",
+            f"The parts split dialogues, not users: {split.same_users} of the held-out dialogues are by a user "
+            f"who also speaks in the voice's part, and {split.echoed} say word for word what a dialogue of the "
+            "voice's part says.",
+        ]
     overall = table[table["system"] == "all"]
+    measures = set(overall["measure"])
+    if measures & {"auc_word_blind", "act_bigram_js"}:
+        lines += [
+            "",
+            "Three views per user. **Words**: the statistics and the discriminators of the turns as said. "
+            "**Style apart from content**: the word and character discriminators on content-blind text, every "
+            "catalog value and title replaced by a word naming its type (`slotgenre`, `slottitle`) on both sides: "
+            "how the user talks, not what about. **Flow**: the share of turns of each act (the first that "
+            "applies of take, turn_down, ask_about, request, small_talk, ask, other), the Jensen-Shannon "
+            "distance between the distributions of act bigrams within a session (a start and an end marker "
+            "included; base 2, 0: the same, 1: nothing in common) with a 95% bootstrap CI over sessions (two "
+            "samples of the same users are some distance apart, resampled ones further, so the CI can lie above "
+            "the distance: read it against the floor of real users against real users), turns per session, and "
+            "how sessions end: the act of the last user turn the system answered "
+            "(`last_act_<act>`, a share of sessions) and, for simulated sessions, whether the user left "
+            "(`ending_abandoned`) or the turn limit ended it (`ending_turn_limit`).",
+        ]
+    shown = [m for m in OVERVIEW if m in measures]
+    first = overall.drop_duplicates("measure").set_index("measure")
+    lines += ["", f"## All users{not_held_out}", ""]
+    lines += ["| user | " + " | ".join(OVERVIEW[m] for m in shown) + " |", "|---" * (len(shown) + 1) + "|"]
+    lines += ["| real users | " + " | ".join(fmt(first["real"].get(m, np.nan)) for m in shown) + " |"]
+    users = list(dict.fromkeys(overall["user"]))
+    if FLOOR in users:
+        users = [FLOOR] + [user for user in users if user != FLOOR]
+    cells = {
+        (r.user, r.measure): (with_ci(r) if r.measure == "act_bigram_js" else fmt(r.simulated))
+        for r in overall.itertuples()
+    }
+    lines += [f"| {user} | " + " | ".join(cells.get((user, m), "n/a") for m in shown) + " |" for user in users]
     for user, own in overall.groupby("user", sort=False):
-        stats = own[~own["measure"].str.startswith("auc_")]
-        lines += [
-            "",
-            f"## User `{user}`",
-            "",
-            "| statistic | simulated | real | difference [95% CI] |",
-            "|---|---|---|---|",
-        ]
-        lines += [
-            f"| {r.measure} | {fmt(r.simulated)} | {fmt(r.real)} | "
-            f"{fmt(r.difference)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}] |"
-            for r in stats.itertuples()
-        ]
-        lines += ["", "| discriminator | AUC [95% CI] | gives the simulated user away | gives real users away |"]
-        lines += ["|---|---|---|---|"]
-        lines += [
-            f"| {r.measure.removeprefix('auc_')} | {fmt(r.simulated)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}] | "
-            f"{r.simulated_tells} | {r.real_tells} |"
-            for r in own[own["measure"].str.startswith("auc_")].itertuples()
-        ]
+        views = own["measure"].map(_view)
+        words, style, flow = own[views == "words"], own[views == "style"], own[views == "flow"]
+        auc = words["measure"].str.startswith("auc_")
+        lines += ["", f"## User `{user}`", "", "### Words"]
+        lines += statistics_table(words[~auc], "statistic", user)
+        lines += discriminator_table(words[auc])
+        if not style.empty:
+            lines += ["", "### Style apart from content"]
+            lines += discriminator_table(style)
+        if not flow.empty:
+            shares = flow[flow["measure"].str.startswith("act_") & (flow["measure"] != "act_bigram_js")]
+            lines += ["", "### Flow"]
+            lines += statistics_table(pd.concat([shares, words[words["measure"] == "turns_per_session"]]), "act", user)
+            for r in flow[flow["measure"] == "act_bigram_js"].itertuples():
+                lines += ["", f"Act bigrams, Jensen-Shannon distance to the real users' [95% CI]: {with_ci(r)}."]
+            ends = flow[flow["measure"].str.startswith(("last_act_", "ending_"))]
+            lines += statistics_table(ends[ends[["simulated", "real"]].notna().any(axis=1)], "how sessions end", user)
         lines += _by_system(table[(table["user"] == user) & (table["system"] != "all")], fmt)
     return "\n".join(lines) + "\n"
 
