@@ -316,12 +316,12 @@ DIALOGUES = [_dialogue(i, _SAID[i % 4], f"u{i // 2}") for i in range(12)]
 
 def test_the_real_side_is_held_out_from_the_voices_part(tmp_path):
     from crseval.corpora.voice import corpus_dialogues
-    from crseval.simulate.voice import part_of
+    from crseval.simulate.voice import dialogue_part
 
     corpus = _corpus(tmp_path / "corpus.jsonl", DIALOGUES)
-    part = {r["session_id"]: part_of(r["session_id"], 2) for r in corpus_dialogues(corpus, "jsonl")}
-    # the split by a hash of the importer's id: part 1 holds d2, d3, d4, d6 and d9
-    assert [part[f"crs/d{i}"] for i in range(12)] == [2, 2, 1, 1, 1, 2, 1, 2, 2, 1, 2, 2]
+    part = {r["session_id"]: dialogue_part(r, 2) for r in corpus_dialogues(corpus, "jsonl")}
+    # the split by a hash of the user's id (the corpus names users): part 1 holds users u1, u2, u4 and u5
+    assert [part[f"crs/d{i}"] for i in range(12)] == [2, 2, 1, 1, 1, 1, 2, 2, 1, 1, 1, 1]
     voice = {"corpus": "corpus.jsonl", "format": "jsonl", "parts": 2, "learn_part": 1}
 
     everything = load_reference(corpus, "jsonl")  # no voice: every dialogue
@@ -332,19 +332,19 @@ def test_the_real_side_is_held_out_from_the_voices_part(tmp_path):
     assert set(split.floor.sessions) == {s for s, p in part.items() if p == 1}
     assert split.floor.name == FLOOR and split.shared == 0
     assert split.held_out == "the dialogues of part 2 of 2, held out from the voice, which learned from part 1"
-    # dialogue i says what dialogues i + 4 and i + 8 say, and part 1 says each of the four: all 7 held-out
-    # dialogues are echoed; users u2 (d4, d5), u3 (d6, d7) and u4 (d8, d9) speak in both parts
-    assert split.echoed == 7 and split.same_users == 3
+    # dialogue i says what dialogues i + 4 and i + 8 say, and part 1 says each of the four: all 4 held-out
+    # dialogues are echoed; no user speaks in both parts
+    assert split.echoed == 4 and split.same_users == 0
     text = realism_markdown(_one_row_table(), "corpus.jsonl", split.real, split)
     assert "(corpus.jsonl): the dialogues of part 2 of 2, held out from the voice, which learned from part 1" in text
-    assert "3 of the held-out dialogues are by a user who also speaks in the voice's part, and 7 say" in text
+    assert "0 of the held-out dialogues are by a user who also speaks in the voice's part, and 4 say" in text
     assert "not held out" not in text
 
     # another file holding the voice's part: not held out, and how many dialogues it shares
     other = _corpus(tmp_path / "other.jsonl", DIALOGUES[:6] + [_dialogue(99, ["a musical?", "too long"])])
     shared = load_reference(other, "jsonl", voice, corpus)
     assert len(set(shared.real.sessions)) == 7  # the whole reference is measured against
-    # d2, d3, d4 are the voice's by id; d0, d1, d5 say what a dialogue of the voice's part says; d99 is new
+    # d2 to d5 are the voice's by id; d0 and d1 say what a dialogue of the voice's part says; d99 is new
     assert shared.shared == 6
     text = realism_markdown(_one_row_table(), "other.jsonl", shared.real, shared)
     assert text.startswith("# How far is the simulated user from real users? (not held out)")

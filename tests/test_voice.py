@@ -348,7 +348,12 @@ def test_split_dialogues_partitions_the_corpus_in_order():
     assert one == rest_two and two == rest and one and two
     assert sorted(r["n"] for r in one + two) == list(range(60))
     assert [r["n"] for r in one] == sorted(r["n"] for r in one)  # the given order
-    assert all(part_of(r["session_id"], 2) == 1 for r in one)
+    assert all(part_of(r["session_id"], 2) == 1 for r in one)  # no user named: by the dialogue's id
+    users = [{"session_id": f"sys/d{i}", "provenance": {"user_id": f"u{i // 3}"}} for i in range(30)]
+    by_user, _ = split_dialogues(users, 2, 1)
+    assert by_user and all(part_of(f"user:{r['provenance']['user_id']}", 2) == 1 for r in by_user)
+    # a user's dialogues stay together
+    assert all(len([r for r in by_user if r["provenance"]["user_id"] == u]) in (0, 3) for u in {"u0", "u1", "u2"})
     three = [split_dialogues(records, 3, part)[0] for part in (1, 2, 3)]
     assert sorted(r["n"] for part in three for r in part) == list(range(60))
     assert split_dialogues(records, 1, 1) == (records, [])
@@ -423,18 +428,24 @@ def test_splice_gives_none_without_a_shared_word_or_the_same_slots_or_a_new_text
 
 # ------------------------------------------------------------------ the simulated user with the voice
 
-_SPLICED = re.compile(r"(.+#\d+)\+(.+#\d+)@(\d+):(\d+)")
+_SPLICED = re.compile(r"(.+?#\d+(?:~[^+@]*)?)\+(.+#\d+(?:~[^+@]*)?)@(\d+):(\d+)")
+_RETYPED = re.compile(r"(.+#\d+)~(.+)")
 
 
 def template_text(voice, template_id):
-    """The text of a template the user drew: a pool's, or two pools' spliced (the id says where)."""
+    """The text of a template the user drew: a pool's, one re-typed to other fields (after "~"), or two
+    spliced (the id says where)."""
     by_id = {t.id: t.text for templates in voice.pools.values() for t in templates}
     if template_id in by_id:
         return by_id[template_id]
-    match = _SPLICED.fullmatch(template_id)
-    assert match and match.group(1) in by_id and match.group(2) in by_id, template_id
-    words_a, words_b = by_id[match.group(1)].split(" "), by_id[match.group(2)].split(" ")
-    return " ".join(words_a[: int(match.group(3))] + words_b[int(match.group(4)) :])
+    if match := _SPLICED.fullmatch(template_id):
+        words_a = template_text(voice, match.group(1)).split(" ")
+        words_b = template_text(voice, match.group(2)).split(" ")
+        return " ".join(words_a[: int(match.group(3))] + words_b[int(match.group(4)) :])
+    match = _RETYPED.fullmatch(template_id)
+    assert match and match.group(1) in by_id, template_id
+    fields = iter(slot.split(":")[0] for slot in match.group(2).split(";"))
+    return re.sub(r"\{(\w+)\}", lambda m: "{" + next(fields) + "}", by_id[match.group(1)])
 
 
 def template_pattern(text):

@@ -155,12 +155,12 @@ def load_reference(
 
     Without a voice corpus: every dialogue of the reference. When the voice learned from the reference
     itself (the same file by sha256, read in the same format): the dialogues outside the voice's part
-    (crseval.simulate.voice.part_of on the id the importer gives each, `voice` holding `parts` and
+    (crseval.simulate.voice.dialogue_part: by user where the corpus names users; `voice` holding `parts` and
     `learn_part`), and the voice's part as `floor`. When the voice learned from another file: every
     dialogue, and `shared` counts those the voice's part holds too (the same id, or the same user turns
     in the same order), for the report to head its table "not held out"."""
     from crseval.corpora.voice import corpus_dialogues, corpus_sha256
-    from crseval.simulate.voice import part_of
+    from crseval.simulate.voice import dialogue_part
 
     if not voice_corpus:
         return Reference(reference_turns(path, import_format))
@@ -171,7 +171,7 @@ def load_reference(
     voice_part = f"part {learn_part} of {parts} of {Path(voice_corpus).name}"
 
     def in_part(record: dict) -> bool:
-        return part_of(record["session_id"], parts) == learn_part
+        return dialogue_part(record, parts) == learn_part
 
     if voice_format == import_format and corpus_sha256(path) == corpus_sha256(voice_corpus):
         others = [part for part in range(1, parts + 1) if part != learn_part]

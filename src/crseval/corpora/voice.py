@@ -1,7 +1,7 @@
 """Learning a voice from a corpus of real dialogues (crseval.simulate.voice says what a voice is).
 
 The corpus is read by its importer (any importing format), its dialogues split into parts by a hash of
-the id the importer gives each (crseval.simulate.voice.part_of), and the user turns of one part read,
+their user's id or their own (crseval.simulate.voice.dialogue_part), and the user turns of one part read,
 typed and pooled by `learn_voice`; `fitted_knobs` gives the profile knobs the same turns show.
 """
 
@@ -18,7 +18,7 @@ from crseval.core.canonical import canonical_json
 from crseval.corpora.formats import reader
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.user_acts import TurnReading, act_flags, read_turn
-from crseval.simulate.voice import FIRST, LATER, LEAVE, Voice, VoiceTemplate, part_of, pool_key
+from crseval.simulate.voice import FIRST, LATER, LEAVE, Voice, VoiceTemplate, dialogue_part, pool_key
 
 _UNKNOWN_WORD = re.compile(r"\b[a-z]{3,}\b")
 
@@ -47,8 +47,8 @@ def corpus_dialogues(path: str | Path, import_format: str) -> list[dict]:
 
 def split_dialogues(records: list[dict], parts: int, part: int) -> tuple[list[dict], list[dict]]:
     """(the dialogues of `part`, the others), each in the given order."""
-    inside = [r for r in records if part_of(r["session_id"], parts) == part]
-    outside = [r for r in records if part_of(r["session_id"], parts) != part]
+    inside = [r for r in records if dialogue_part(r, parts) == part]
+    outside = [r for r in records if dialogue_part(r, parts) != part]
     return inside, outside
 
 

@@ -709,7 +709,7 @@ class ProfiledUser(UserSimulator):
 
         said = []
         if told:
-            said.append((None, options(("request",), wishes)))
+            said.append((None, options(("request",), wishes) or self.voice.retyped("request", wishes, first)))
         if no_preference:
             said.append((None, options(_NO_PREFERENCE_ACTS, ())))
         if opening_quiet:
@@ -724,7 +724,10 @@ class ProfiledUser(UserSimulator):
         else:
             ways.append(said)
         if len(told) > 1:  # each wish in a real turn of its own, joined
-            ways.append([(None, options(("request",), (_slot(c),))) for c in told] + said[1:])
+            singles = [
+                options(("request",), (_slot(c),)) or self.voice.retyped("request", (_slot(c),), first) for c in told
+            ]
+            ways.append([(None, templates) for templates in singles] + said[1:])
         return ways
 
     def _voiced(self, ways: list[list[tuple]], candidates: list[str]):

@@ -7,8 +7,9 @@ that names something the rules cannot type (a film or person outside the catalog
 by reason. The pools are a build artefact (the `learn_voice` rule writes them under results/, with
 crseval.corpora.voice), never part of the repository.
 
-Held out by construction: the dialogues are split into `parts` by a hash of the id the importer gives
-each (`part_of`), the voice learns from one part, and user realism measures against the others.
+Held out by construction: the dialogues are split into `parts` by a hash of their user's id where the
+corpus names users, else of the id the importer gives each dialogue (`dialogue_part`); the voice learns
+from one part, and user realism measures against the others.
 
 The simulated user (crseval.simulate.user.ProfiledUser with a profile whose voice is `learned`) asks
 `Voice.options` for the templates of an act and fills their slots with the act's values; it reads every
@@ -30,8 +31,16 @@ FIRST, LATER, LEAVE = "first", "later", "leave"  # where in a dialogue a pool's 
 
 
 def part_of(dialogue_id: str, parts: int) -> int:
-    """The part (1..parts) a dialogue belongs to: a hash of its id, the same on every machine."""
+    """The part (1..parts) an id belongs to: a hash of it, the same on every machine."""
     return int.from_bytes(hashlib.sha256(dialogue_id.encode("utf-8")).digest()[:8], "big") % parts + 1
+
+
+def dialogue_part(record: dict, parts: int) -> int:
+    """The part of an imported dialogue (a session record): by its user where the corpus names users (the
+    importer keeps `provenance.user_id`), so that no person speaks on both sides of the split, else by the
+    id the importer gives the dialogue."""
+    user = (record.get("provenance") or {}).get("user_id")
+    return part_of(f"user:{user}" if user is not None else record["session_id"], parts)
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,26 @@ class Voice:
         if first and (found := self.pools.get(pool_key(FIRST, act, signature))):
             return found
         return self.pools.get(pool_key(FIRST, act, signature), []) + self.pools.get(pool_key(LATER, act, signature), [])
+
+    def retyped(self, act: str, signature: tuple[str, ...], first: bool = False) -> list[VoiceTemplate]:
+        """Templates of `act` whose value slots have the roles of `signature` but other fields, each re-typed
+        to the fields of `signature` ("any good {genre} films?" for an actor: "any good {actor} films?"): for
+        the wishes people seldom word (a writer, a language), where the act's own pool is empty. The
+        simulated user reads every filled turn back, so a slot that reads otherwise in its new field is
+        drawn again."""
+        wanted = sorted(signature)
+        if "title" in wanted:
+            return []
+        roles = sorted(slot.split(":")[1] for slot in wanted)
+        found: dict[str, list[VoiceTemplate]] = {FIRST: [], LATER: []}
+        for key, templates in self.pools.items():
+            position, pool_act, pool_signature = key.split("|")
+            have = pool_signature.split(",") if pool_signature else []
+            if pool_act != act or position not in found or have == wanted or "title" in have:
+                continue
+            if sorted(slot.split(":")[1] for slot in have) == roles:
+                found[position] += [_retype(template, wanted) for template in templates]
+        return found[FIRST] if first and found[FIRST] else found[FIRST] + found[LATER]
 
     def leave_options(self) -> list[VoiceTemplate]:
         return self.pools.get(pool_key(LEAVE, "", ()), [])
@@ -160,3 +189,14 @@ def _join_key(word: str) -> str:
 
 def _slot_count(words: list[str]) -> int:
     return len(re.findall(r"\{\w+\}", " ".join(words)))
+
+
+def _retype(template: VoiceTemplate, wanted: list[str]) -> VoiceTemplate:
+    """`template` with its value slots, left to right, given the fields of `wanted` role by role."""
+    by_role: dict[str, list[str]] = {}
+    for slot in wanted:
+        by_role.setdefault(slot.split(":")[1], []).append(slot)
+    slots = [by_role[slot.split(":")[1]].pop(0) for slot in template.slots]
+    fields = iter(slot.split(":")[0] for slot in slots)
+    text = re.sub(r"\{(\w+)\}", lambda m: "{" + next(fields) + "}", template.text)
+    return VoiceTemplate(f"{template.id}~{';'.join(slots)}", text, tuple(slots))
