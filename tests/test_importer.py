@@ -31,9 +31,7 @@ def test_pasted_record_is_replaced_by_its_film_name():
 
     report = Counter()
     assert (
-        repair_user_text(
-            "Which sort of plot has {'name': 'Starsky & Hutch', 'year': '2004', 'actor': ['Fred W", report
-        )
+        repair_user_text("Which sort of plot has {'name': 'Starsky & Hutch', 'year': '2004', 'actor': ['Fred W", report)
         == "Which sort of plot has Starsky & Hutch"
     )
     assert repair_user_text("Tell me about {'year': '2004'} please", report) == "Tell me about please"
