@@ -192,6 +192,10 @@ def test_the_first_release_config_validates_and_takes_todays_defaults():
         ("simulator", "realism", "format"),  # used only with a reference, which is not given
         ("simulator", "realism", "folds"),
         ("sessions", "trials"),  # 1: each user meets each system once, as it always has
+        ("simulator", "profiles"),  # none defined: the built-ins only
+        ("simulator", "voice", "format"),  # used only with a corpus, which is not given
+        ("simulator", "voice", "parts"),
+        ("simulator", "voice", "learn_part"),
     }
     for path, value in added.items():
         assert value == schema_default(path), path
