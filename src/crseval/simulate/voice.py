@@ -160,8 +160,8 @@ class Voice:
 
 
 def voice_problems(config: dict):
-    """What a learned voice requires beyond the schema: a corpus for every profile that speaks with it, and
-    a part to learn from that the split has."""
+    """What a learned voice requires beyond the schema: a corpus for every profile that speaks with it and
+    for a rewording shown people's turns as examples, and a part to learn from that the split has."""
     from crseval.simulate.profiles import PROFILES  # profiles name the voice; the voice needs no profile
 
     simulator = config.get("simulator") if isinstance(config, dict) else None
@@ -179,6 +179,13 @@ def voice_problems(config: dict):
         yield (
             f"simulator.voice.corpus: the {', '.join(learned)} profile speaks with a voice learned from a corpus of "
             "real dialogues; name the corpus (e.g. ../shared/data/crsarena/crs_arena_dial_open.json)"
+        )
+    paraphrase = simulator.get("paraphrase") if isinstance(simulator.get("paraphrase"), dict) else {}
+    examples = paraphrase.get("examples")
+    if paraphrase.get("enabled") is True and isinstance(examples, int) and not isinstance(examples, bool) and examples:
+        yield (
+            f"simulator.voice.corpus: simulator.paraphrase.examples: {examples} shows the rewording model real user "
+            "turns from the learned voice; name the corpus it learns from"
         )
 
 
