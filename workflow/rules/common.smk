@@ -239,7 +239,11 @@ _VOICE = planning.voice_corpus(config)
 VOICE_CORPUS = input_path(_VOICE) if _VOICE else None
 SYSTEMS_WITH_VOICE = (
     {
-        name: bool(settings.get("learned") or settings.get("fit"))
+        name: bool(
+            settings.get("learned")
+            or settings.get("fit")
+            or (config["simulator"]["paraphrase"]["enabled"] and config["simulator"]["paraphrase"].get("examples", 0))
+        )
         for name, settings in (
             (name, planning.user_profile_settings(system, config)) for name, system in SYSTEMS.items()
         )

@@ -123,19 +123,28 @@ def build_shard_runner(
         )
     profile = user_profile or resolve_profile(system.get("profile") or simulator["profile"], simulator).settings()
     templates = Templates.load(templates_file or simulator["templates"])
-    # the learned voice a profile speaks with or takes knobs from (the learn_voice rule's pools); none otherwise
+    # the learned voice a profile speaks with or takes knobs from, or the rewording takes examples from (the
+    # learn_voice rule's pools); none otherwise
     user = profile_from_settings(profile)
-    needs_voice = user.learned or bool(user.fit)
+    paraphrase = simulator["paraphrase"]
+    examples = paraphrase.get("examples", 0) if paraphrase["enabled"] else 0
+    needs_voice = user.learned or bool(user.fit) or examples > 0
     if needs_voice and voice_file is None:
-        raise ValueError(f"the {user.name} profile needs a learned voice: give its pools (voice_file)")
+        needer = "the rewording's examples need" if examples > 0 else f"the {user.name} profile needs"
+        raise ValueError(f"{needer} a learned voice: give its pools (voice_file)")
     voice = Voice.read(voice_file) if needs_voice else None
     if user.fit:  # the knobs the corpus shows, each recorded with the statistic behind it (the sessions' log)
         user = user.with_fitted(voice.summary["fitted"])
     catalog_sha = read_catalog_sha(catalog_summary)
     paraphraser = None
-    if simulator["paraphrase"]["enabled"]:
-        paraphrase = simulator["paraphrase"]
-        paraphraser = Paraphraser(make_client(paraphrase["backend"], llm_runtime, threads), paraphrase["options"])
+    if paraphrase["enabled"]:
+        paraphraser = Paraphraser(
+            make_client(paraphrase["backend"], llm_runtime, threads),
+            paraphrase["options"],
+            examples,
+            voice if examples > 0 else None,  # its turns of the act as examples (simulator.paraphrase.examples)
+            matcher,
+        )
     ctx = SessionContext(
         index,
         matcher,
