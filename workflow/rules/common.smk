@@ -15,6 +15,7 @@ from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha, without_runtime
 from crseval.corpora import voice as voice_learning
 from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
+from crseval.core.io import sha256_file
 from crseval.core.shards import n_shards, parse_shard_name, shard_indices, shard_name
 
 # ------------------------------------------------------------------ paths
@@ -252,7 +253,7 @@ SYSTEMS_WITH_VOICE = (
     else {}
 )
 # The corpus's content and the voice's settings name the pools (crseval.corpora.voice.voice_key).
-VOICE_CORPUS_SHA256 = voice_learning.corpus_sha256(VOICE_CORPUS) if VOICE_CORPUS else None
+VOICE_CORPUS_SHA256 = sha256_file(VOICE_CORPUS) if VOICE_CORPUS else None
 VOICE_KEY = voice_learning.voice_key(VOICE_CORPUS_SHA256, config["simulator"]["voice"]) if VOICE_CORPUS else None
 
 # ------------------------------------------------------------------ user realism

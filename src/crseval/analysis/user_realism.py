@@ -43,6 +43,7 @@ import numpy as np
 import pandas as pd
 
 from crseval.analysis.intervals import draw_counts
+from crseval.core.io import sha256_file
 from crseval.language.user_acts import ACTS, TurnReading, act_flags
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -159,7 +160,7 @@ def load_reference(
     `learn_part`), and the voice's part as `floor`. When the voice learned from another file: every
     dialogue, and `shared` counts those the voice's part holds too (the same id, or the same user turns
     in the same order), for the report to head its table "not held out"."""
-    from crseval.corpora.voice import corpus_dialogues, corpus_sha256
+    from crseval.corpora.voice import corpus_dialogues
     from crseval.simulate.voice import dialogue_part
 
     if not voice_corpus:
@@ -173,7 +174,7 @@ def load_reference(
     def in_part(record: dict) -> bool:
         return dialogue_part(record, parts) == learn_part
 
-    if voice_format == import_format and corpus_sha256(path) == corpus_sha256(voice_corpus):
+    if voice_format == import_format and sha256_file(path) == sha256_file(voice_corpus):
         others = [part for part in range(1, parts + 1) if part != learn_part]
         records = corpus_dialogues(path, import_format)
         learned = [record for record in records if in_part(record)]

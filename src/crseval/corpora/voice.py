@@ -23,14 +23,6 @@ from crseval.simulate.voice import FIRST, LATER, LEAVE, Voice, VoiceTemplate, di
 _UNKNOWN_WORD = re.compile(r"\b[a-z]{3,}\b")
 
 
-def corpus_sha256(path: str | Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def voice_key(corpus_sha: str, settings: dict) -> str:
     """What names a voice's pools: the corpus's content and the settings of the split, not the corpus's
     path (16 hex digits)."""
