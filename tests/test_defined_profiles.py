@@ -299,11 +299,13 @@ BEFORE = {
         **_PLAIN,
     },
     "realistic": _REALISTIC,
-    # `learned` is recorded only where it is true, before the field disclosure as the dataclass orders it
+    # `learned` is recorded only where it is true, and `wants` where it is not "catalog", before the field
+    # disclosure as the dataclass orders them
     "learned": {
         **{key: value for key, value in _REALISTIC.items() if key != "field_disclosure"},
         "name": "learned",
         "learned": True,
+        "wants": "people",
         "field_disclosure": _REALISTIC["field_disclosure"],
     },
 }

@@ -20,6 +20,8 @@ from crseval.analysis.user_realism import (
     compare_statistics,
     content_blind,
     discriminator,
+    distinct_share,
+    equal_samples,
     guiraud,
     js_distance,
     load_reference,
@@ -405,3 +407,29 @@ def test_the_floor_is_real_users_of_the_voices_part_measured_as_a_user(matcher):
     for heading in ("### Words", "### Style apart from content", "### Flow", f"## User `{FLOOR}`"):
         assert heading in text
     assert "Act bigrams, Jensen-Shannon distance to the real users' [95% CI]:" in text
+
+
+def test_distinct_share_counts_the_turns_no_other_turn_says_word_for_word():
+    # "hi" twice (case and spacing aside): 2 of 5 turns are said again, 3 are distinct
+    assert distinct_share(["hi", " Hi", "what is it about?", "no", "what is it  about"]) == pytest.approx(3 / 5)
+    assert distinct_share(["a", "b"]) == 1 and np.isnan(distinct_share([]))
+
+
+def test_equal_samples_draw_the_larger_side_down_to_the_smaller_ones_size():
+    simulated, real = equal_samples(10, 4, seed=3)
+    assert list(real) == [0, 1, 2, 3] and len(simulated) == 4 and len(set(simulated)) == 4
+    assert list(simulated) == sorted(simulated) and max(simulated) < 10
+    assert [list(x) for x in equal_samples(10, 4, seed=3)] == [list(simulated), list(real)]
+    simulated, real = equal_samples(3, 7, seed=0)
+    assert list(simulated) == [0, 1, 2] and len(real) == 3 and max(real) < 7
+
+
+def test_a_user_is_discriminated_on_as_many_turns_as_the_real_side_and_its_repeats_are_shown():
+    real_said = [f"turn number {i} about films" for i in range(10)]
+    real = UserTurns("real users", real_said, [f"r{i // 2}" for i in range(10)])
+    # forty turns that say one thing: any ten drawn repeat one another
+    repeated = UserTurns("u", ["the same thing again"] * 40, [f"s{i // 4}" for i in range(40)])
+    table = realism_table({"u": repeated}, {}, real, folds=2, resamples=20)
+    row = table[(table["measure"] == "distinct_turns")].iloc[0]
+    assert row["real"] == 1.0 and row["simulated"] == 0
+    assert row["difference"] == -1.0

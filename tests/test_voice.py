@@ -1,5 +1,5 @@
 """The learned voice: user turns read into acts and typed slots (language/user_acts), pooled by act and slot
-signature (corpora/voice), split into parts by dialogue id, spliced, written and read (simulate/voice), and
+signature (corpora/voice), split into parts by dialogue id, written and read (simulate/voice), and
 spoken by the `learned` profile with its ground truth exact (simulate/user).
 
 Every corpus here is written in this file: the user turns are invented for the tests, never a real corpus's."""
@@ -65,8 +65,8 @@ CORPUS = [
     ),
     ("d5", "frustrated", ["Hey, I want a {thing} tonight", "no", "Anything else?", "Meh, forget it."]),
 ]
-# More dialogues for the simulated user to speak with: openings and wishes that share words (so that templates
-# are spliced), films taken and asked about, a director.
+# More dialogues for the simulated user to speak with: openings and wishes, films taken and asked about, a
+# director.
 MORE = [
     (
         "d6",
@@ -299,11 +299,11 @@ def test_the_fitted_knobs_are_the_shares_counted_by_hand(dialogues, voice):
     }
 
 
-def test_options_prefer_the_opening_pool_for_a_first_turn(voice):
+def test_options_take_the_pool_of_where_the_turn_is_while_it_has_any(voice):
     first = [t.text for t in voice.options("request", ("genre:wish",), first=True)]
     anywhere = [t.text for t in voice.options("request", ("genre:wish",))]
     assert first == ["Hello there, got any good {genre} for tonight?"]
-    assert anywhere == ["Hello there, got any good {genre} for tonight?", "Got any good {genre} for tonight?"]
+    assert anywhere == ["Got any good {genre} for tonight?"]  # a later turn: the later pool while it has any
     # no opening turn turned a film down: a first turn takes the later ones; the signature is sorted
     assert [t.text for t in voice.options("turn_down", (), first=True)] == ["Nah, I have seen that one already", "no"]
     signature = ("genre:exclusion", "actor:wish")
@@ -370,7 +370,7 @@ def test_a_voice_is_written_and_read_back_whole(tmp_path, voice):
     data = json.loads(path.read_text(encoding="utf-8"))
     data["format"] = 99
     path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(ValueError, match="a voice of format 99, not 1; learn it again"):
+    with pytest.raises(ValueError, match="a voice of format 99, not 2; learn it again"):
         Voice.read(path)
 
 
@@ -384,64 +384,20 @@ def test_voice_key_follows_the_corpus_content_and_the_split_not_the_path():
     assert voice_key("1" * 64, {**settings, "learn_part": 2}) != key
 
 
-# ------------------------------------------------------------------ splicing
-
-
 def template(name, text, *slots):
     return VoiceTemplate(name, text, slots)
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_splice_joins_two_templates_at_the_word_they_share(seed):
-    rng = np.random.default_rng(seed)
-    first = template("a#0", "Got any {genre} for tonight?", "genre:wish")
-    second = template("b#3", "I fancy a {genre} tonight, nothing long", "genre:wish")
-    spliced = Voice.splice(rng, first, second)  # "tonight" (the punctuation aside) is the one shared word
-    assert spliced == template("a#0+b#3@4:4", "Got any {genre} for tonight, nothing long", "genre:wish")
-
-
-@pytest.mark.parametrize("seed", range(4))
-def test_splice_keeps_the_slots_from_both_sides_in_order(seed):
-    first = template("a#0", "Any {genre} film with {actor} in it?", "genre:wish", "actor:wish")
-    second = template("b#1", "Is there a film starring {actor} maybe?", "actor:wish")
-    spliced = Voice.splice(np.random.default_rng(seed), first, second)
-    assert spliced == template("a#0+b#1@2:3", "Any {genre} film starring {actor} maybe?", "genre:wish", "actor:wish")
-    assert spliced.signature == first.signature
-
-
-def test_splice_gives_none_without_a_shared_word_or_the_same_slots_or_a_new_text():
-    rng = np.random.default_rng(0)
-    got_any = template("a#0", "Got any {genre} for tonight?", "genre:wish")
-    assert Voice.splice(rng, got_any, template("b#0", "Show me something different", "genre:wish")) is None
-    # the only shared word is the first of `first`, or the last of `second`: no join
-    assert Voice.splice(rng, template("a#1", "Got a {genre}", "genre:wish"), got_any) is None
-    assert Voice.splice(rng, template("a#3", "Maybe a {genre} tonight please", "genre:wish"), got_any) is None
-    assert Voice.splice(rng, got_any, template("b#5", "Maybe a {genre} tonight please", "genre:wish")) is not None
-    # every join would give other slots than the first template's
-    show = template("a#2", "Show me {actor} with some {genre} please", "actor:wish", "genre:wish")
-    some = template("b#2", "I want some {genre} with {actor} tonight", "genre:wish", "actor:wish")
-    assert Voice.splice(rng, show, some) is None
-    # a join that gives back one of the two texts
-    same = template("b#4", "Got any {genre} for tonight?", "genre:wish")
-    assert Voice.splice(rng, got_any, same) is None
-
-
 # ------------------------------------------------------------------ the simulated user with the voice
 
-_SPLICED = re.compile(r"(.+?#\d+(?:~[^+@]*)?)\+(.+#\d+(?:~[^+@]*)?)@(\d+):(\d+)")
 _RETYPED = re.compile(r"(.+#\d+)~(.+)")
 
 
 def template_text(voice, template_id):
-    """The text of a template the user drew: a pool's, one re-typed to other fields (after "~"), or two
-    spliced (the id says where)."""
+    """The text of a template the user drew: a pool's, or one re-typed to other fields (after "~")."""
     by_id = {t.id: t.text for templates in voice.pools.values() for t in templates}
     if template_id in by_id:
         return by_id[template_id]
-    if match := _SPLICED.fullmatch(template_id):
-        words_a = template_text(voice, match.group(1)).split(" ")
-        words_b = template_text(voice, match.group(2)).split(" ")
-        return " ".join(words_a[: int(match.group(3))] + words_b[int(match.group(4)) :])
     match = _RETYPED.fullmatch(template_id)
     assert match and match.group(1) in by_id, template_id
     fields = iter(slot.split(":")[0] for slot in match.group(2).split(";"))
@@ -461,11 +417,12 @@ def template_pattern(text):
     return pattern
 
 
-def run_user(index, matcher, voice, seed, profile="learned", system="mixed", turns=10):
+def run_user(index, matcher, voice, seed, profile="learned", system="mixed", turns=10, defined=None):
     """A session without a system: each reply recommends a film that fits the user's wishes, a random one or
     two, or asks about the genre, by the turn and the seed ("mixed"), or always a film that does not fit
-    ("missing"). -> [(text, meta, the titles of the reply before)]."""
-    user = make_user(index, replace(SETTINGS, profile=profile), TEMPLATES, seed, matcher, voice)
+    ("missing"). `defined`: a UserProfile instead of the built-in `profile`.
+    -> [(text, meta, the titles of the reply before)]."""
+    user = make_user(index, replace(SETTINGS, profile=profile), TEMPLATES, seed, matcher, voice, defined)
     titles = sorted(index.films["title"])
     rng = np.random.default_rng(1000 + seed)
     said, recommended, asks = [], [], frozenset()
@@ -491,7 +448,7 @@ def test_the_learned_user_says_exactly_what_it_means_in_the_voice_or_the_rules(
     demo_index, demo_matcher, speaking_voice
 ):
     voice = speaking_voice
-    ways = {"learned": 0, "rules": 0, "spliced": 0, "joined": 0}
+    ways = {"learned": 0, "rules": 0, "joined": 0}
     for seed in range(12):
         for text, meta, previous in run_user(demo_index, demo_matcher, voice, seed):
             read = {(m.field, m.value, role) for m, role in extract_statements(demo_matcher, text, previous)}
@@ -504,7 +461,6 @@ def test_the_learned_user_says_exactly_what_it_means_in_the_voice_or_the_rules(
             ways[record["voice"]] += 1
             if record["voice"] == "learned":
                 assert record["fallback"] == "" and record["templates"], record
-                ways["spliced"] += any(_SPLICED.fullmatch(t) for t in record["templates"])
                 ways["joined"] += len(record["templates"]) > 1
                 parts = [template_pattern(template_text(voice, t)) for t in record["templates"]]
                 assert re.fullmatch("(?: |, )".join(parts), text), (text, record)
@@ -513,17 +469,20 @@ def test_the_learned_user_says_exactly_what_it_means_in_the_voice_or_the_rules(
             else:
                 assert record["voice"] == "rules" and record["templates"] == [], record
                 assert record["fallback"] in ("no template of the act", "no draw read back as meant"), record
-    # both ways are taken: the voice has templates for most turns, not for every one; some are spliced,
-    # some turns are two real turns joined
-    assert ways["learned"] > 2 * ways["rules"] > 0 and ways["spliced"] > 0 and ways["joined"] > 0, ways
+    # both ways are taken: the voice has templates for most turns, not for every one; some turns are two real
+    # turns joined
+    assert ways["learned"] > 2 * ways["rules"] > 0 and ways["joined"] > 0, ways
 
 
 def test_the_same_seed_says_the_same_and_the_plan_is_the_realistic_users(demo_index, demo_matcher, speaking_voice):
     voice = speaking_voice
     sessions = {seed: run_user(demo_index, demo_matcher, voice, seed) for seed in range(4)}
+    in_catalog_wishes = replace(user_profile("learned"), name="learned_catalog", wants="catalog")
     for seed, said in sessions.items():
         assert run_user(demo_index, demo_matcher, voice, seed) == said
         # the voice words the turns; what the user wants, when, and when it leaves are the realistic user's
+        # once it opens as the realistic user does (the learned profile opens with what people ask for)
+        said = run_user(demo_index, demo_matcher, voice, seed, defined=in_catalog_wishes)
         realistic = run_user(demo_index, demo_matcher, None, seed, profile="realistic")
         assert [m["constraints"] for _, m, _ in said] == [m["constraints"] for _, m, _ in realistic]
         assert [m["disclosure"] for _, m, _ in said] == [m["disclosure"] for _, m, _ in realistic]
@@ -542,7 +501,68 @@ def test_a_user_that_loses_patience_leaves_in_a_frustrated_users_words(demo_inde
 
 
 def test_the_learned_profile_needs_a_voice_and_the_others_ignore_one(demo_index, demo_matcher, voice):
-    with pytest.raises(ValueError, match="the learned profile speaks with a learned voice: set simulator.voice.corpus"):
+    with pytest.raises(ValueError, match="the learned profile needs a learned voice: set simulator.voice.corpus"):
         make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher)
     user = make_user(demo_index, replace(SETTINGS, profile="realistic"), TEMPLATES, 0, demo_matcher, voice)
     assert user.voice is None and "voice" not in user.turn(1, []).meta
+
+
+# ------------------------------------------------------------------ what people ask for, and how they write it
+
+ASKING = [
+    ("a1", None, ["Any comedies tonight?", "Got comedies for me?"]),
+    ("a2", None, ["A comedy please", "I want a western"]),
+]
+
+
+@pytest.fixture(scope="module")
+def asking_voice(tmp_path_factory, demo_matcher):
+    path = write_corpus(tmp_path_factory.mktemp("asking") / "asking.jsonl", ASKING)
+    return learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)
+
+
+def test_the_voice_counts_the_values_people_ask_for_and_the_words_they_write_twice(asking_voice):
+    assert asking_voice.asked("genre") == {"comedy": 3, "western": 1}
+    assert asking_voice.asked("actor") == {}
+    # "comedies" twice is kept; "comedy" and "western", written once each, are not
+    assert asking_voice.said_as("genre", "comedy") == {"comedies": 2}
+    assert asking_voice.said_as("genre", "western") == {}
+
+
+def test_a_user_that_wants_what_people_ask_for_opens_with_it_as_often(demo_index, demo_matcher, asking_voice):
+    openings = [
+        make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, asking_voice).focus for seed in range(200)
+    ]
+    counts = {value: sum(f == ("genre", value) for f in openings) for value in ("comedy", "western")}
+    assert sum(counts.values()) == 200  # nothing people never asked for
+    assert 120 < counts["comedy"] < 180  # 3 in 4 expected: 150, sd 6.1
+    # the catalog user opens with the catalog's genres, most of which nobody asked for
+    catalog = {
+        make_user(demo_index, replace(SETTINGS, profile="realistic"), TEMPLATES, s, demo_matcher).focus[1]
+        for s in range(200)
+    }
+    assert len(catalog - {"comedy", "western"}) > 2
+
+
+def test_a_voiced_value_is_written_as_people_wrote_it(demo_index, demo_matcher, asking_voice):
+    written = {"comedies": 0, "western": 0}
+    for seed in range(40):
+        user = make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, asking_voice)
+        turn = user.turn(1, [])
+        if turn.meta["voice"]["voice"] != "learned":
+            continue
+        value = {s["value"] for s in turn.meta["stated"]}
+        if "comedy" in value:
+            assert "comedies" in turn.text and "comedy " not in turn.text, turn.text
+            written["comedies"] += 1
+        if "western" in value:
+            assert "western" in turn.text, turn.text
+            written["western"] += 1
+    assert written["comedies"] > 0 and written["western"] > 0, written
+
+
+def test_a_profile_that_wants_what_people_ask_for_needs_values_the_catalog_has(demo_index, demo_matcher, tmp_path):
+    path = write_corpus(tmp_path / "none.jsonl", [("n1", None, ["hello", "anything good?"])])
+    voice = learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)
+    with pytest.raises(ValueError, match="asks for no genre a catalog film has"):
+        make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, voice)

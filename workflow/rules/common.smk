@@ -243,6 +243,7 @@ SYSTEMS_WITH_VOICE = (
         name: bool(
             settings.get("learned")
             or settings.get("fit")
+            or settings.get("wants") == "people"
             or (config["simulator"]["paraphrase"]["enabled"] and config["simulator"]["paraphrase"].get("examples", 0))
         )
         for name, settings in (

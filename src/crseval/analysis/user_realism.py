@@ -13,9 +13,11 @@ Three views, as ConvApparel measures simulators against real conversations:
   cross-validated ROC AUC (0.5: indistinguishable, 1.0: always told apart) of a logistic regression
   on word n-grams, character n-grams, or the turn statistics; its CI comes from DeLong's variance of
   the out-of-fold scores; the n-grams that give each side away most are listed, so that a developer
-  of the simulator sees what to change. The word and character discriminators run a second time on
-  content-blind text (`content_blind`: every catalog value and title replaced by a word naming its slot
-  type, on both sides): how the user talks apart from what it talks about;
+  of the simulator sees what to change. Both sides show it equal numbers of turns (`equal_samples`), as
+  the floor of real users against real users is measured; how often a user repeats a turn word for word
+  is a statistic of its own (`distinct_turns`, on the same samples). The word and character
+  discriminators run a second time on content-blind text (`content_blind`: every catalog value and title
+  replaced by a word naming its slot type, on both sides): how the user talks apart from what it talks about;
 - how sessions flow: the share of each act (crseval.language.user_acts.read_turn, `ACTS`), the
   Jensen-Shannon distance between the act-bigram distributions of simulated and real sessions (a start and
   an end marker around each session's acts), turns per session, and how sessions end (the act of the last
@@ -33,7 +35,7 @@ thresholded here.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -530,6 +532,27 @@ BLIND_DISCRIMINATORS = ("word", "char")
 _SLOT = re.compile(r"\{(\w+)\}")
 
 
+def equal_samples(simulated: int, real: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """The turns each side shows a discriminator: all of the smaller side and as many of the larger one,
+    drawn without replacement (seeded), in order. A discriminator trained on ten times more turns of one
+    side learns that side's every repeat; at equal numbers a user is measured as the floor of real users
+    is, and how much it repeats itself is a statistic of its own (`distinct_share`)."""
+    n = min(simulated, real)
+    rng = np.random.default_rng(seed)
+
+    def pick(size: int) -> np.ndarray:
+        return np.arange(size) if size == n else np.sort(rng.choice(size, size=n, replace=False))
+
+    return pick(simulated), pick(real)
+
+
+def distinct_share(texts: list[str]) -> float:
+    """The share of turns no other turn of the list says word for word (case and spacing aside): people
+    seldom repeat one another at length; a template set does."""
+    said = Counter(" ".join(text.lower().split()) for text in texts)
+    return sum(1 for text in texts if said[" ".join(text.lower().split())] == 1) / len(texts) if texts else np.nan
+
+
 def content_blind(text: str, reading: TurnReading) -> str:
     """The turn with every catalog value and title replaced by one word naming its slot type ("{genre}"
     becomes "slotgenre", "{title}" "slottitle"): what is left is how the user talks, not what about. The
@@ -602,12 +625,26 @@ def realism_table(
 
     for user, turns in {**users, **({FLOOR: floor} if floor is not None else {})}.items():
         sessions = statistics(user, "all", turns)
+        picked, real_picked = equal_samples(len(turns.texts), len(real.texts), seed)
+        simulated_texts = [turns.texts[i] for i in picked]
+        real_texts = [real.texts[i] for i in real_picked]
+        distinct, real_distinct = distinct_share(simulated_texts), distinct_share(real_texts)
+        rows.append(
+            {
+                "user": user,
+                "system": "all",
+                "measure": "distinct_turns",
+                "simulated": distinct,
+                "real": real_distinct,
+                "difference": distinct - real_distinct,
+            }
+        )
         for kind in DISCRIMINATORS:
-            discriminate(user, f"auc_{kind}", kind, turns.texts, real.texts)
+            discriminate(user, f"auc_{kind}", kind, simulated_texts, real_texts)
         if reading is None:
             continue
         for kind in BLIND_DISCRIMINATORS:
-            discriminate(user, f"auc_{kind}_blind", kind, blind(turns.texts), real_blind)
+            discriminate(user, f"auc_{kind}_blind", kind, blind(simulated_texts), [real_blind[i] for i in real_picked])
         distance, low, high = _bigram_distance(sessions, real_sessions, resamples, seed)
         rows.append(
             {
@@ -646,6 +683,7 @@ def _view(measure: str) -> str:
 OVERVIEW = {
     "words": "median words",
     "question": "question share",
+    "distinct_turns": "distinct turns",
     "turns_per_session": "turns per session",
     "auc_word": "AUC word",
     "auc_char": "AUC char",
@@ -707,7 +745,10 @@ def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns, split
         "`unknown_word` is a word no English word list holds (a typo, mostly), `word_variety` is Guiraud's "
         "index per session. A discriminator's AUC is how well a "
         "logistic regression tells a simulated turn from a real one, cross-validated (0.5: indistinguishable, "
-        "1.0: always told apart); its tells are the n-grams that give each side away most.",
+        "1.0: always told apart); its tells are the n-grams that give each side away most. Each discriminator "
+        "sees as many turns of a user as there are real turns (drawn without replacement, seeded), so every "
+        "user is measured as the floor is; `distinct_turns` is the share of those turns that no other turn of "
+        "the same side says word for word (a user that repeats itself shows it there, not hidden in the AUC).",
     ]
     if split.floor is not None:
         floor_sessions = len(set(split.floor.sessions))

@@ -21,6 +21,7 @@ from crseval.language.user_acts import TurnReading, act_flags, read_turn
 from crseval.simulate.voice import FIRST, LATER, LEAVE, Voice, VoiceTemplate, dialogue_part, pool_key
 
 _UNKNOWN_WORD = re.compile(r"\b[a-z]{3,}\b")
+MIN_SAID = 2  # turns that must write a value one way before the simulated user writes it so
 
 
 def voice_key(corpus_sha: str, settings: dict) -> str:
@@ -58,6 +59,8 @@ def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) ->
     acts: Counter = Counter()
     read = 0
     seen: dict[str, set[str]] = {}
+    said_as: dict[str, Counter] = {}  # "field|value" -> the words people wrote it with -> turns
+    asked: dict[str, Counter] = {}  # field -> value -> turns that ask for it
     for dialogue in dialogues:
         turns = dialogue["turns"]
         frustrated = (dialogue.get("labels") or {}).get("satisfaction") == "frustrated"
@@ -78,6 +81,10 @@ def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) ->
                 left_out["a film named twice or unreadably"] += 1
                 continue
             acts[reading.act] += 1
+            for (field_name, value, role), words in zip(reading.statements, reading.said_as):
+                said_as.setdefault(f"{field_name}|{value}", Counter())[words] += 1
+                if role == "wish":
+                    asked.setdefault(field_name, Counter())[value] += 1
             keys = [pool_key(FIRST if position == 0 else LATER, reading.act, reading.slots)]
             if position == len(turns) - 1 and frustrated and not reading.slots and reading.act != "request":
                 keys.append(pool_key(LEAVE, "", ()))  # how a dissatisfied user's dialogue ends
@@ -97,6 +104,13 @@ def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) ->
         "acts": dict(sorted(acts.items())),
         "templates": sum(len(p) for p in pools.values()),
         "fitted": fitted_knobs(dialogues),
+        # a spelling one person used once may be the rules misreading them: a spelling is kept from two turns on
+        "said_as": {
+            key: dict(sorted((w, n) for w, n in forms.items() if n >= MIN_SAID))
+            for key, forms in sorted(said_as.items())
+            if any(n >= MIN_SAID for n in forms.values())
+        },
+        "asked": {f: dict(sorted(values.items())) for f, values in sorted(asked.items())},
     }
     return Voice(pools, summary)
 

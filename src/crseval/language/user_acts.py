@@ -70,6 +70,7 @@ class TurnReading:
     titles: tuple[str, ...]  # catalog films named, left to right, as the catalog spells them
     template: str  # the text with every value and title replaced by its slot ("{genre}", "{title}")
     untyped: str = ""  # why the turn names something the rules cannot type ("" when it names nothing else)
+    said_as: tuple[str, ...] = ()  # the words that name each of `statements`, as the turn writes them
 
     @property
     def slots(self) -> tuple[str, ...]:
@@ -140,6 +141,7 @@ def _reading(text, statements, references, template, untyped) -> TurnReading:
         titles=tuple(r.title for r in references),
         template=template,
         untyped=untyped,
+        said_as=tuple(text[m.start : m.end] for m, _ in statements),
     )
 
 

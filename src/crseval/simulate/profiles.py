@@ -40,6 +40,7 @@ COUNTS = ("reveal_after", "patience")
 # The knobs a profile may take from the learned voice (`fit`); the voice also reports the share of turns with
 # a question mark (`question`), which no single knob sets (questions come from the templates and `why`).
 FITTABLE = ("greeting", "thanks", "lowercase", "typo", "patience")
+WANTS = ("catalog", "people")  # where the opening wish comes from (UserProfile.wants)
 
 
 def _is_number(value) -> bool:
@@ -73,6 +74,10 @@ class UserProfile:
     # Speaks with the voice learned from `simulator.voice.corpus` (crseval.simulate.voice): people's turns
     # of the same act, their slots filled with the turn's values; where none fits, `voice` above speaks.
     learned: bool = False
+    # What the user wants at the start: "catalog", a value of a film drawn from the whole catalog; "people",
+    # a value drawn as often as the learned voice's corpus asks for it (among the catalog's), then a film
+    # with it. People ask for science fiction and horror far more than for a catalog's rarest genres.
+    wants: str = "catalog"
     # The disclosure shares of the constraints on a field, where they differ from `disclosure`.
     field_disclosure: dict[str, tuple[float, float, float]] = field(default_factory=dict)
     # The knobs (of FITTABLE) taken from the learned voice's fitted values by `with_fitted`, and, once taken,
@@ -92,6 +97,8 @@ class UserProfile:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ValueError(f"profile {self.name}: {name} is {value!r}, not a whole number >= 0")
+        if self.wants not in WANTS:
+            raise ValueError(f"profile {self.name}: wants is {self.wants!r}; a profile wants {' or '.join(WANTS)}")
         for knob in self.fit:
             if knob not in FITTABLE:
                 why = " (the voice's question share sets no knob)" if knob == "question" else ""
@@ -99,6 +106,11 @@ class UserProfile:
                     f"profile {self.name}: fit names {knob!r}{why}{did_you_mean(knob, list(FITTABLE))}; "
                     f"a profile fits {', '.join(FITTABLE)}"
                 )
+
+    @property
+    def needs_voice(self) -> bool:
+        """Whether the profile takes anything from the learned voice: its words, its wishes or knobs."""
+        return self.learned or bool(self.fit) or self.wants == "people"
 
     @property
     def is_explicit(self) -> bool:
@@ -114,6 +126,8 @@ class UserProfile:
         for key in ("learned", "fit", "fitted"):  # absent while unset: the settings of before these fields
             if not record[key]:
                 del record[key]
+        if self.wants == "catalog":
+            del record["wants"]
         return record
 
     def with_fitted(self, fitted: Mapping[str, Mapping]) -> "UserProfile":
@@ -205,8 +219,10 @@ LEARNED = replace(
     name="learned",
     summary="the `realistic` user's behaviour in people's words: each turn a real user's turn of the same act "
     "from the voice learned from `simulator.voice.corpus`, its catalog values and titles replaced by the "
-    "turn's own (the rule voice of `realistic` where no real turn fits)",
+    "turn's own (the rule voice of `realistic` where no real turn fits); it opens wanting what people ask "
+    "for as often as they ask for it",
     learned=True,
+    wants="people",
 )
 
 
@@ -325,10 +341,17 @@ def config_problems(config: dict) -> Iterator[str]:
             yield f"{where}: {error}"
             continue
         if name in used and not voice.get("corpus"):
-            needs = "speaks with the voice" if profile.learned else f"takes {', '.join(profile.fit)} from the voice"
-            if profile.learned or profile.fit:
+            needs = (
+                "speaks with the voice"
+                if profile.learned
+                else "wants what people ask for in the voice's corpus"
+                if profile.wants == "people"
+                else f"takes {', '.join(profile.fit)} from the voice"
+            )
+            if profile.needs_voice:
                 yield (
-                    f"{where}{'' if profile.learned else '.fit'}: profile {name} {needs} learned from "
+                    f"{where}{'' if profile.learned else '.wants' if profile.wants == 'people' else '.fit'}: "
+                    f"profile {name} {needs} learned from "
                     "simulator.voice.corpus, which is not set; name the corpus (e.g. "
                     "../shared/data/crsarena/crs_arena_dial_open.json)"
                 )

@@ -128,7 +128,7 @@ def build_shard_runner(
     user = profile_from_settings(profile)
     paraphrase = simulator["paraphrase"]
     examples = paraphrase.get("examples", 0) if paraphrase["enabled"] else 0
-    needs_voice = user.learned or bool(user.fit) or examples > 0
+    needs_voice = user.needs_voice or examples > 0
     if needs_voice and voice_file is None:
         needer = "the rewording's examples need" if examples > 0 else f"the {user.name} profile needs"
         raise ValueError(f"{needer} a learned voice: give its pools (voice_file)")
@@ -153,7 +153,7 @@ def build_shard_runner(
         turns,
         catalog_sha,
         paraphraser,
-        voice if user.learned else None,
+        voice if user.learned or user.wants == "people" else None,
         user,
     )
     kind = kind_of(system)

@@ -163,15 +163,21 @@ class UserSimulator:
         # plot keywords are wishes (and bridges) only when the field order asks for them
         self.fields = CONCEPT_FIELDS + tuple(f for f in self.settings.field_order if f not in CONCEPT_FIELDS)
         first_field = self.settings.field_order[0]
-        with_values = [f for f in self.index.films["film_id"] if self._values(int(f), first_field)]
-        if not with_values:
-            raise ValueError(f"no film of the catalog has a {first_field!r} value to start a session from")
-        self.anchor = int(with_values[int(self.plan_rng.integers(len(with_values)))])
-        values = self._values(self.anchor, first_field)
-        self.focus = (first_field, values[int(self.plan_rng.integers(len(values)))])
+        self.anchor, value = self._opening(first_field)
+        self.focus = (first_field, value)
         self.constraints = [Constraint(*self.focus)]
         self.liked = [self._title(self.anchor)]
         self._disclose_new()
+
+    def _opening(self, first_field: str) -> tuple[int, str]:
+        """The film the user starts from and the value of `first_field` it wants: a film drawn from those
+        with such a value, then one of its values (the plan's stream)."""
+        with_values = [f for f in self.index.films["film_id"] if self._values(int(f), first_field)]
+        if not with_values:
+            raise ValueError(f"no film of the catalog has a {first_field!r} value to start a session from")
+        anchor = int(with_values[int(self.plan_rng.integers(len(with_values)))])
+        values = self._values(anchor, first_field)
+        return anchor, values[int(self.plan_rng.integers(len(values)))]
 
     # ------------------------------------------------------------ catalog access
 
@@ -537,8 +543,34 @@ class ProfiledUser(UserSimulator):
         self.voice_rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(4)[3])
         super().__post_init__()
 
+    @property
+    def _speaks(self) -> bool:
+        """Whether the learned voice words the turns (a profile may take only its wishes from it)."""
+        return self.voice is not None and self.profile.learned
+
     def _draw_disclosure(self, field_name: str) -> str:
         return self.profile.disclose(self.disclosure_rng.random(), field_name)
+
+    def _opening(self, first_field: str) -> tuple[int, str]:
+        """Under `wants: people`, the value drawn as often as the voice's corpus asks for it (among the
+        values the catalog's films have), then a film with it; else as every user opens."""
+        if self.user_profile.wants != "people":
+            return super()._opening(first_field)
+        asked = self.voice.asked(first_field) if self.voice is not None else {}
+        films: dict[str, list[int]] = {}
+        for film_id in self.index.films["film_id"]:
+            for value in self._values(int(film_id), first_field):
+                if asked.get(value):
+                    films.setdefault(value, []).append(int(film_id))
+        if not films:
+            raise ValueError(
+                f"profile {self.user_profile.name} wants what people ask for, and the voice's corpus asks for no "
+                f"{first_field} a catalog film has"
+            )
+        values = sorted(films)
+        weights = np.array([asked[v] for v in values], dtype=float)
+        value = values[int(self.plan_rng.choice(len(values), p=weights / weights.sum()))]
+        return films[value][int(self.plan_rng.integers(len(films[value])))], value
 
     # ------------------------------------------------------------ wording
 
@@ -613,7 +645,7 @@ class ProfiledUser(UserSimulator):
         candidates = list(last_recommended)
         if self.profile.patience and self.misses >= self.profile.patience:
             self._told = []
-            voiced = self._voiced([[(None, self.voice.leave_options())]], candidates) if self.voice else None
+            voiced = self._voiced([[(None, self.voice.leave_options())]], candidates) if self._speaks else None
             text = voiced[0] if voiced else self._say(lambda: (self._pick("leave"), [], []), candidates, number)[0]
             implied = {"accepts": [], "rejects": [t for t in last_recommended if t not in fitting]}
             return self._turn(number, text, [], [], "leave", shift, plan_event, implied)
@@ -677,7 +709,7 @@ class ProfiledUser(UserSimulator):
             return _joined(parts), statements, titles
 
         voiced = None
-        if self.voice is not None:
+        if self._speaks:
             told = ([focus] if announced else []) + [c for c in tell if not (announced and c == focus)]
             self._told = told
             voiced = self._voiced(self._voice_plan(number, reaction, told, opening_quiet, no_preference), candidates)
@@ -759,10 +791,17 @@ class ProfiledUser(UserSimulator):
         themselves word for word)."""
         fresh = [t for t in templates if t.id not in self._voice_used]
         chosen = Voice.draw(self.voice_rng, fresh or templates)
-        if len(templates) > 1 and self.voice_rng.random() < VOICE_SPLICE:
-            spliced = Voice.splice(self.voice_rng, chosen, Voice.draw(self.voice_rng, templates))
-            return spliced or chosen
         return chosen
+
+    def _said_as(self, constraint: Constraint) -> str:
+        """A value in words people wrote it with, as often as they did (the catalog's spelling where nobody
+        wrote it twice the same way); the read-back checks it still names the value."""
+        forms = self.voice.said_as(constraint.field, constraint.value)
+        if not forms:
+            return display(constraint.field, constraint.value)
+        words = sorted(forms)
+        weights = np.array([forms[w] for w in words], dtype=float)
+        return words[int(self.voice_rng.choice(len(words), p=weights / weights.sum()))]
 
     def _fill(self, drawn: list[tuple]):
         """The drawn templates with their slots filled: the turn's values (wishes, then exclusions, as the
@@ -788,7 +827,7 @@ class ProfiledUser(UserSimulator):
                 if match is None:
                     return None
                 told.remove(match)
-                value = display(match.field, match.value)
+                value = self._said_as(match)
                 if re.search(r"(?:^|\s)[Aa] $", text) and value[:1].lower() in "aeiou":
                     text = text[:-1] + "n "
                 text += value
@@ -887,11 +926,10 @@ class ProfiledUser(UserSimulator):
         return text, statements, [shift["from_anchor"]]
 
 
-VOICE_SPLICE = 0.5  # the share of drawn templates joined with another of the same act at a shared word
 VOICE_DRAWS = 12  # templates drawn for one way of wording a turn before the next way (or the rules)
 # The act of a real turn that words each reaction of the profile.
 _VOICE_ACTS = {
-    "accept": ("take", "small_talk"),
+    "accept": ("take", "small_talk", "ask_about", "ask"),  # people seldom say they take a film: they ask on
     "why": ("ask_about",),
     "ask": ("ask", "other"),
     "reject": ("turn_down", "other", "ask"),
@@ -929,8 +967,9 @@ def make_user(
     profile = profile or user_profile(settings.profile)
     if profile.is_explicit:
         return UserSimulator(index, settings, templates, seed, matcher)
-    if profile.learned and voice is None:
-        raise ValueError(f"the {profile.name} profile speaks with a learned voice: set simulator.voice.corpus")
+    uses_voice = profile.learned or profile.wants == "people"
+    if uses_voice and voice is None:
+        raise ValueError(f"the {profile.name} profile needs a learned voice: set simulator.voice.corpus")
     return ProfiledUser(
-        index, settings, templates, seed, matcher, user_profile=profile, voice=voice if profile.learned else None
+        index, settings, templates, seed, matcher, user_profile=profile, voice=voice if uses_voice else None
     )

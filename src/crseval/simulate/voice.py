@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-VOICE_FORMAT = 1
+VOICE_FORMAT = 2
 FIRST, LATER, LEAVE = "first", "later", "leave"  # where in a dialogue a pool's turns were said
 
 
@@ -71,12 +71,12 @@ class Voice:
         ).hexdigest()[:16]
 
     def options(self, act: str, signature: tuple[str, ...], first: bool = False) -> list[VoiceTemplate]:
-        """The templates of `act` with exactly the slot `signature` (sorted): said as a dialogue's first
-        turn when `first` and there are any, else said anywhere."""
+        """The templates of `act` with exactly the slot `signature` (sorted), said where the turn is (a
+        dialogue's first turn when `first`, a later one otherwise), else, where people said none there, said
+        at the other place (a greeting people open with is no reaction to a film while later turns have one)."""
         signature = tuple(sorted(signature))
-        if first and (found := self.pools.get(pool_key(FIRST, act, signature))):
-            return found
-        return self.pools.get(pool_key(FIRST, act, signature), []) + self.pools.get(pool_key(LATER, act, signature), [])
+        here, there = (FIRST, LATER) if first else (LATER, FIRST)
+        return self.pools.get(pool_key(here, act, signature)) or self.pools.get(pool_key(there, act, signature), [])
 
     def retyped(self, act: str, signature: tuple[str, ...], first: bool = False) -> list[VoiceTemplate]:
         """Templates of `act` whose value slots have the roles of `signature` but other fields, each re-typed
@@ -96,43 +96,24 @@ class Voice:
                 continue
             if sorted(slot.split(":")[1] for slot in have) == roles:
                 found[position] += [_retype(template, wanted) for template in templates]
-        return found[FIRST] if first and found[FIRST] else found[FIRST] + found[LATER]
+        here, there = (FIRST, LATER) if first else (LATER, FIRST)
+        return found[here] or found[there]
 
     def leave_options(self) -> list[VoiceTemplate]:
         return self.pools.get(pool_key(LEAVE, "", ()), [])
 
+    def said_as(self, field_name: str, value: str) -> dict[str, int]:
+        """How people wrote a catalog value (the voice's corpus: {words: turns}), e.g. "sci-fi" for
+        science fiction; empty where nobody named it."""
+        return self.summary.get("said_as", {}).get(f"{field_name}|{value}", {})
+
+    def asked(self, field_name: str) -> dict[str, int]:
+        """How many of the voice's corpus's turns ask for each value of a field (as a wish)."""
+        return self.summary.get("asked", {}).get(field_name, {})
+
     @staticmethod
     def draw(rng: np.random.Generator, options: list[VoiceTemplate]) -> VoiceTemplate:
         return options[int(rng.integers(len(options)))]
-
-    @staticmethod
-    def splice(rng: np.random.Generator, first: VoiceTemplate, second: VoiceTemplate) -> VoiceTemplate | None:
-        """`first` up to a word both templates hold, `second` from that word on: a turn no person typed whose
-        every pair of neighbouring words a person did type (the words around the join come one from each).
-        None where they share no such word, or the joined turn's slots are not `first`'s (the act's)."""
-        words_a, words_b = first.text.split(" "), second.text.split(" ")
-        keys_b: dict[str, list[int]] = {}
-        for j, word in enumerate(words_b[:-1]):
-            keys_b.setdefault(_join_key(word), []).append(j)
-        joins = [
-            (i, j)
-            for i, word in enumerate(words_a)
-            if i > 0 and _join_key(word) and "{" not in word
-            for j in keys_b.get(_join_key(word), [])
-        ]
-        if not joins:
-            return None
-        i, j = joins[int(rng.integers(len(joins)))]
-        text = " ".join(words_a[:i] + words_b[j:])
-        slots_a = re.findall(r"\{(\w+)\}", " ".join(words_a[:i]))
-        slots = tuple(first.slots[: len(slots_a)]) + tuple(second.slots[len(second.slots) - _slot_count(words_b[j:]) :])
-        if sorted(s.split(":")[0] for s in slots) != sorted(re.findall(r"\{(\w+)\}", text)) or sorted(slots) != sorted(
-            first.slots
-        ):
-            return None
-        if text == first.text or text == second.text:
-            return None
-        return VoiceTemplate(f"{first.id}+{second.id}@{i}:{j}", text, slots)
 
     def as_json(self) -> dict:
         return {
@@ -187,15 +168,6 @@ def voice_problems(config: dict):
             f"simulator.voice.corpus: simulator.paraphrase.examples: {examples} shows the rewording model real user "
             "turns from the learned voice; name the corpus it learns from"
         )
-
-
-def _join_key(word: str) -> str:
-    """A word as a join point compares: lower case, without the punctuation around it."""
-    return word.strip(".,!?;:'\"()").lower()
-
-
-def _slot_count(words: list[str]) -> int:
-    return len(re.findall(r"\{\w+\}", " ".join(words)))
 
 
 def _retype(template: VoiceTemplate, wanted: list[str]) -> VoiceTemplate:
