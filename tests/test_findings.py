@@ -117,3 +117,33 @@ def test_the_page_links_extremes_to_the_viewer_and_escapes_every_name():
     assert 'href="../viewer/index.html#session=beta%2Fs00002"' in page
     assert "No validity evidence in this run" in page
     assert "<script" not in page and "http" not in page
+
+
+def test_a_count_or_mean_that_is_infinite_reads_n_a():
+    """inf in a table (a count of sessions, trials, checks or sessions needed; a mean) is no number to print
+    or rank: the page says n/a where it stood (it raised OverflowError on int(inf))."""
+    metrics = model_metrics().assign(sessions=[math.inf] * 3, trials_per_user=[math.inf] * 3)
+    metrics.loc[metrics["model"] == "alpha", "tas"] = math.inf
+    tests = posthoc().assign(sessions_to_test=[math.nan, math.nan, math.inf])
+    power = pd.DataFrame(
+        {"metric": ["tas"], "basis": ["stated"], "planned_difference": [0.1], "sessions_needed": [math.inf]}
+    )
+    scorecard = pd.DataFrame(
+        {
+            "metric": ["tas", "stale_rate"],
+            "checks_run": [math.inf, 2],
+            "checks_passed": [1, 2],
+            **{name: ["pass", "pass"] for name in ("adaptation", "echo", "users", "beats_length")},
+        }
+    )
+    page = findings.findings_page(
+        "demo", metrics, ["tas", "stale_rate"], tests, paired(), power, 0.05, sessions(), scorecard=scorecard
+    )
+    assert "n/a users per system, each met n/a times" in page
+    # alpha's TAS is no finite mean: shown as n/a, unranked, and beta leads
+    assert "beta leads with 0.55 [0.5, 0.6]" in page and "n/a [0.35, 0.45] (unranked)" in page
+    assert "not testable at this n: the sessions per system that would make it testable: n/a" in page
+    assert "(the sessions per system that would make them all testable: n/a)" in page
+    assert "The sessions per system the power plan asks for to detect the stated gap of 0.1: n/a." in page
+    assert "<td class='num fail'>1 of n/a</td>" in page and "<td class='num pass'>2 of 2</td>" in page
+    assert findings.evidence(None, scorecard)["metric"].tolist() == ["stale_rate", "tas"]  # n/a checks last

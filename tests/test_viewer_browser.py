@@ -7,10 +7,13 @@ page fits 1280 px. Leaves a screenshot in tests/artifacts/viewer.png (and the li
 beside it).
 """
 
+import json
 import os
 import shutil
 import subprocess
+import zipfile
 from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit
 
 import pytest
 from test_viewer import IMPORTED, INJECTION, SCRIPT, add_trial, build_experiment, write
@@ -266,13 +269,70 @@ def test_side_by_side_keeps_the_trial(browser, tmp_path):
         assert texts(browser, f".side-cell[data-system='{system}'] .s") == [t["system_text"] for t in record["turns"]]
 
 
+def test_a_session_id_that_is_not_a_session_is_refused_without_a_fetch(browser, page):
+    """An id in the address that names no session, a name every JavaScript object has among them, shows "no
+    such session" and loads no data file (a plain-object lookup found Object.prototype for `__proto__` and
+    asked for data/undefined.js)."""
+    for sid in ("__proto__", "constructor", "toString", "hasOwnProperty", "valueOf", "oracle/s99999", ""):
+        message = f"no such session: {sid}"
+        open_hash(
+            browser,
+            f"#session={quote(sid, safe='')}",
+            f"document.body.dataset.view === 'list' && document.getElementById('error').textContent === {message!r}",
+        )
+        assert browser.execute_script("return document.getElementById('error').hidden") is False
+        loaded = browser.execute_script(
+            "return Array.from(document.scripts).map(s => s.getAttribute('src')).filter(Boolean);"
+        )
+        assert loaded == ["list.js"], f"#session={sid} loaded {loaded}"
+    # a real session still opens afterwards
+    open_hash(browser, "#session=oracle%2Fs00000", "document.body.dataset.session === 'oracle/s00000'")
+    assert browser.execute_script("return document.getElementById('error').hidden") is True
+
+
+def report_items(report_html: Path) -> dict:
+    """The items of a Snakemake report (report.html's `var results = {...}`): path -> name, data_uri, rule."""
+    text = report_html.read_text(encoding="utf-8")
+    start = text.index("{", text.index("var results =", text.index('<script id="results">')))
+    items, _ = json.JSONDecoder().raw_decode(text, start)
+    return items
+
+
+def follow_every_link(driver, page: Path, root: Path, records: dict) -> int:
+    """Open `page` and follow each of its links: every target is a file under `root`; every HTML target (the
+    viewer) loads, and a link to a session shows that session's turns. Returns the number of links."""
+    driver.get(page.as_uri())
+    assert driver.find_element("css selector", "h1").text == "Findings: calibration-demo"
+    hrefs = driver.execute_script("return Array.from(document.querySelectorAll('a[href]')).map(a => a.href);")
+    assert hrefs, f"{page} has no links"
+    for href in hrefs:
+        url = urlsplit(href)
+        target = Path(unquote(url.path))
+        assert url.scheme == "file" and target.is_file(), f"{page}: {href} is no file"
+        assert target.resolve().is_relative_to(root.resolve()), f"{page}: {href} leaves {root}"
+        assert target.stat().st_size > 0, f"{page}: {href} is empty"
+    for href in dict.fromkeys(hrefs):
+        url = urlsplit(href)
+        if not url.path.endswith(".html"):
+            continue
+        driver.get("about:blank")
+        driver.get(href)
+        sid = unquote(url.fragment.removeprefix("session=")) if url.fragment.startswith("session=") else None
+        if sid is None:
+            wait_for(driver, "document.body.dataset.ready === '1' && document.body.dataset.view === 'list'")
+            assert driver.execute_script("return crsevalViewer.filter({})") == len(records), href
+            continue
+        wait_for(driver, f"document.body.dataset.session === {sid!r} && document.body.dataset.view === 'session'")
+        assert texts(driver, ".msg.user .text") == [t["user_text"] for t in records[sid]["turns"]], href
+    return len(hrefs)
+
+
 def test_a_runs_viewer_and_findings_open_from_the_folder_and_from_the_report(browser, workflow_copy):
     """config/test/calibration_demo.yaml run through the workflow: its viewer opens from the results folder
     and from the zip report, lists every session, and shows two systems side by side on one seed with the
-    texts of their session records; the findings page links into the viewer."""
-    import json
-    import zipfile
-
+    texts of their session records; every link of the findings page (the viewer, the sessions behind the
+    extremes, the summaries and tables) reaches its target from the folder and from the unpacked zip, where
+    the report's Findings entry opens the page with the zip's links."""
     from conftest import run_snakemake
 
     config = str(workflow_copy / "config" / "test" / "calibration_demo.yaml")
@@ -298,9 +358,13 @@ def test_a_runs_viewer_and_findings_open_from_the_folder_and_from_the_report(bro
             cells = texts(browser, f".side-cell[data-system='{system}'] .s")
             assert cells == [t["system_text"] for t in records[f"{system}/s00002"]["turns"]]
         assert records["oracle/s00002"]["seed"] == records["random/s00002"]["seed"]  # the same simulated user
-    browser.get((results / "findings" / "index.html").as_uri())
-    assert browser.find_element("css selector", "h1").text == "Findings: calibration-demo"
-    link = browser.find_element("css selector", "a[href*='#session=']")
-    link.click()
-    wait_for(browser, "document.body.dataset.view === 'session'")
-    assert browser.execute_script("return document.body.dataset.session") in records
+    # the findings page, as the report's Findings entry opens it from the zip's report.html
+    (report_html,) = (workflow_copy / "unzipped").rglob("report.html")
+    entries = [item for item in report_items(report_html).values() if item["job_properties"]["rule"] == "findings"]
+    assert len(entries) == 1 and entries[0]["name"] == "findings.html"
+    pages = {
+        results / "findings" / "index.html": results,
+        report_html.parent / entries[0]["data_uri"]: report_html.parent,
+    }
+    followed = {page: follow_every_link(browser, page, root, records) for page, root in pages.items()}
+    assert len(set(followed.values())) == 1 and min(followed.values()) > 4  # the same links in both

@@ -3,17 +3,23 @@ metric was checked; crseval.analysis.findings) and the session viewer (every con
 side on the same simulated user; crseval.analysis.viewer). Both are static pages under results/<experiment>/,
 opened from file:// or in the report (`snakemake --report report.zip`)."""
 
-# The readable summaries of this run the findings page links to, relative to it.
+# The readable summaries of this run the findings page links to, as the rules name them (each is a report item
+# too, so the report's copy of the page links to it inside the zip).
 FINDINGS_LINKS = {
-    "Statistics": "../stats/summary.md",
-    "Power": "../stats/power.md",
-    "Means": "../tables/model_metrics.csv",
-    **({"Validity": "../stats/validity.md"} if VALIDITY else {}),
-    **({"Users' verdicts": "../stats/scorecard.md"} if HUMAN_LABELS else {}),
-    **({"Repeated trials": "../stats/reliability_trials.md"} if TRIALS > 1 else {}),
-    **({"User robustness": "../stats/user_robustness.md"} if ROBUSTNESS else {}),
-    **({"User realism": "../stats/user_realism.md"} if REALISM_REFERENCE else {}),
+    "Statistics": str(rules.stats.output.summary),
+    "Power": str(rules.stats.output.power),
+    "Means": str(rules.aggregate.output.model_metrics),
+    **({"Validity": str(rules.validity.output.summary)} if VALIDITY else {}),
+    **({"Users' verdicts": str(rules.human_agreement.output.scorecard_summary)} if HUMAN_LABELS else {}),
+    **({"Repeated trials": str(rules.reliability_trials.output.summary)} if TRIALS > 1 else {}),
+    **({"User robustness": str(rules.stats.output.robustness_summary)} if ROBUSTNESS else {}),
+    **({"User realism": str(rules.user_realism.output.summary)} if REALISM_REFERENCE else {}),
 }
+# The page each directory opens with: the viewer's, and the copy of the findings page whose links point at
+# where the report zip puts each file (data/raw/<id>/, see workflow/scripts/findings.py); findings/index.html
+# links within the results folder.
+VIEWER_PAGE = "index.html"
+FINDINGS_REPORT_PAGE = "in_report.html"
 
 
 rule viewer:
@@ -24,7 +30,7 @@ rule viewer:
     output:
         report(
             directory(f"{RESULTS}/viewer"),
-            htmlindex="index.html",
+            htmlindex=VIEWER_PAGE,
             caption="../report/viewer.rst",
             category="Sessions",
         ),
@@ -50,7 +56,7 @@ rule findings:
     output:
         report(
             directory(f"{RESULTS}/findings"),
-            htmlindex="index.html",
+            htmlindex=FINDINGS_REPORT_PAGE,
             caption="../report/findings.rst",
             category="Findings",
         ),
@@ -64,7 +70,9 @@ rule findings:
         metrics=config["stats"]["metrics"],
         judged=JUDGE["enabled"],
         alpha=config["stats"]["alpha"],
-        # the readable summaries the page links to, relative to it
+        # the readable summaries the page links to and the viewer's page, as the rules name them
         links=FINDINGS_LINKS,
+        viewer=f"{rules.viewer.output[0]}/{VIEWER_PAGE}",
+        report_page=FINDINGS_REPORT_PAGE,
     script:
         "../scripts/findings.py"

@@ -13,8 +13,15 @@ files; links to the session viewer and the tables beside it):
   validity table), ordered by how much was checked before what passed, so a metric that passed the
   one check it could run does not read as better founded than one that passed three of four;
 - per headline metric and system, links to the sessions with the lowest and the highest value in
-  the session viewer (`viewer/index.html#session=<session_id>`).
-Every value read from a table is escaped: system names and metric labels come from the config.
+  the session viewer (`<viewer>#session=<session_id>`).
+Every value read from a table is escaped: system names and metric labels come from the config. A number
+that is missing shows as "–"; one that is no finite number (an inf a table holds) as "n/a", and a mean
+that is no finite number is left unranked.
+
+The hrefs are the caller's: `viewer` (the viewer's index.html) and `links` (label -> href of a table or
+summary), relative to where the page is opened. The results folder and the Snakemake report zip place the
+same files differently (the zip puts each report item in `data/raw/<id>/`), so the rule writes the page
+once for each (workflow/scripts/findings.py).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import html
 import math
 from urllib.parse import quote
 
+import numpy as np
 import pandas as pd
 
 from crseval.analysis import registry
@@ -45,11 +53,29 @@ def _esc(value) -> str:
 
 
 def _num(value, digits: int = 3) -> str:
+    """`value` to `digits` significant digits; "–" when missing, "n/a" when infinite."""
     try:
         value = float(value)
     except (TypeError, ValueError):
         return "–"
-    return "–" if not math.isfinite(value) else f"{value:.{digits}g}"
+    if math.isnan(value):
+        return "–"
+    return "n/a" if math.isinf(value) else f"{value:.{digits}g}"
+
+
+def _count(value) -> str:
+    """A count as 1,234; "n/a" for a value that is no finite number (missing, or an inf a table holds)."""
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return "n/a"
+    return f"{int(value):,}" if math.isfinite(value) else "n/a"
+
+
+def _finite(values) -> pd.Series:
+    """`values` as numbers, with NaN for whatever is no finite number (text, inf)."""
+    numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").astype(float)
+    return numbers.where(np.isfinite(numbers))
 
 
 def _label(metric: str) -> str:
@@ -68,7 +94,8 @@ def _higher_is_better(metric: str) -> bool | None:
 
 def ranking(model_metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The systems by their mean of `metric`, best first in the metric's declared direction (highest first
-    for a metric without one): columns system, mean, ci_low, ci_high, rank (ties share the better rank)."""
+    for a metric without one): columns system, mean, ci_low, ci_high, rank (ties share the better rank; a
+    mean that is missing or no finite number has no rank and comes last)."""
     name = registry.thesis_name(metric)
     if name not in model_metrics:
         return pd.DataFrame(columns=["system", "mean", "ci_low", "ci_high", "rank"])
@@ -81,7 +108,7 @@ def ranking(model_metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
         }
     )
     ascending = _higher_is_better(metric) is False
-    table["rank"] = table["mean"].rank(method="min", ascending=ascending)
+    table["rank"] = _finite(table["mean"]).rank(method="min", ascending=ascending)
     return table.sort_values(["rank", "system"], kind="stable").reset_index(drop=True)
 
 
@@ -141,8 +168,8 @@ def evidence(validity: pd.DataFrame | None, scorecard: pd.DataFrame | None) -> p
         rows = [
             [
                 r["metric"],
-                int(r["checks_run"]),
-                int(r["checks_passed"]),
+                _whole(r["checks_run"]),
+                _whole(r["checks_passed"]),
                 f"adaptation {r['adaptation']}, echo {r['echo']}, users {r['users']}, beats length {r['beats_length']}",
             ]
             for r in scorecard.to_dict("records")
@@ -162,6 +189,12 @@ def evidence(validity: pd.DataFrame | None, scorecard: pd.DataFrame | None) -> p
     return table.sort_values(["checks_run", "checks_passed", "metric"], ascending=[False, False, True], kind="stable")
 
 
+def _whole(value) -> int | float:
+    """A count read from a table as an int; NaN when it is no finite number."""
+    number = _finite([value]).iloc[0]
+    return int(number) if pd.notna(number) else math.nan
+
+
 def extremes(sessions: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Per system, the session with the lowest and the one with the highest value of `metric` (first by
     session id among equals): system, low_id, low, high_id, high."""
@@ -177,13 +210,15 @@ def extremes(sessions: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _session_link(session_id: str, text: str) -> str:
-    return f'<a href="{VIEWER}#session={quote(str(session_id), safe="")}">{_esc(text)}</a>'
+def _session_link(viewer: str, session_id: str, text: str) -> str:
+    return f'<a href="{_esc(viewer)}#session={quote(str(session_id), safe="")}">{_esc(text)}</a>'
 
 
 def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame) -> str:
     if not len(ranked) or ranked["mean"].isna().all():
         return f"<li>{_esc(_label(metric))}: no values.</li>"
+    if ranked["rank"].isna().all():
+        return f"<li>{_esc(_label(metric))}: no mean is a finite number (n/a).</li>"
     best = ranked[ranked["rank"] == ranked["rank"].min()]
     leaders = " = ".join(best["system"])
     top = best.iloc[0]
@@ -204,7 +239,12 @@ def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame) -
     if untestable:
         needed = pd.to_numeric(pairs.loc[pairs["verdict"] == "not testable at this n", "sessions_to_test"], "coerce")
         if needed.notna().any():
-            said += f" (all testable from {int(needed.max()):,} sessions per system)"
+            most = _count(needed.max())
+            said += (
+                f" (all testable from {most} sessions per system)"
+                if most != "n/a"
+                else " (the sessions per system that would make them all testable: n/a)"
+            )
     return f"<li><b>{_esc(_label(metric))}</b>: {_esc(leaders)} leads with {interval}; {said}.</li>"
 
 
@@ -220,15 +260,19 @@ def findings_page(
     validity: pd.DataFrame | None = None,
     scorecard: pd.DataFrame | None = None,
     links: dict[str, str] | None = None,
+    viewer: str = VIEWER,
 ) -> str:
-    """The findings page as one HTML document (see the module docstring). `links`: label -> relative path of
-    the tables and summaries to link to (those the run wrote)."""
+    """The findings page as one HTML document (see the module docstring). `links`: label -> href of the
+    tables and summaries to link to (those the run wrote); `viewer`: href of the session viewer's page. Both
+    relative to where the page is opened."""
     systems = model_metrics["model"].astype(str).tolist()
-    per_system = model_metrics["sessions"].tolist() if "sessions" in model_metrics else []
-    trials = model_metrics["trials_per_user"].tolist() if "trials_per_user" in model_metrics else []
-    size = f"{int(min(per_system)):,} sessions per system" if per_system else "no sessions"
-    if trials:
-        size = f"{int(min(per_system)):,} users per system, each met {int(max(trials))} times"
+    size = "no sessions"
+    if "sessions" in model_metrics and len(model_metrics):
+        fewest = _count(_finite(model_metrics["sessions"]).min())
+        size = f"{fewest} sessions per system"
+        if "trials_per_user" in model_metrics:
+            most = _count(_finite(model_metrics["trials_per_user"]).max())
+            size = f"{fewest} users per system, each met {most} times"
     headline = [m for m in headline if registry.thesis_name(m) in model_metrics]
     rankings = {m: ranking(model_metrics, m) for m in headline}
     pairs = {m: pair_verdicts(m, posthoc, paired, alpha) for m in headline}
@@ -241,7 +285,7 @@ def findings_page(
         f"<p><small>{len(systems)} systems ({_esc(', '.join(systems))}); {_esc(size)}; tests at alpha {alpha} "
         "with the analysis plan of stats/summary.md.</small></p>",
         '<nav><a href="'
-        + VIEWER
+        + _esc(viewer)
         + '">Sessions (viewer)</a>'
         + "".join(f'<a href="{_esc(path)}">{_esc(label)}</a>' for label, path in (links or {}).items())
         + "</nav>",
@@ -253,7 +297,7 @@ def findings_page(
     parts += _scorecard_table(headline, rankings)
     parts += _pairs_section(headline, pairs, power)
     parts += _evidence_section(evidence(validity, scorecard))
-    parts += _extremes_section(headline, sessions)
+    parts += _extremes_section(headline, sessions, viewer)
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -278,9 +322,8 @@ def _scorecard_table(headline: list[str], rankings: dict[str, pd.DataFrame]) -> 
                 cells.append("<td class='num'>–</td>")
                 continue
             r = by_system.loc[system]
-            cells.append(
-                f"<td class='num'>{_num(r['mean'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}] ({int(r['rank'])})</td>"
-            )
+            rank = f" ({int(r['rank'])})" if pd.notna(r["rank"]) else " (unranked)"
+            cells.append(f"<td class='num'>{_num(r['mean'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]{rank}</td>")
         lines.append(f"<tr><td title='{_esc(metric)}'>{_esc(_label(metric))}</td>{''.join(cells)}</tr>")
     return [*lines, "</table>"]
 
@@ -299,9 +342,11 @@ def _pairs_section(headline: list[str], pairs: dict[str, pd.DataFrame], power: p
             n = paired_n if pd.notna(paired_n) else row.get("sessions_needed", math.nan)
             if pd.notna(n):
                 basis = "the stated" if row["basis"] == "stated" else "the observed (a post-hoc plan, no evidence)"
+                gap = f"{basis} gap of {_num(row['planned_difference'])}"
                 needed = (
-                    f" The power plan asks for {int(n):,} sessions per system to detect {basis} gap of "
-                    f"{_num(row['planned_difference'])}."
+                    f" The power plan asks for {_count(n)} sessions per system to detect {gap}."
+                    if _count(n) != "n/a"
+                    else f" The sessions per system the power plan asks for to detect {gap}: n/a."
                 )
         lines += [
             f"<h3>{_esc(_label(metric))}</h3>",
@@ -311,8 +356,13 @@ def _pairs_section(headline: list[str], pairs: dict[str, pd.DataFrame], power: p
         for r in table.to_dict("records"):
             css = {"differs": "differs", "no difference found": "none"}.get(r["verdict"], "untestable")
             verdict = r["verdict"]
-            if verdict == "not testable at this n" and pd.notna(pd.to_numeric(r["sessions_to_test"], "coerce")):
-                verdict += f": testable from {int(float(r['sessions_to_test'])):,} sessions per system"
+            to_test = pd.to_numeric(r["sessions_to_test"], "coerce")
+            if verdict == "not testable at this n" and pd.notna(to_test):
+                verdict += (
+                    f": testable from {_count(to_test)} sessions per system"
+                    if _count(to_test) != "n/a"
+                    else ": the sessions per system that would make it testable: n/a"
+                )
             lines.append(
                 f"<tr><td>{_esc(r['system_a'])}</td><td>{_esc(r['system_b'])}</td><td class='num'>"
                 f"{_num(r['mean_diff'])}</td><td class='num'>{_num(r['p_adj'])}</td>"
@@ -336,23 +386,24 @@ def _evidence_section(table: pd.DataFrame) -> list[str]:
         "<table><tr><th>metric</th><th>checks run</th><th>passed</th><th>verdicts</th></tr>",
     ]
     for r in table.to_dict("records"):
-        css = "pass" if r["checks_run"] and r["checks_passed"] == r["checks_run"] else "fail"
+        run, passed = _count(r["checks_run"]), _count(r["checks_passed"])
+        css = "pass" if run not in ("n/a", "0") and passed == run else "fail"
         lines.append(
-            f"<tr><td>{_esc(_label(r['metric']))}</td><td class='num'>{r['checks_run']}</td>"
-            f"<td class='num {css}'>{r['checks_passed']} of {r['checks_run']}</td><td>{_esc(r['verdicts'])}</td></tr>"
+            f"<tr><td>{_esc(_label(r['metric']))}</td><td class='num'>{run}</td>"
+            f"<td class='num {css}'>{passed} of {run}</td><td>{_esc(r['verdicts'])}</td></tr>"
         )
     return [*lines, "</table>"]
 
 
-def _extremes_section(headline: list[str], sessions: pd.DataFrame) -> list[str]:
+def _extremes_section(headline: list[str], sessions: pd.DataFrame, viewer: str) -> list[str]:
     lines = ["<h2>The sessions behind the extremes</h2>", "<table><tr><th>metric</th><th>system</th>"]
     lines[-1] += "<th>lowest</th><th>highest</th></tr>"
     shown = False
     for metric in headline:
         for r in extremes(sessions, metric).to_dict("records"):
             shown = True
-            low = _session_link(r["low_id"], f"{_num(r['low'])} ({r['low_id']})")
-            high = _session_link(r["high_id"], f"{_num(r['high'])} ({r['high_id']})")
+            low = _session_link(viewer, r["low_id"], f"{_num(r['low'])} ({r['low_id']})")
+            high = _session_link(viewer, r["high_id"], f"{_num(r['high'])} ({r['high_id']})")
             lines.append(
                 f"<tr><td>{_esc(_label(metric))}</td><td>{_esc(r['system'])}</td><td>{low}</td><td>{high}</td></tr>"
             )

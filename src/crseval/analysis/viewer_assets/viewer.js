@@ -8,7 +8,7 @@
   var state = {
     data: null,
     rows: [],
-    byId: {},
+    byId: new Map(), /* session id -> row; a Map: an id from the address is never a property name */
     columns: [],
     filtered: [],
     filter: { system: "", text: "", where: "" },
@@ -131,7 +131,7 @@
       row.hay = [row.id, row.system, row.profile || "", row.ending || "", "#" + row.session_index]
         .join(" ")
         .toLowerCase();
-      state.byId[row.id] = row;
+      state.byId.set(row.id, row);
       return row;
     });
   }
@@ -443,7 +443,7 @@
   /* ---------- hash ---------- */
 
   function parseHash() {
-    var out = {};
+    var out = Object.create(null); /* keys from the address: no inherited names such as __proto__ */
     location.hash.replace(/^#/, "").split("&").forEach(function (part) {
       if (!part) return;
       var i = part.indexOf("=");
@@ -499,8 +499,8 @@
   function route() {
     var h = parseHash();
     if (h.session !== undefined) {
-      var row = state.byId[h.session];
-      if (!row) return showList("no session " + h.session);
+      var row = state.byId.get(h.session);
+      if (!row) return showList("no such session: " + h.session);
       return showSession(row);
     }
     if (h.side !== undefined) {
@@ -894,7 +894,7 @@
   /* ---------- navigation ---------- */
 
   function goBack() {
-    if (state.view === "side" && state.sideFrom && state.byId[state.sideFrom]) {
+    if (state.view === "side" && state.sideFrom && state.byId.has(state.sideFrom)) {
       var from = state.sideFrom;
       state.sideFrom = null;
       return go("#session=" + encodeURIComponent(from));
@@ -908,7 +908,7 @@
   function toggleSide() {
     if (state.view === "side") {
       var side = state.side;
-      var back = state.sideFrom && state.byId[state.sideFrom];
+      var back = state.sideFrom && state.byId.get(state.sideFrom);
       var pick = back || side.rows.filter(function (r) { return side.systems.indexOf(r.system) >= 0; })[0] || side.rows[0];
       state.sideFrom = null;
       return go("#session=" + encodeURIComponent(pick.id));
