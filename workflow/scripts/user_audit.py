@@ -1,6 +1,5 @@
 """Rule user_audit: per profile, how the simulated user's turns were worded and whether each reads back."""
 
-import json
 from pathlib import Path
 
 import source_tree  # noqa: F401  (crseval from this source tree)
@@ -8,6 +7,7 @@ import source_tree  # noqa: F401  (crseval from this source tree)
 from crseval.analysis.user_audit import audit_markdown, audit_table, pools_table
 from crseval.catalog.index import CatalogIndex
 from crseval.core.io import atomic_path, log_to
+from crseval.core.session_records import read_shards
 from crseval.language.concepts import ConceptMatcher
 from crseval.simulate.voice import Voice
 
@@ -16,14 +16,7 @@ index = CatalogIndex.read(snakemake.input.films, snakemake.input.concepts)
 matcher = ConceptMatcher(index.concepts, index.films)
 
 
-def records():
-    for shard in snakemake.input.shards:
-        with open(shard, encoding="utf-8") as handle:
-            for line in handle:
-                yield json.loads(line)
-
-
-table = audit_table(records(), matcher, dict(snakemake.params.profiles))
+table = audit_table(read_shards(snakemake.input.shards), matcher, dict(snakemake.params.profiles))
 pools = pools_table(Voice.read(snakemake.input.voice).pools)
 with atomic_path(snakemake.output.table) as temporary:
     table.to_csv(temporary, index=False)

@@ -18,6 +18,7 @@ from crseval.analysis.user_realism import (
 )
 from crseval.catalog.index import CatalogIndex
 from crseval.core.io import atomic_path, log_to
+from crseval.core.session_records import read_shards
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.user_acts import read_turn
 
@@ -42,12 +43,6 @@ if split.shared:
     )
 
 
-def records():
-    for shard in snakemake.input.shards:
-        for line in Path(shard).read_text(encoding="utf-8").splitlines():
-            yield json.loads(line)
-
-
 index = CatalogIndex.read(snakemake.input.films, snakemake.input.concepts)
 matcher = ConceptMatcher(index.concepts, index.films)
 
@@ -60,7 +55,7 @@ def read(text: str):
     return read_turn(text, matcher)
 
 
-users, systems = simulated_turns(records(), profiles)
+users, systems = simulated_turns(read_shards(snakemake.input.shards), profiles)
 table = realism_table(
     users,
     systems,

@@ -1,4 +1,5 @@
-"""Atomic file writes: an output either exists complete or not at all."""
+"""Files as every stage writes and reads them: atomically (an output either exists complete or not at
+all), JSON lines that stay one line a record whatever their strings hold, parquet, digests, logs."""
 
 from __future__ import annotations
 
@@ -6,9 +7,11 @@ import hashlib
 import json
 import logging
 import os
+import re
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -43,6 +46,66 @@ def atomic_path(path: str | Path):
 def write_json(data: object, path: str | Path) -> None:
     with atomic_path(path) as temporary:
         temporary.write_text(json.dumps(data, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+# The characters besides "\n" that some reader ends a line at (str.splitlines(): \r, \v, \f, \x1c-\x1e, U+0085,
+# U+2028, U+2029; JavaScript: U+2028, U+2029). json.dumps escapes those below U+0020, but with
+# ensure_ascii=False leaves U+0085, U+2028 and U+2029 raw, inside strings, where a \u escape stands for them.
+_LINE_BREAKS = re.compile("[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def json_line(value: object) -> str:
+    """`value` as one line of JSON lines, ended by a newline: Unicode kept as is, except that the other
+    characters some reader ends a line at are written as escapes (U+2028 as \\u2028), so that a reply
+    holding one stays one line for any reader (the project's own, another program's, an editor's)."""
+    return _LINE_BREAKS.sub(lambda m: f"\\u{ord(m[0]):04x}", json.dumps(value, ensure_ascii=False)) + "\n"
+
+
+def write_json_lines(values: Iterable[object], path: str | Path) -> None:
+    """Write `values` as JSON lines (json_line), all or nothing."""
+    with atomic_path(path) as temporary:
+        temporary.write_text("".join(json_line(v) for v in values), encoding="utf-8")
+
+
+class JsonLinesError(ValueError):
+    """A line of a JSON-lines file that cannot be read; `line` is its number (from 1)."""
+
+    def __init__(self, message: str, line: int):
+        super().__init__(message)
+        self.line = line
+
+
+def numbered_lines(text: str) -> Iterator[tuple[int, str]]:
+    """(line number, line) of every line of JSON-lines text that is not blank. Lines end at a newline only:
+    a string may hold U+2028 and the other characters str.splitlines() would break it at (files written
+    before json_line escaped them, corpora written by other programs)."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if line.strip():
+            yield number, line
+
+
+def json_lines(data: bytes, where: str | Path) -> Iterator[tuple[int, object]]:
+    """(line number, value) of every line of the JSON-lines `data`; JsonLinesError naming `where` and the
+    line that is not UTF-8 or not JSON."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        raise JsonLinesError(f"{where}, line {line}: not UTF-8 text ({error.reason})", line) from None
+    for number, line in numbered_lines(text):
+        place = f"{where}, line {number}"
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as error:
+            raise JsonLinesError(f"{place}: not JSON: {error.msg} at character {error.pos + 1}", number) from None
+        except (ValueError, RecursionError) as error:  # a number too long to convert, nesting too deep
+            raise JsonLinesError(f"{place}: not JSON: {error}", number) from None
+        yield number, value
+
+
+def read_json_lines(path: str | Path) -> list:
+    """The values of a JSON-lines file, in order (json_lines)."""
+    return [value for _, value in json_lines(Path(path).read_bytes(), path)]
 
 
 def write_parquet(table: pa.Table, path: str | Path) -> None:

@@ -1,19 +1,20 @@
-"""Session records on disk: JSON lines, checked against the session schema, written atomically.
+"""Session records on disk: JSON lines (crseval.core.io), checked against the session schema, written atomically.
 
-Every stage that reads or writes sessions (simulation, import, scoring, judging, the CLI) goes
-through here, so a record is always validated the same way and no reader ever sees half a file.
+Every stage that reads or writes sessions (simulation, import, scoring, judging, the viewer, the user
+realism and audit, the CLI) goes through here, so a record is always validated the same way, no reader
+ever sees half a file, and a reply holding U+2028 or another line break stays in its session's line.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Iterator
 
 import jsonschema
 import yaml
 
-from crseval.core.io import atomic_path
+from crseval.core.io import read_json_lines, write_json_lines
 
 SESSION_SCHEMA = Path(__file__).resolve().with_name("schemas") / "session.schema.yaml"  # package data
 
@@ -37,11 +38,6 @@ def validate_session(validator: jsonschema.Draft202012Validator, record: dict) -
         )
 
 
-def session_line(record: dict) -> str:
-    """One record as one JSON line (Unicode kept as is)."""
-    return json.dumps(record, ensure_ascii=False) + "\n"
-
-
 def write_sessions(
     records: Iterable[dict], path: str | Path, validator: jsonschema.Draft202012Validator | None = None
 ) -> None:
@@ -50,12 +46,18 @@ def write_sessions(
     if validator is not None:
         for record in records:
             validate_session(validator, record)
-    with atomic_path(path) as temporary:
-        temporary.write_text("".join(session_line(r) for r in records), encoding="utf-8")
+    write_json_lines(records, path)
 
 
 def read_sessions(path: str | Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
+    """The records of one shard; JsonLinesError naming the shard and the line that cannot be read."""
+    return read_json_lines(path)
+
+
+def read_shards(paths: Iterable[str | Path]) -> Iterator[dict]:
+    """The records of the shards at `paths`, shard after shard."""
+    for path in paths:
+        yield from read_sessions(path)
 
 
 def catalog_sha(summary_path: str | Path) -> str:

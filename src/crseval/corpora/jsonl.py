@@ -29,6 +29,7 @@ from pathlib import Path
 from jsonschema import Draft202012Validator
 
 from crseval.core.config_checks import key_path
+from crseval.core.io import numbered_lines
 from crseval.corpora import dialogue
 from crseval.corpora.dialogue import SATISFACTION, SYSTEM, USER, CorpusError, SystemFolders
 from crseval.corpora.votes import Vote, keep_votes, parse_time, votes_report
@@ -93,10 +94,7 @@ def read_lines(path: Path, validator: Draft202012Validator, hint: str) -> list[t
     """(line number, object) of every non-blank line, each checked against the schema; CorpusError naming
     the file, the line and what is wrong otherwise."""
     lines = []
-    # lines end at "\n" only: U+2028 and other characters str.splitlines() would break at may stand in a string
-    for number, text in enumerate(dialogue.read_text(path).split("\n"), start=1):
-        if not text.strip():
-            continue
+    for number, text in numbered_lines(dialogue.read_text(path)):  # a string may hold U+2028 and the like
         where = f"{path}, line {number}"
         try:
             item = dialogue.parse_json(text, where)

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from crseval.core.io import numbered_lines
 from crseval.language.titles import TitleRecognizer
 
 REQUIRED = ("id", "model", "file", "message_index", "sha256", "recommended", "mentioned", "traps")
@@ -38,9 +39,7 @@ class LabelledReply:
 def load_labels(labels_path: str | Path, logs_dir: str | Path) -> list[LabelledReply]:
     replies = []
     logs: dict[str, list[dict]] = {}
-    for number, line in enumerate(Path(labels_path).read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    for number, line in numbered_lines(Path(labels_path).read_text(encoding="utf-8")):
         try:
             label = json.loads(line)
         except json.JSONDecodeError as error:

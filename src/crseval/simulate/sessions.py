@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import logging
 import os
 import re
@@ -26,7 +25,8 @@ from tqdm import tqdm
 
 from crseval.catalog.index import CatalogIndex
 from crseval.core.fields import display
-from crseval.core.session_records import session_line, session_validator, validate_session, write_sessions
+from crseval.core.io import JsonLinesError, json_line, json_lines
+from crseval.core.session_records import session_validator, validate_session, write_sessions
 from crseval.language.asks import asked_fields
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.user_acts import read_turn
@@ -255,19 +255,14 @@ def load_progress(path: Path, config_sha: str) -> dict[int, dict]:
         return {}
     raw = path.read_bytes()
     done: dict[int, dict] = {}
-    good_end = 0
-    position = 0
-    for line in raw.splitlines(keepends=True):
-        position += len(line)
-        if not line.endswith(b"\n"):
-            break
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            break
-        good_end = position
-        if record.get("config_sha") == config_sha:
-            done.setdefault(record["session_index"], record)
+    good_end = raw.rfind(b"\n") + 1  # a line the kill cut short has no newline yet
+    try:
+        for _, record in json_lines(raw[:good_end], path):
+            if record.get("config_sha") == config_sha:
+                done.setdefault(record["session_index"], record)
+    except JsonLinesError as error:  # a damaged line: it and the lines after it are simulated again
+        log.warning("%s", error)
+        good_end = sum(len(line) + 1 for line in raw.split(b"\n")[: error.line - 1])
     if good_end < len(raw):
         log.warning("%s: dropping %d bytes of an interrupted write", path, len(raw) - good_end)
         with open(path, "r+b") as handle:
@@ -325,7 +320,7 @@ def run_shard(
 
     with open(progress_path, "ab") as progress:
         for record in _in_flight(simulate, [i for i in indices if i not in done], concurrency):
-            progress.write(session_line(record).encode("utf-8"))
+            progress.write(json_line(record).encode("utf-8"))
             progress.flush()
             os.fsync(progress.fileno())
             done[record["session_index"]] = record
