@@ -93,8 +93,22 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "verify":
         return _verify(args)
 
+    if args.out.exists() and not args.out.is_dir():  # before the import, which may take long
+        print(
+            f"crseval import-logs: --out {args.out} is a file, not a folder (the sessions are written into a folder, "
+            "one <system>.jsonl each); name a folder, new or existing",
+            file=sys.stderr,
+        )
+        return 2
     files = sorted({f for pattern in args.paths for f in (glob.glob(pattern) or [pattern])})
-    index = CatalogIndex.read(args.catalog_index / "films.parquet", args.catalog_index / "concepts.parquet")
+    try:
+        index = CatalogIndex.read(args.catalog_index / "films.parquet", args.catalog_index / "concepts.parquet")
+    except (OSError, ValueError) as error:
+        print(
+            f"crseval import-logs: --catalog-index {args.catalog_index}: cannot read the catalog: {error}",
+            file=sys.stderr,
+        )
+        return 2
     summary = (
         catalog_sha(args.catalog_index / "summary.json") if (args.catalog_index / "summary.json").exists() else "0" * 64
     )
@@ -116,12 +130,18 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
             return 2
-    args.out.mkdir(parents=True, exist_ok=True)
-    for system, records in sessions.items():
-        write_sessions(records, targets[system])
-    if votes is not None:
-        write_votes(votes, args.out / "votes.parquet")
-    write_json(report, args.out / "import_report.json")
+    try:
+        args.out.mkdir(parents=True, exist_ok=True)
+        for system, records in sessions.items():
+            write_sessions(records, targets[system])
+        if votes is not None:
+            write_votes(votes, args.out / "votes.parquet")
+        write_json(report, args.out / "import_report.json")
+    except OSError as error:  # a file where a folder is wanted, no permission, a full disk
+        print(
+            f"crseval import-logs: cannot write to --out {args.out}: {type(error).__name__}: {error}", file=sys.stderr
+        )
+        return 2
     print(json.dumps(report["sessions"]))
     return 0
 
@@ -169,7 +189,18 @@ def _verify(args) -> int:
 
     config = None
     if args.configfile is not None:
-        config = yaml.safe_load(args.configfile.read_text(encoding="utf-8"))
+        try:
+            config = yaml.safe_load(args.configfile.read_text(encoding="utf-8"))
+        except (OSError, UnicodeError, yaml.YAMLError) as error:
+            print(f"crseval verify: --configfile {args.configfile} cannot be read: {error}", file=sys.stderr)
+            return 2
+        if not isinstance(config, dict):
+            print(
+                f"crseval verify: --configfile {args.configfile} holds a {type(config).__name__}, not a config "
+                "(a mapping of settings)",
+                file=sys.stderr,
+            )
+            return 2
         fill_defaults(config)
     try:
         problems = verify(args.results, workdir=args.workdir, config=config)

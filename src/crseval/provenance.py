@@ -434,6 +434,64 @@ def _config_changes(recorded, current, key: str = "") -> list[str]:
     return []
 
 
+def _malformed(record: dict) -> str:
+    """What in a provenance record `verify` cannot read, by its key (the first found); "" when nothing.
+    A record is JSON anyone can edit: every field verify reads is checked for its shape before it is used."""
+    version = record.get("schema_version")
+    if isinstance(version, bool) or not isinstance(version, int):
+        return f"schema_version is {version!r:.60}, not a whole number"
+    lists = {"outputs": record["outputs"]} | {k: record.get(k) or [] for k in ("prompts", "other_inputs", "models")}
+    for key, entries in lists.items():
+        if not isinstance(entries, list):
+            return f"{key} is a JSON {_json_type(entries)}, not an array"
+        for i, entry in enumerate(entries):
+            where = f"{key}[{i}]"
+            if not isinstance(entry, dict):
+                return f"{where} is a JSON {_json_type(entry)}, not an object"
+            used_by = entry.get("used_by", [])
+            if not (isinstance(used_by, list) and all(isinstance(user, str) for user in used_by)):
+                return f"{where}.used_by is {used_by!r:.60}, not an array of strings"
+            if key != "models":
+                problem = _file_entry_problem(entry, where)
+            elif entry.get("file") is not None and not isinstance(entry["file"], dict):
+                problem = f"{where}.file is a JSON {_json_type(entry['file'])}, not an object"
+            elif (entry.get("file") or {}).get("sha256_source") == "computed":  # the models verify re-hashes
+                problem = _file_entry_problem(entry["file"], f"{where}.file")
+            else:
+                problem = ""
+            if problem:
+                return problem
+    catalog = record.get("catalog")
+    if catalog is not None and not isinstance(catalog, dict):
+        return f"catalog is a JSON {_json_type(catalog)}, not an object"
+    return _file_entry_problem(catalog, "catalog") if catalog else ""
+
+
+def _file_entry_problem(entry: dict, key: str) -> str:
+    """What is wrong with a file's entry (`path`, optional `read_from`), or ""."""
+    for field in ("path", "read_from"):
+        if field == "read_from" and field not in entry:
+            continue
+        value = entry.get(field)
+        if not isinstance(value, str) or not value or "\0" in value:
+            shown = "missing" if field not in entry else f"{value!r:.60}"
+            return f"{key}.{field} is {shown}, not a file path"
+    return ""
+
+
+def _digest(file: Path) -> str | OSError:
+    """The file's sha256, or the error that kept it from being read (verify lists it and goes on)."""
+    try:
+        return sha256_file(file)
+    except OSError as error:
+        return error
+
+
+def _json_type(value) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
 def verify(results_dir: str | Path, *, workdir: str | Path | None = None, config: dict | None = None) -> list[str]:
     """What in `results_dir` does not match its provenance.json, one line each (empty: all match).
 
@@ -445,7 +503,7 @@ def verify(results_dir: str | Path, *, workdir: str | Path | None = None, config
     defaults filled), also every setting whose value differs from the recorded one.
     """
     results = Path(results_dir)
-    base = Path(workdir) if workdir is not None else results.resolve().parents[1]
+    base = Path(workdir) if workdir is not None else results.resolve().parent.parent  # (/ above / is /)
     path = results / "provenance.json"
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -453,10 +511,21 @@ def verify(results_dir: str | Path, *, workdir: str | Path | None = None, config
         raise ProvenanceError(f"{path} does not exist: run the workflow (its provenance rule) first") from error
     except (OSError, ValueError) as error:
         raise ProvenanceError(f"{path} cannot be read: {error}") from error
-    if not isinstance(record, dict) or record.get("schema_version", 0) < 2 or "outputs" not in record:
+    if not isinstance(record, dict):
+        raise ProvenanceError(
+            f"{path} is not a provenance record: it holds a JSON {type(record).__name__}, not an object; "
+            "write it again with `snakemake --forcerun provenance`"
+        )
+    version = record.get("schema_version", 0)
+    if isinstance(version, (int, float)) and not isinstance(version, bool) and version < 2 or "outputs" not in record:
         raise ProvenanceError(
             f"{path} was written by an older crseval and records no output hashes: "
             "re-run it with `snakemake --forcerun provenance`"
+        )
+    malformed = _malformed(record)
+    if malformed:
+        raise ProvenanceError(
+            f"{path} is malformed: {malformed}; write it again with `snakemake --forcerun provenance`"
         )
     problems = []
     described = set()
@@ -465,7 +534,9 @@ def verify(results_dir: str | Path, *, workdir: str | Path | None = None, config
         file = results / output["path"]
         if not file.is_file():
             problems.append(f"{output['path']}: missing (recorded in provenance.json)")
-        elif output.get("sha256") != sha256_file(file):
+        elif isinstance(digest := _digest(file), OSError):
+            problems.append(f"{output['path']}: cannot be read ({type(digest).__name__}: {digest.strerror or digest})")
+        elif output.get("sha256") != digest:
             problems.append(f"{output['path']}: changed since provenance.json was written")
     for folder in DESCRIBED_FOLDERS:
         for file in sorted((results / folder).rglob("*")):
@@ -474,11 +545,11 @@ def verify(results_dir: str | Path, *, workdir: str | Path | None = None, config
                 problems.append(f"{name}: not described by provenance.json (written after it, or by another run)")
 
     inputs = [("catalog", record.get("catalog"))]
-    inputs += [(", ".join(p.get("used_by", [])) or "prompt", p) for p in record.get("prompts", [])]
-    inputs += [(p.get("config_key", "input"), p) for p in record.get("other_inputs", [])]
+    inputs += [(", ".join(p.get("used_by", [])) or "prompt", p) for p in record.get("prompts") or []]
+    inputs += [(p.get("config_key", "input"), p) for p in record.get("other_inputs") or []]
     inputs += [
         (", ".join(m.get("used_by", [])), m["file"])
-        for m in record.get("models", [])
+        for m in record.get("models") or []
         if (m.get("file") or {}).get("sha256_source") == "computed"
     ]
     for key, entry in inputs:
@@ -489,7 +560,11 @@ def verify(results_dir: str | Path, *, workdir: str | Path | None = None, config
             continue  # unreadable when recorded: the record says why
         if not file.is_file():
             problems.append(f"input {entry['path']} ({key}): missing")
-        elif sha256_file(file) != entry["sha256"]:
+        elif isinstance(digest := _digest(file), OSError):
+            problems.append(
+                f"input {entry['path']} ({key}): cannot be read ({type(digest).__name__}: {digest.strerror or digest})"
+            )
+        elif digest != entry["sha256"]:
             problems.append(f"input {entry['path']} ({key}): content differs from the recorded sha256")
     if config is not None:
         problems += [f"config {change}" for change in _config_changes(record.get("config"), redact(config))]

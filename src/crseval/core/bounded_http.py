@@ -7,9 +7,13 @@ the machine, hold a job forever or receive a credential meant for another:
 - **size**: the body is read in chunks and reading stops once it passes `Bounds.max_bytes` (after
   decompression: a small gzip body cannot expand past it either); a Content-Length above the bound fails
   before anything is read. Too large is a permanent failure: asking again gets the same reply.
-- **deadline**: `Bounds.deadline_s` is the whole request, connecting to last byte, across redirects. httpx
-  bounds each socket operation only (a service that keeps sending is never timed out), so a watchdog
-  shuts the request's sockets down when the deadline passes. A passed deadline is transient.
+- **deadline**: `Bounds.deadline_s` is the whole request, resolving the host name to last byte, across
+  redirects. httpx bounds each socket operation only (a service that keeps sending is never timed out), and
+  nothing bounds the resolver (`socket.getaddrinfo` waits as long as the system's resolver does). So the
+  request runs in a worker thread the caller waits for until the deadline; then a watchdog shuts the
+  request's sockets down (a read blocked on a trickle, or on a service that keeps sending, ends at once), and a
+  request still resolving or connecting is left to its thread (it ends on its own: any socket it opens later
+  is shut as it is made) while the caller gets DeadlinePassed. A passed deadline is transient.
 - **redirects**: a 3xx is not followed, except a 307 or 308 to the same scheme, host and port (then the
   POST is repeated with its body; a POST never becomes a GET). Anything else fails naming the status and
   the redacted `Location`, so headers, bearer keys and Basic credentials never reach another origin.
@@ -36,6 +40,9 @@ LARGEST_REPLY_BYTES = 64 << 20  # what a bound may be set to: the reply is held 
 ERROR_BODY_BYTES = 64 << 10  # of a non-2xx reply only the start is read: it is quoted in a message, not used
 MAX_REDIRECTS = 5
 _CHUNK = 64 << 10
+# After the deadline, how long the caller waits for a worker whose sockets were shut to say how far the reply
+# got (a shut socket ends its read at once: milliseconds)
+_REPORT_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -142,21 +149,45 @@ class BoundedPoster:
             raise Unreachable(
                 f"cannot send the request (the address is not a URL: {redact_urls(str(error))})"
             ) from None
-        watchdog = _Watchdog(bounds.deadline_s)
+        watchdog = _Watchdog()
+        outcome: dict = {}
+
+        def exchange():
+            try:
+                outcome["reply"] = self._exchange(target, body, headers, bounds, deadline, watchdog)
+            except BaseException as error:  # raised again in the caller's thread
+                outcome["error"] = error
+
+        worker = threading.Thread(target=exchange, name="bounded-post", daemon=True)
+        worker.start()
         try:
-            for _ in range(MAX_REDIRECTS + 1):
-                reply = self._attempt(target, body, headers, bounds, deadline, watchdog)
-                if not (300 <= reply.status < 400 and "location" in reply.headers):
-                    return reply
-                target = self._redirect_target(target, reply)
-            raise RedirectRefused(f"more than {MAX_REDIRECTS} redirects (last to {redact_url(str(target))})")
-        finally:
-            watchdog.stop()
+            worker.join(max(deadline - time.monotonic(), 0))
+        except BaseException:  # the caller gives up (an interrupt): the request ends with it
+            watchdog.fire()
+            raise
+        if worker.is_alive():
+            connected = watchdog.fire()  # the request's sockets shut: a read blocked on one ends at once
+            if connected:  # the worker names how far the reply got
+                worker.join(_REPORT_S)
+            if worker.is_alive():
+                raise DeadlinePassed(_late(bounds, watchdog.arrived, connected, target.host))
+        if "error" in outcome:
+            raise outcome["error"]
+        return outcome["reply"]
+
+    def _exchange(self, target, body, headers, bounds, deadline, watchdog) -> HttpReply:
+        """The request and the redirects it may follow, in the worker thread."""
+        for _ in range(MAX_REDIRECTS + 1):
+            reply = self._attempt(target, body, headers, bounds, deadline, watchdog)
+            if not (300 <= reply.status < 400 and "location" in reply.headers):
+                return reply
+            target = self._redirect_target(target, reply)
+        raise RedirectRefused(f"more than {MAX_REDIRECTS} redirects (last to {redact_url(str(target))})")
 
     def _attempt(self, target, body, headers, bounds, deadline, watchdog) -> HttpReply:
         headers = {**headers, "Accept-Encoding": "gzip, deflate"}
         remaining = max(deadline - time.monotonic(), 0.001)
-        arrived = _Arrived()
+        arrived = watchdog.arrived = _Arrived()
         try:
             with self._client.stream(
                 "POST",
@@ -220,7 +251,12 @@ class _Arrived:
         return f"{size(self.decoded)} of the body had arrived{packed}"
 
 
-def _late(bounds: Bounds, arrived: _Arrived) -> str:
+def _late(bounds: Bounds, arrived: _Arrived, connected: bool = True, host: str = "") -> str:
+    if not connected:  # no socket yet: the resolver, or a connect, had not returned
+        return (
+            f"no complete reply within the deadline of {bounds.deadline_s:g} s (the whole request): no connection "
+            f"had been made (resolving the host name {host[:100]!r} or connecting to it had not finished)"
+        )
     return f"no complete reply within the deadline of {bounds.deadline_s:g} s (the whole request): {arrived}"
 
 
@@ -327,18 +363,16 @@ def _transport_failure(error: Exception) -> HttpFailure:
 
 
 class _Watchdog:
-    """Shuts the request's sockets down when the deadline passes: a read blocked on a trickle of bytes, or
-    on a service that keeps sending, then ends at once. The sockets are found through httpcore's `trace`
-    extension as each connection (or TLS layer) is made."""
+    """Shuts the request's sockets down when the caller's wait for the worker passes the deadline (`fire`): a
+    read blocked on a trickle of bytes, or on a service that keeps sending, then ends at once. The sockets are
+    found through httpcore's `trace` extension as each connection (or TLS layer) is made; one made after
+    `fire` (a resolver that returned late) is shut as it is made, so the abandoned request sends nothing."""
 
-    def __init__(self, seconds: float):
+    def __init__(self):
         self.fired = False
+        self.arrived = _Arrived()  # the attempt's, for the caller's message when the worker is left behind
         self._sockets: list[socket.socket] = []
         self._lock = threading.Lock()
-        self._done = False
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
 
     def trace(self, event: str, info: dict) -> None:
         stream = info.get("return_value") if event.endswith(".complete") else None
@@ -349,18 +383,13 @@ class _Watchdog:
                 if self.fired:
                     _shut(sock)
 
-    def _fire(self) -> None:
+    def fire(self) -> bool:
+        """Shut every socket of the request, and those it makes later; whether it had made any."""
         with self._lock:
-            if self._done:
-                return
             self.fired = True
             for sock in self._sockets:
                 _shut(sock)
-
-    def stop(self) -> None:
-        with self._lock:
-            self._done = True
-            self._timer.cancel()
+            return bool(self._sockets)
 
 
 def _shut(sock: socket.socket) -> None:

@@ -181,6 +181,10 @@ def _rule_problems(config: Any) -> Iterator[str]:
     yield from _unique_panel_names(config)
     yield from _one_calibration_source(config)
     yield from _trials_of_simulated_users(config)
+    # the simulator owns its templates' rules (imported here: crseval.simulate.user imports this module)
+    from crseval.simulate.user import template_problems
+
+    yield from template_problems(config)
 
 
 def _rule_warnings(config: Any) -> Iterator[str]:

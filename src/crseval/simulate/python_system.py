@@ -19,21 +19,29 @@ The config names the class as "package.module:Class" (`entry_point`); the module
 where the workflow runs (installed in its environment, or on PYTHONPATH). One instance holds one
 conversation at a time: `start_session`, then `respond` for each turn, in order.
 
+A reply is bounded as an `http` system's body is, by the same default (crseval.core.bounded_http
+DEFAULT_MAX_REPLY_BYTES, 1 MiB; the constructor's `max_reply_bytes` takes 1 byte to LARGEST_REPLY_BYTES,
+64 MiB, the config sets no other for a `python` system), counted as the reply would travel over HTTP: its
+JSON form ({"reply", "recommended", "constraints"}) in UTF-8. A larger reply is refused whole, never cut
+short: nothing of it reaches the shard or the reply cache.
+
 Anything the class does wrong is an error that stops the job (ExternalSystemError, not transient):
-a method that raises, a reply of the wrong type, or a call that does not return within `timeout`
-seconds. A timed-out call keeps running in its thread, which Python cannot stop; the job fails and
-the thread ends with the process.
+a method that raises, a reply of the wrong type or over the bound, or a call that does not return
+within `timeout` seconds. A timed-out call keeps running in its thread, which Python cannot stop; the
+job fails and the thread ends with the process.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import json
 import re
 import threading
 from importlib.metadata import PackageNotFoundError, packages_distributions, version
 from typing import Any, Callable, Iterator
 
+from crseval.core.bounded_http import DEFAULT_MAX_REPLY_BYTES, LARGEST_REPLY_BYTES, size
 from crseval.simulate.agent_kind import AgentKind
 from crseval.simulate.external import ExternalReply, ExternalSystemError, external_agent, reply_from_record
 
@@ -84,11 +92,26 @@ def package_version(entry_point: str) -> str | None:
 class PythonSystem:
     """An ExternalSystem answering through an instance of a researcher's class (module docstring)."""
 
-    def __init__(self, name: str, entry_point: str, *, options: dict | None = None, timeout: float | None = None):
+    def __init__(
+        self,
+        name: str,
+        entry_point: str,
+        *,
+        options: dict | None = None,
+        timeout: float | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+    ):
         self.name = name
         self.entry_point = entry_point
         self.options = dict(options or {})
         self.timeout = timeout
+        if isinstance(max_reply_bytes, bool) or not (
+            isinstance(max_reply_bytes, int) and 0 < max_reply_bytes <= LARGEST_REPLY_BYTES
+        ):  # the range of an http system's bound (crseval.core.bounded_http.Bounds)
+            raise ValueError(
+                f"system {name!r}: max_reply_bytes must be 1 to {LARGEST_REPLY_BYTES} bytes, got {max_reply_bytes!r}"
+            )
+        self.max_reply_bytes = max_reply_bytes
         self.session_id: str | None = None
         self._stuck = False  # a call timed out and still runs: the instance is in an unknown state
         cls = load_class(name, entry_point)
@@ -157,15 +180,36 @@ class PythonSystem:
         a list of str "recommended" and a list of {field, value, negated} "constraints"."""
         wrong = f"{self._where(turn)}: respond() returned"
         if isinstance(result, str):
-            return ExternalReply(result)
-        if not isinstance(result, dict):
+            reply = ExternalReply(result)
+        elif not isinstance(result, dict):
             raise ExternalSystemError(
                 f"{wrong} {type(result).__name__} ({result!r:.80}); expected a str or a dict with a str 'reply'"
             )
-        try:
-            return reply_from_record(result, text_key="reply", strict=True)
-        except ValueError as problem:
-            raise ExternalSystemError(f"{wrong} a dict that {problem}") from None
+        else:
+            try:
+                reply = reply_from_record(result, text_key="reply", strict=True)
+            except ValueError as problem:
+                raise ExternalSystemError(f"{wrong} a dict that {problem}") from None
+        over = _over_bound(reply, self.max_reply_bytes)
+        if over:
+            raise ExternalSystemError(
+                f"{wrong} a reply of {over}, more than the bound of {size(self.max_reply_bytes)} (max_reply_bytes, "
+                "counted as its JSON in UTF-8); nothing of it was kept",
+                transient=False,
+            )
+        return reply
+
+
+def _over_bound(reply: ExternalReply, limit: int) -> str:
+    """How large `reply` is, when larger than `limit` bytes as the JSON an http system would send; "" within it.
+    A text of more characters than the bound is over it (a character is a byte or more) without being encoded."""
+    strings = [reply.text, *(reply.recommended or ()), *(c["value"] for c in reply.constraints or ())]
+    characters = sum(map(len, strings))
+    if characters > limit:
+        return f"at least {size(characters)}"
+    record = {"reply": reply.text, "recommended": reply.recommended, "constraints": reply.constraints}
+    encoded = len(json.dumps(record, ensure_ascii=False).encode("utf-8", errors="surrogatepass"))
+    return size(encoded) if encoded > limit else ""
 
 
 def _cause(error: BaseException) -> str:
