@@ -18,6 +18,7 @@ from crseval.analysis.validity import (
     validity_markdown,
 )
 from crseval.language.concepts import ConceptMatcher
+from crseval.llm.prompts import PromptTemplate
 from crseval.metrics import grounded
 from crseval.simulate.agents import AgentSettings, TemplateAgent
 from crseval.simulate.kinds import agent_kind, calibration_roles
@@ -31,6 +32,7 @@ SYSTEMS = [
     {"name": "stubborn", "agent": "stubborn"},
     {"name": "random", "agent": "random"},
     {"name": "parrot", "agent": "parrot"},
+    {"name": "prompt_echo", "agent": "prompt_echo", "prompt": str(REPO / "resources" / "prompts" / "crs_grounded.txt")},
 ]
 GROUNDED = (
     "tas",
@@ -47,13 +49,17 @@ GROUNDED = (
 
 def make_calibration_agent(system: dict, index, matcher, settings, seed: int):
     """The agent a shard runner builds for `system`, through its kind's declaration."""
-    runner = SimpleNamespace(ctx=SimpleNamespace(index=index), tracker=matcher, agent_settings=settings, system=system)
+    prompt = PromptTemplate(system["prompt"]) if "prompt" in system else None
+    runner = SimpleNamespace(
+        ctx=SimpleNamespace(index=index), tracker=matcher, agent_settings=settings, system=system, prompt=prompt
+    )
     return agent_kind(system["agent"]).make_agent(runner, seed)
 
 
 @pytest.fixture(scope="module")
 def calibration_run(demo_index):
-    """20 sessions x 12 turns of every calibration system on the demo catalog, scored."""
+    """20 sessions x 12 turns of every calibration system on the demo catalog, scored as the score rule does
+    (a system with a prompt with its prompt, crseval.metrics.grounded.SystemPrompt)."""
     matcher = ConceptMatcher(demo_index.concepts, demo_index.films)
     ctx = SessionContext(
         demo_index,
@@ -71,7 +77,8 @@ def calibration_run(demo_index):
             agent = make_calibration_agent(system, demo_index, matcher, AgentSettings(), seed)
             record = run_session(ctx, system["name"], agent, i, seed, "0" * 64)
             records.setdefault(system["name"], []).append(record)
-            rows.append({"system": system["name"], **grounded.score_session(record, space)[0]})
+            prompt = grounded.system_prompt({"prompt": system.get("prompt")})
+            rows.append({"system": system["name"], **grounded.score_session(record, space, prompt)[0]})
     return pd.DataFrame(rows), records
 
 
@@ -116,6 +123,58 @@ def test_stubborn_never_leaves_the_first_wishes(calibration_run):
     for record in records["stubborn"]:
         first = record["turns"][0]["system_constraints"]
         assert all(t["system_constraints"] == first for t in record["turns"])
+
+
+def test_the_prompt_echo_is_its_twin_after_its_prompt_line(calibration_run):
+    """The prompt echo meets the same users as the stubborn system and answers as it does, after its prompt's
+    first line, which names the current gold constraints (its reported state)."""
+    _, records = calibration_run
+    for echo, twin in zip(records["prompt_echo"], records["stubborn"]):
+        for turn, same in zip(echo["turns"], twin["turns"], strict=True):
+            assert turn["user_text"] == same["user_text"]
+            assert turn["recommended_titles"] == same["recommended_titles"]
+            line, answer = turn["system_text"].split(". ", 1)[0], turn["system_text"].removesuffix(same["system_text"])
+            assert line == "You are a movie recommender in a conversation" and answer != turn["system_text"]
+            assert "The user is looking for: " in answer
+            assert turn["system_constraints"] == turn["user_meta"]["constraints"]
+
+
+PROMPT_ECHO_ROWS = [e for e in EXPECTATIONS if e.check == "prompt_echo" and e.metric in (*GROUNDED, "tas_rec")]
+# what a reply names in words copied from its prompt counts as shared with the user in these, if the prompt is unknown
+CREDITING = ("tas", "tas_cc", "tas_cr", "tas_segment", "missing_concepts", "recovery_rate_cosine")
+
+
+@pytest.fixture(scope="module")
+def unprompted(calibration_run, demo_index):
+    """The calibration frame with the prompt echo scored as if its prompt were unknown (the rule before)."""
+    frame, records = calibration_run
+    matcher = ConceptMatcher(demo_index.concepts, demo_index.films)
+    space = grounded.ConceptSpace(demo_index, matcher, grounded.TasSettings(recovery_window=4))
+    echo = [{"system": "prompt_echo", **grounded.score_session(r, space)[0]} for r in records["prompt_echo"]]
+    return pd.concat([frame[frame["system"] != "prompt_echo"], pd.DataFrame(echo)], ignore_index=True)
+
+
+@pytest.mark.parametrize("expectation", PROMPT_ECHO_ROWS, ids=lambda e: e.metric)
+def test_the_grounded_metrics_give_the_prompt_echo_nothing_for_its_prompt(calibration_run, unprompted, expectation):
+    """Scored with its prompt, the echo ranks below the systems that follow the user and not above its twin;
+    scored as if its prompt were unknown (the rule before), the concept metrics rank it above its twin, and
+    the check fails."""
+    frame, _ = calibration_run
+    row = assess(frame, expectation, resamples=200)
+    assert row["verdict"] == "pass", row
+    sign = 1 if expectation.higher_is_better else -1
+    echo, twin = (
+        sign * frame.loc[frame["system"] == s, expectation.metric].mean() for s in ("prompt_echo", "stubborn")
+    )
+    assert echo <= twin
+    if expectation.metric in CREDITING:
+        before = assess(unprompted, expectation, resamples=200)
+        assert before["verdict"] == "fail", before
+        echo, twin = (
+            sign * unprompted.loc[unprompted["system"] == s, expectation.metric].mean()
+            for s in ("prompt_echo", "stubborn")
+        )
+        assert echo > twin
 
 
 def test_only_calibration_systems_read_the_ground_truth(demo_index):
@@ -178,6 +237,7 @@ def test_calibration_roles_name_the_systems_the_expected_orders_rank():
         "stubborn": "stubborn",
         "random": "random",
         "parrot": "parrot",
+        "prompt_echo": "prompt_echo",
     }
     ranked = {name for e in EXPECTATIONS for name in e.ranks(roles.values())}
     assert set(roles.values()) <= ranked

@@ -427,7 +427,7 @@ def test_figure_rules_follow_the_config(tmp_path):
 
 @pytest.mark.workflow
 def test_calibration_run_draws_the_validity_figure(tmp_path):
-    """A small calibration experiment (config/test/calibration_demo.yaml: six calibration systems, 6 sessions
+    """A small calibration experiment (config/test/calibration_demo.yaml: seven calibration systems, 6 sessions
     of 8 turns, demo catalog): the validity figure beside stats/validity.csv, the TAS scatter against CAS (no judge)."""
     workdir = copy_workflow(tmp_path)
     results = "results/calibration-demo"

@@ -9,7 +9,15 @@ from hypothesis import strategies as st
 
 from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.basic import cosine, jaccard
-from crseval.metrics.grounded import ConceptSpace, TasSettings, copying, score_session, tas_value
+from crseval.metrics.grounded import (
+    ConceptSpace,
+    TasSettings,
+    copied_words,
+    copying,
+    score_session,
+    tas_value,
+)
+from crseval.metrics.grounded import system_prompt as grounded_system_prompt
 
 SETTINGS = TasSettings(alpha=0.4, beta=0.4, gamma=0.2, recovery_window=2, recovery_threshold=0.5)
 N_FILMS = 8  # the small catalog of conftest.py
@@ -219,3 +227,109 @@ def test_tas_on_recommended_films_gives_echoed_words_nothing(space):
     assert row["copying"] == pytest.approx(i)
     assert row["tas_rec"] == pytest.approx(-0.2 * i)
     assert row["tas"] == pytest.approx(0.8 - 0.2 * i)
+
+
+# A prompt template of our own, as an `llm` system's: its first line names the tracked wishes.
+PROMPT = "You recommend films. The user is looking for: {constraints}.\nCandidates:\n{candidates}\n"
+RENDERED = (
+    "You recommend films. The user is looking for: genre crime.\n"
+    'Candidates:\n- "Heat" (1995); crime, thriller; directed by Michael Mann; starring Al Pacino, Robert De Niro'
+)
+
+
+def prompted(reply: str) -> dict:
+    """One turn: the user asks for a crime film, the system (told so in its prompt, with Heat as candidate)
+    replies `reply` and recommends Heat."""
+    return {
+        "session_id": "t/s00002",
+        "turns": [
+            {
+                "turn": 1,
+                "user_text": "I want a crime movie.",
+                "user_meta": meta([CRIME], stage="open"),
+                "system_text": reply,
+                "system_constraints": tracked(CRIME),
+                "candidate_titles": ["Heat"],
+                "recommended_titles": ["Heat"],
+            }
+        ],
+    }
+
+
+@pytest.fixture
+def system_prompt(tmp_path):
+    path = tmp_path / "prompt.txt"
+    path.write_text(PROMPT, encoding="utf-8")
+    return grounded_system_prompt({"prompt": str(path)})
+
+
+def test_the_prompt_of_a_turn_is_rendered_from_what_the_turn_records(space, system_prompt, tmp_path):
+    turn = prompted("")["turns"][0]
+    assert system_prompt.of_turn(turn, space) == RENDERED
+    # a candidate the catalog does not hold: the template as written
+    assert system_prompt.of_turn({**turn, "candidate_titles": ["Nowhere"]}, space) == PROMPT
+    # a chat system's message is the same at every turn (its braces are text)
+    message = tmp_path / "message.txt"
+    message.write_text("Be brief {please}.\n", encoding="utf-8")
+    assert grounded_system_prompt({"system_prompt": str(message)}).of_turn(turn, space) == "Be brief {please}."
+    assert grounded_system_prompt({"prompt": None, "system_prompt": None}) is None
+
+
+def test_copied_words_are_those_in_a_trigram_of_the_source():
+    reply = "the user is looking for genre crime heat is my pick".split()
+    prompt = "you recommend films the user is looking for genre crime candidates heat".split()
+    assert copied_words(reply, prompt) == [True] * 7 + [False] * 4
+    assert copied_words("genre crime".split(), "genre crime".split()) == [False, False]  # no trigram
+    assert copied_words(reply, []) == [False] * 11
+
+
+def test_a_reply_earns_nothing_for_a_prompt_sentence_it_copies(space, system_prompt):
+    """The reply copies its prompt's sentence naming the genre: no credit for it with the prompt known; the
+    same genre named in the reply's own words keeps its credit. Without the prompt (the rule before), the copy
+    scored as much as naming the genre."""
+    copy = prompted("The user is looking for: genre crime. Heat is my pick.")
+    # words: the user is looking for genre crime | heat is my pick; the prompt holds "for genre crime" and the
+    # trigrams before it, so "crime" is copied: E(S) = {crime}, E_own(S) = {}; the user said none of its trigrams
+    session, (row,) = score_session(copy, space, system_prompt)
+    assert (row["cc"], row["cr"], row["copying"], row["tas"]) == (0.0, 0.0, 0.0, 0.0)
+    assert row["missing_concepts"] == 1 and row["hallucinated_concepts"] == 0
+    assert row["system_concepts"] == 1  # still said
+    # TAS on recommended films credits what Heat carries of the user's wish, whoever named it: CC' = CR' = 1
+    assert row["tas_rec"] == pytest.approx(0.8)
+    unprompted = score_session(copy, space)[1][0]
+    assert (unprompted["cc"], unprompted["tas"], unprompted["missing_concepts"]) == (1.0, pytest.approx(0.8), 0)
+
+    own = prompted("Heat is a crime story you will enjoy.")
+    # no trigram of the reply is in the prompt: E_own(S) = E(S) = {crime} = E(U)
+    _, (row,) = score_session(own, space, system_prompt)
+    assert (row["cc"], row["cr"], row["tas"], row["missing_concepts"]) == (
+        1.0,
+        pytest.approx(1.0),
+        pytest.approx(0.8),
+        0,
+    )
+
+
+def test_a_copied_mention_counts_as_said_but_not_as_shared(space, system_prompt):
+    """Copied and own mentions of one genre: CC keeps it (one own mention), CR's dot product counts the own
+    mention only while its norm counts both."""
+    mixed = prompted("The user is looking for: genre crime. Heat is a crime story with Al Pacino.")
+    # E(U) = {crime}; E(S) = {crime x2, Al Pacino}, E_own(S) = {crime x1, Al Pacino} ("with al pacino" is not
+    # in the prompt, which has "starring al pacino"); df: crime 3, Al Pacino 1
+    a, p = idf(3), idf(1)
+    _, (row,) = score_session(mixed, space, system_prompt)
+    assert row["cc"] == 0.5
+    assert row["cr"] == pytest.approx(a * a / (a * math.sqrt((2 * a) ** 2 + p * p)))
+    assert row["tas"] == pytest.approx(0.4 * 0.5 + 0.4 * a / math.sqrt(4 * a * a + p * p))
+    unprompted = score_session(mixed, space)[1][0]
+    assert unprompted["cc"] == 0.5 and unprompted["cr"] == pytest.approx(2 * a / math.sqrt(4 * a * a + p * p))
+    assert row["missing_concepts"] == 0 and row["hallucinated_concepts"] == 0  # Heat stars Al Pacino
+
+
+def test_a_prompt_the_replies_do_not_copy_changes_no_value(space, system_prompt):
+    """DIALOGUE's replies share no concept in a trigram with the prompt: every value is the same, bit for bit."""
+    session, rows = score_session(DIALOGUE, space)
+    again, rows_again = score_session(DIALOGUE, space, system_prompt)
+    same = lambda x, y: x == y or (isinstance(x, float) and math.isnan(x) and math.isnan(y))  # noqa: E731
+    assert all(same(session[k], again[k]) for k in session)
+    assert all(same(r[k], q[k]) for r, q in zip(rows, rows_again) for k in r)

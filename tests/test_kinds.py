@@ -52,8 +52,8 @@ def test_every_agent_kind_declares_itself_completely(name):
     assert callable(kind.make_agent) and callable(kind.check)
     assert kind.prompt_key in (None, "prompt", "system_prompt")
     assert not (kind.external and kind.reads_ground_truth)  # a system under test never reads the ground truth
-    if kind.prompt_key == "prompt":
-        assert kind.llm_backend  # a prompt is what the system's own LLM is asked with
+    if kind.prompt_key == "prompt":  # what the system's own LLM is asked with, or what a calibration system echoes
+        assert kind.llm_backend or kind.reads_ground_truth
 
 
 def test_the_calibration_kinds_give_their_roles_and_nothing_else_has_one():
@@ -68,6 +68,7 @@ def test_the_calibration_kinds_give_their_roles_and_nothing_else_has_one():
         "s-parrot": "parrot",
         "s-literal": "literal",
         "s-asker": "asker",
+        "s-prompt_echo": "prompt_echo",
     }
 
 

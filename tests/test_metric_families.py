@@ -217,7 +217,7 @@ def test_the_validity_table_gathers_every_declared_expectation():
     assert {e.metric for e in added} == adaptation - {"success"} and "tas" in adaptation
     assert all(e.check == "elicitation" and e.order == ASKER_OVER_LITERAL for e in added)
     checks = [e.check for e in validity.EXPECTATIONS]
-    assert checks == sorted(checks, key=["adaptation", "echo", "elicitation"].index)
+    assert checks == sorted(checks, key=["adaptation", "echo", "prompt_echo", "elicitation"].index)
     rows = [(e.metric, e.check) for e in validity.EXPECTATIONS]
     assert len(rows) == len(set(rows))
 

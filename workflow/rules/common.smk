@@ -174,6 +174,17 @@ def system_prompt(wildcards):
     return input_path(system[key]) if key else []
 
 
+def scored_prompt(wildcards):
+    """The prompt file of the system whose shard is scored, under its key (`prompt`, `system_prompt`; none
+    for most kinds and for imported sessions): what its replies copy from it earns no concept credit
+    (crseval.metrics.grounded.SystemPrompt)."""
+    if IMPORTING:
+        return {}
+    system = SYSTEMS[wildcards.system]
+    key = planning.system_prompt_key(system)
+    return {key: input_path(system[key])} if key else {}
+
+
 def system_llm_slots(wildcards):
     """Requests a simulate job of the system keeps in flight (0 without LLM calls)."""
     system = SYSTEMS[wildcards.system]

@@ -3,6 +3,7 @@
 
 rule score:
     input:
+        unpack(scored_prompt),
         **({"lda": rules.train_lda.output.model} if SCORING_USES_LDA else {}),
         **({"topics_prompt": input_path(planning.TOPICS_PROMPT)} if planning.scoring_backends(config) else {}),
         sessions=SESSION_SHARD,

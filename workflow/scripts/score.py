@@ -17,6 +17,7 @@ import source_tree  # noqa: F401  (crseval from this source tree)
 from crseval.core.io import log_to, write_parquet
 from crseval.core.session_records import read_sessions
 from crseval.llm.client import make_client
+from crseval.metrics.grounded import PROMPT_KEYS
 from crseval.metrics.scorer import build_scorer, with_labels
 
 log = log_to(snakemake.log[0])
@@ -31,6 +32,7 @@ scorer = build_scorer(
     llm_factory=lambda backend: make_client(backend, llm_runtime, snakemake.threads),
     topics_prompt=snakemake.input.get("topics_prompt"),
     threads=snakemake.threads,
+    system_prompt={key: snakemake.input.get(key) for key in PROMPT_KEYS},  # the system's prompt file, if any
 )
 gc.freeze()  # the scorer lives as long as the process: the collector need not walk it (docstring)
 records = read_sessions(snakemake.input.sessions)

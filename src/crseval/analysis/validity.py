@@ -9,8 +9,9 @@ is the order of the systems' mean values; agreement with the expected order is K
 the pairs of systems the construction orders, with a percentile bootstrap CI over sessions
 (resampled within each system), and the difference between the best and the worst adapting system
 present (oracle and random in a full calibration experiment) is given as Cliff's delta. A metric
-passes when tau >= 0.8 and the CI's lower end is above 0. Nothing is tuned to pass: a failing
-metric is reported as failing.
+passes when tau >= 0.8 and the CI's lower end is above 0, and, where the expectation names a twin (the
+prompt echo and the stubborn system), the first system's mean is not better than its twin's. Nothing is
+tuned to pass: a failing metric is reported as failing.
 """
 
 from __future__ import annotations
@@ -102,6 +103,12 @@ def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000,
     # three systems at least, or every one of an order that names fewer (the asker over the literal system)
     if expectation.metric not in frame or len(systems) < min(3, len(ranks)):
         return {**row, **NOT_MEASURED, "verdict": "not measured"}
+    if expectation.twin and not set(expectation.twin) <= roles:
+        return {
+            **row,
+            **NOT_MEASURED,
+            "verdict": f"not measured (no {' or '.join(sorted(set(expectation.twin) - roles))})",
+        }
     sign = 1.0 if expectation.higher_is_better else -1.0
     values = {s: frame.loc[frame["system"] == s, expectation.metric].to_numpy(float) for s in systems}
     values = {s: v[~np.isnan(v)] for s, v in values.items()}
@@ -119,7 +126,7 @@ def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000,
     measured = sorted(systems, key=lambda s: -sign * float(np.mean(values[s])))
     extremes = best_and_worst(list(values))
     delta = sign * cliffs_delta(values[extremes[0]], values[extremes[1]]) if extremes else np.nan
-    verdict = "pass" if tau >= 0.8 and low > 0 else "fail"
+    verdict = "pass" if tau >= 0.8 and low > 0 and not above_twin(expectation, values, sign) else "fail"
     return {
         **row,
         "measured_order": " > ".join(measured),
@@ -129,6 +136,15 @@ def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000,
         "oracle_vs_random_cliffs_delta": delta,
         "verdict": verdict,
     }
+
+
+def above_twin(expectation: Expectation, values: dict[str, np.ndarray], sign: float) -> bool:
+    """Whether the system the expectation pairs with a twin has the better mean of the two (in the metric's
+    direction; equal means are not above)."""
+    if not expectation.twin:
+        return False
+    system, twin = expectation.twin
+    return sign * float(np.mean(values[system])) > sign * float(np.mean(values[twin]))
 
 
 def row_seed(seed: int, expectation: Expectation) -> int:
@@ -184,7 +200,10 @@ def validity_markdown(table: pd.DataFrame, systems: dict[str, dict[str, int]]) -
         "scores better).",
         "",
         "Check `adaptation` orders the five systems built to adapt more or less; check `echo` adds the parrot, "
-        "which copies the user's words but never follows a shift in what it recommends; check `elicitation` "
+        "which copies the user's words but never follows a shift in what it recommends; check `prompt_echo` adds "
+        "the prompt echo, the stubborn system opening each reply with its own prompt's first line (which names "
+        "the user's current wishes), and also fails when the echo scores above the stubborn system, its twin; "
+        "check `elicitation` "
         "orders the oracle, the asker (asks for the wishes the user keeps to itself), the literal system (acts on "
         "what was said) and the stubborn and random systems, under a user profile that keeps wishes to itself "
         '(docs/simulation.md, "User profiles").',

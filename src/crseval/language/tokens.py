@@ -25,6 +25,17 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Where each of `words(text)` stands in `text`: its (start, end) character offsets, in order."""
+    lowered = text.lower()
+    found = [(m.start(), m.end()) for m in _WORD.finditer(lowered)]
+    if len(lowered) == len(text):
+        return found
+    # lower-casing lengthened a character (a dotted capital I): each lowered offset back to its character
+    origin = [i for i, c in enumerate(text) for _ in c.lower()]
+    return [(origin[start], origin[end - 1] + 1) for start, end in found]
+
+
 class AnalysedText:
     """One text and its tokens, each kind computed on first use and then kept: the concept matcher,
     the title recognizer and the metric families read the same text, and share one analysis of it
@@ -75,6 +86,11 @@ class AnalysedText:
     def words(self) -> tuple[str, ...]:
         """`words(text)`: what the metrics count as words (n-grams, lexical statistics, the plot LM)."""
         return tuple(words(self.text))
+
+    @cached_property
+    def word_spans(self) -> tuple[tuple[int, int], ...]:
+        """`word_spans(text)`: where each of `words` stands in the text."""
+        return tuple(word_spans(self.text))
 
 
 class TextAnalyses:

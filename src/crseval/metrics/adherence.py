@@ -6,6 +6,8 @@ mention (or, with the LLM extractor, the topic strings an LLM lists for them). A
 topic when it is a reference topic (LLM topics: when one contains the other, ignoring case).
   precision = on-topic topics / extracted topics    (NaN when nothing was extracted)
   recall    = reference topics covered / reference topics
+A system's topic it names only in words copied from its own prompt (crseval.metrics.grounded) is extracted
+but neither on topic nor covering (with the catalog extractor).
   f1        = harmonic mean (0 when either is 0 or precision is NaN)
 """
 
@@ -15,7 +17,7 @@ import math
 
 from crseval.core.columns import Column
 from crseval.metrics.basic import safe_mean
-from crseval.metrics.expectations import ADAPTATION, ECHO, ECHO_REASON, Expectation, column_named
+from crseval.metrics.expectations import ADAPTATION, ECHO, ECHO_REASON, Expectation, column_named, prompt_echo
 from crseval.metrics.family import FamilyKind, never, no_figure_params, no_figures, no_problems, no_settings
 
 NAN = math.nan
@@ -33,25 +35,35 @@ def _matches(topic, reference) -> bool:
     return reference[1].lower() in topic.lower() or topic.lower() in reference[1].lower()
 
 
-def adherence(extracted: set, references: set) -> tuple[float, float, float]:
+def adherence(extracted: set, references: set, credited: set | None = None) -> tuple[float, float, float]:
+    """`credited`: the extracted topics that count as on topic and covering (the reply's own concepts, not
+    those copied from its prompt: crseval.metrics.grounded); all of `extracted` when None."""
     if not references:
         return NAN, NAN, NAN
-    on_topic = [t for t in extracted if any(_matches(t, r) for r in references)]
-    covered = [r for r in references if any(_matches(t, r) for t in extracted)]
+    own = extracted if credited is None else credited
+    on_topic = [t for t in own if any(_matches(t, r) for r in references)]
+    covered = [r for r in references if any(_matches(t, r) for t in own)]
     precision = len(on_topic) / len(extracted) if extracted else NAN
     recall = len(covered) / len(references)
     f1 = 0.0 if math.isnan(precision) or precision + recall == 0 else 2 * precision * recall / (precision + recall)
     return precision, recall, f1
 
 
-def score_session(turns: list[dict], system_topics: list[set]) -> dict:
-    """`system_topics[i]`: topics of system turn i, as (field, value) concepts or strings."""
+def score_session(turns: list[dict], system_topics: list[set], credited: list[set] | None = None) -> dict:
+    """`system_topics[i]`: topics of system turn i, as (field, value) concepts or strings; `credited[i]`: those
+    of them that count as on topic (the reply's own, not copied from its prompt), when not all do."""
     if not all(t.get("user_meta") for t in turns):
         return {column.name: NAN for column in SESSION_COLUMNS}
     focus = [(t["user_meta"]["focus_field"], t["user_meta"]["focus_value"]) for t in turns]
-    session = adherence(set().union(*system_topics) if system_topics else set(), set(focus))
+
+    def own(a: int, b: int) -> set | None:
+        return None if credited is None else set().union(*credited[a:b])
+
+    session = adherence(set().union(*system_topics) if system_topics else set(), set(focus), own(0, len(turns)))
     starts = [0] + [i for i, t in enumerate(turns) if t["user_meta"]["shift_event"]] + [len(turns)]
-    segments = [adherence(set().union(*system_topics[a:b]), {focus[a]}) for a, b in zip(starts, starts[1:]) if b > a]
+    segments = [
+        adherence(set().union(*system_topics[a:b]), {focus[a]}, own(a, b)) for a, b in zip(starts, starts[1:]) if b > a
+    ]
     return {
         "adherence_precision": session[0],
         "adherence_recall": session[1],
@@ -73,6 +85,7 @@ class AdherenceFamily:
     def __init__(self, context):
         section = KIND.settings(context.settings)
         self.space = context.space
+        self.prompt = context.prompt
         self.topics = None
         if section["extractor"] == "llm":
             self.topics = context.llm_topics(section)
@@ -85,11 +98,15 @@ class AdherenceFamily:
         scores = []
         for record in records:
             systems = [t["system_text"] for t in record["turns"]]
+            credited = None
             if self.topics is None:
                 system_topics = [set(self.space.mentions(s)) for s in systems]
+                if self.prompt is not None:  # what a reply copies from its prompt is not on topic (grounded)
+                    prompts = [self.prompt.of_turn(t, self.space) for t in record["turns"]]
+                    credited = [set(self.space.credited(s, p)[1]) for s, p in zip(systems, prompts)]
             else:
                 system_topics = [set(llm_topics[s]) for s in systems]
-            scores.append((score_session(record["turns"], system_topics), []))
+            scores.append((score_session(record["turns"], system_topics, credited), []))
         return scores
 
 
@@ -113,6 +130,7 @@ KIND = FamilyKind(
     expectations=(
         Expectation(F1, ADAPTATION, "replies name the current focus values, as for TAS"),
         Expectation(F1, ECHO, ECHO_REASON, "echo"),
+        prompt_echo(F1),
     ),
     headline=("adherence_f1",),
     figures=no_figures,

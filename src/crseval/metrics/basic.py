@@ -25,6 +25,27 @@ def cosine(a: dict, b: dict) -> float:
     return dot / norm if norm else 0.0
 
 
+def jaccard_credited(a: set, b: set, credited: set) -> float:
+    """Jaccard of `a` and `b` in which only `credited` (members of `b`) count as shared:
+    |a & credited| / |a | b|. `credited` is `b` itself when all of it counts (then it is `jaccard`)."""
+    if credited is b:
+        return jaccard(a, b)
+    union = len(a | b)
+    return len(a & credited) / union if union else 0.0
+
+
+def cosine_credited(a: dict, b: dict, credited: dict) -> float:
+    """`cosine` of `a` and `b` in which the dot product takes `b`'s weights from `credited` (none above
+    `b`'s; missing: 0), the norms from `a` and `b`. `credited` is `b` itself when all of it counts."""
+    if credited is b:
+        return cosine(a, b)
+    if not a or not b:
+        return 0.0
+    dot = sum(map(mul, a.values(), map(credited.get, a, repeat(0.0))))
+    norm = math.sqrt(sum(map(mul, a.values(), a.values()))) * math.sqrt(sum(map(mul, b.values(), b.values())))
+    return dot / norm if norm else 0.0
+
+
 def ngrams(tokens: list[str], n: int) -> list[tuple[str, ...]]:
     return list(zip(*(tokens[i:] for i in range(n))))
 

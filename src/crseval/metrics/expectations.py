@@ -3,7 +3,8 @@
 The calibration systems (crseval.simulate.calibration) are built to adapt more or less to the
 user's shifts; their roles (`calibration_roles`) are `oracle`, `lag<k>` (serves the wishes of k
 turns earlier), `stubborn`, `random`, `parrot`, and, for a user who keeps wishes to itself, `literal`
-(acts on what the user said) and `asker` (asks for what it did not say). An expected order lists roles best first, "a=b"
+(acts on what the user said) and `asker` (asks for what it did not say), and `prompt_echo` (the stubborn
+system opening each reply with its own prompt's first line). An expected order lists roles best first, "a=b"
 for roles expected to tie, and `LAGS` for every lagging system present, ordered by k (lag1 before
 lag2 before lag3 ...), so that one order holds whichever lags an experiment runs. Whoever declares
 a column declares what its calibration should show (a metric family's `FamilyKind.expectations`,
@@ -32,6 +33,20 @@ ECHO_REASON = (
     "the parrot echoes the user's message but recommends films of the first focus after every shift, as "
     "the stubborn system does: a metric of adaptation must not rank echoing above following the user"
 )
+# With the prompt echo (crseval.simulate.calibration.PromptEchoAgent): the stubborn system, each reply opened by
+# the first line of its own prompt, which names the user's current wishes. It follows the user no better than
+# its twin, the stubborn system (the same users, films and answers): it ranks below every system that follows
+# the user and must not score above its twin. A metric that ranks it higher credits words the system copied
+# from its prompt. Nothing is expected between it, its twin and the random system: a metric that credits no
+# copied words may also take from the echo what its answer says in its prompt's words ("for genre drama"), and
+# the echo copies the user's wishes as its prompt restates them.
+PROMPT_ECHO = ("oracle", LAGS, "stubborn=random=prompt_echo")
+PROMPT_ECHO_TWIN = ("prompt_echo", "stubborn")  # (the echoing system, its twin without the echo)
+PROMPT_ECHO_REASON = (
+    "the prompt echo opens each reply with its prompt's first line, which names the user's current wishes, and "
+    "then answers as the stubborn system, its twin, does: a metric of adaptation must rank it below the systems "
+    "that follow the user, and not above its twin"
+)
 # With a user who keeps wishes to itself (a profile other than `explicit`): the oracle knows every wish,
 # the asker asks for the ones not said before it recommends, the literal system acts on what was said
 # only, the stubborn and the random systems serve no current wish.
@@ -49,9 +64,9 @@ ASKER_OVER_LITERAL_REASON = (
     "itself: a metric of whether the system gives the user what it wants ranks the asker higher; a metric "
     "that compares replies with what the user said may not"
 )
-# What a row tests: the five adapting systems, those with the parrot, or (under a user who keeps wishes
-# to itself) the systems that differ in what they learn of the user's wishes.
-CHECKS = ("adaptation", "echo", "elicitation")
+# What a row tests: the five adapting systems, those with the parrot, those with the prompt echo, or (under a
+# user who keeps wishes to itself) the systems that differ in what they learn of the user's wishes.
+CHECKS = ("adaptation", "echo", "prompt_echo", "elicitation")
 
 
 def lag_roles(roles: Iterable[str]) -> list[str]:
@@ -87,6 +102,9 @@ class Expectation:
     # Only for a metric without a declared direction (a descriptive statistic): whether the
     # construction predicts higher values for the systems listed first.
     higher_first: bool | None = None
+    # (a system, its twin): the first must not score above the second (the prompt echo over the stubborn
+    # system); the row is not measured without the first
+    twin: tuple[str, str] | None = None
 
     def __post_init__(self):
         if self.check not in CHECKS:
@@ -116,6 +134,12 @@ class Expectation:
             for rank, group in enumerate(self.expected_order(roles), start=1)
             for system in group.split("=")
         }
+
+
+def prompt_echo(column: Column) -> Expectation:
+    """The `prompt_echo` check of a column: the prompt echo below the systems that follow the user, and not
+    above its twin."""
+    return Expectation(column, PROMPT_ECHO, PROMPT_ECHO_REASON, "prompt_echo", twin=PROMPT_ECHO_TWIN)
 
 
 def column_named(columns: tuple[Column, ...], name: str) -> Column:

@@ -48,6 +48,9 @@ class ScoringContext:
     make_tfidf: Callable[[], object]
     make_embedder: Callable[[], object]
     texts: TextAnalyses = field(default_factory=TextAnalyses)  # the shard's texts, each analysed once
+    # grounded.SystemPrompt of the system whose shard is scored (None: it has no prompt): what its replies copy
+    # from their prompt earns no concept credit
+    prompt: object = None
     _models: dict = field(default_factory=dict)
 
     def tfidf(self):

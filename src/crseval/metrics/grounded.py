@@ -22,6 +22,15 @@ recommendation satisfaction) are NaN for sessions that have none (imported logs)
 Films a reply names that the catalog does not hold (the turn's `unknown_titles`) are neither
 concepts (the matcher reads nothing inside them, their year included) nor hallucinations; the
 session counts them, and the share of the films it names that the catalog holds (catalog coverage).
+What a reply copies from the system's own prompt earns no credit (`SystemPrompt`): a word of the reply
+is copied when it stands in a word 3- or 4-gram the prompt holds too (the rule of I, with the prompt
+for the user's text), and a mention of a concept whose words are all copied is the prompt's, not the
+reply's. Only the reply's own mentions count as shared with the user: CC = |E(U) & E_own(S)| /
+|E(U) | E(S)|, CR's dot product takes the reply's weights from its own mentions (its norm from all),
+CR' of TAS on recommended films weighs a concept by the reply's own mentions (1 with none), and a wish
+named only in copied words is missing. Everything the reply names still counts as said (the unions,
+the norms, hallucinated concepts), so that copying never raises a score. Without a prompt, or when no
+concept is copied, every value is what it was without this rule.
 """
 
 from __future__ import annotations
@@ -39,10 +48,21 @@ from crseval.core.columns import Column
 from crseval.core.config_checks import _at, _is_number, _show, key_path, schema_defaults
 from crseval.language.concepts import CONCEPT_FIELDS, ConceptMatcher
 from crseval.language.titles import title_key
-from crseval.language.tokens import TextAnalyses, words
-from crseval.metrics.basic import cosine, jaccard, safe_mean
-from crseval.metrics.expectations import ADAPTATION, ECHO, ECHO_REASON, LAGS, Expectation, column_named
+from crseval.language.tokens import AnalysedText, TextAnalyses, words
+from crseval.language.tracker import Constraint
+from crseval.llm.prompts import PromptTemplate
+from crseval.metrics.basic import cosine_credited, jaccard, jaccard_credited, safe_mean
+from crseval.metrics.expectations import (
+    ADAPTATION,
+    ECHO,
+    ECHO_REASON,
+    LAGS,
+    Expectation,
+    column_named,
+    prompt_echo,
+)
 from crseval.metrics.family import FamilyKind, never, no_backends, no_settings
+from crseval.simulate.agents import render_prompt
 
 NAN = math.nan
 
@@ -142,6 +162,7 @@ class ConceptSpace:
         self._film_concepts: dict[int, set[tuple[str, str]]] = {}
         self._mentions: dict[str, Counter] = {}
         self._concepts: dict[str, tuple[Counter, frozenset, dict]] = {}
+        self._credited: dict[tuple[str, str], tuple[Counter, frozenset, dict]] = {}
 
     def mentions(self, text: str) -> Counter:
         """Concept -> number of mentions in `text` (memoised: texts repeat across metrics)."""
@@ -163,6 +184,43 @@ class ConceptSpace:
             known = self._concepts[text] = (counts, frozenset(counts), self.vector(counts))
         return known
 
+    def credited(self, reply: str, prompt: str | None) -> tuple[Counter, frozenset, dict]:
+        """`concepts(reply)` counting only the reply's own mentions, not those in words it copies from `prompt`,
+        the system's prompt of the turn (module docstring): the same objects as `concepts(reply)` when there is
+        no prompt or no concept is copied (memoised by reply and prompt)."""
+        if not prompt:
+            return self.concepts(reply)
+        key = (reply, prompt)
+        known = self._credited.get(key)
+        if known is None:
+            analysed = self.texts(reply)
+            copied = copied_words(analysed.words, self.texts(prompt).words)
+            known = self.concepts(reply)
+            if any(copied):
+                counts = self._own_mentions(analysed, [span for span, c in zip(analysed.word_spans, copied) if c])
+                if counts != known[0]:
+                    known = (counts, frozenset(counts), self.vector(counts))
+            self._credited[key] = known
+        return known
+
+    def _own_mentions(self, analysed: AnalysedText, copied: list[tuple[int, int]]) -> Counter:
+        """`mentions` of the text, leaving out each mention whose words all lie in the `copied` word spans."""
+
+        def own(start: int, end: int) -> bool:
+            inside = [span for span in analysed.word_spans if span[0] < end and start < span[1]]
+            return not inside or not all(span in copied_set for span in inside)
+
+        copied_set = set(copied)
+        counts = Counter(
+            (m.field, m.value)
+            for m in self.matcher.values(analysed)
+            if m.field in self.settings.fields and own(m.start, m.end)
+        )
+        if self.settings.include_titles:
+            references = self.matcher.title_recognizer.recognise(analysed).references
+            counts.update(("title", t) for t in dict.fromkeys(r.title for r in references if own(r.start, r.end)))
+        return counts
+
     def vector(self, counts: dict) -> dict:
         return {
             c: n * (self.title_idf if c[0] == "title" else self.idf.get(c, self.title_idf)) for c, n in counts.items()
@@ -175,6 +233,65 @@ class ConceptSpace:
         if film_id not in self._film_concepts:
             self._film_concepts[film_id] = {(f, v) for f in CONCEPT_FIELDS for v in self.index.film_values(film_id, f)}
         return self._film_concepts[film_id]
+
+
+def copied_words(reply_words: tuple[str, ...] | list[str], source_words: tuple[str, ...] | list[str]) -> list[bool]:
+    """Per word of the reply (`words`), whether it stands in a word 3- or 4-gram that `source` holds too: the
+    n-grams I counts as copied, here from the system's prompt. (A 4-gram both hold holds 3-grams both hold,
+    so the 4-grams add no word; they are read for the rule's sake.)"""
+    copied = [False] * len(reply_words)
+    for n in (3, 4):
+        source = set(zip(*(source_words[i:] for i in range(n))))
+        if not source:
+            break
+        for i, gram in enumerate(zip(*(reply_words[i:] for i in range(n)))):
+            if gram in source:
+                copied[i : i + n] = [True] * n
+    return copied
+
+
+@dataclass(frozen=True)
+class SystemPrompt:
+    """The prompt a system under test was given, as the scorer knows it: the file its config entry names
+    (`prompt` of an `llm` system or a calibration system that has one, `system_prompt` of a `chat` system).
+    A template (`rendered`) is the prompt of each turn as crseval.simulate.agents.render_prompt fills it from
+    what the turn records (its `system_constraints` and `candidate_titles`): exactly what the system was
+    given. A turn that does not record them, or whose candidates are not all catalog films, gets the
+    template's text as written. A system message (not `rendered`) is the same at every turn."""
+
+    text: str
+    template: PromptTemplate | None = None
+
+    @classmethod
+    def read(cls, path, rendered: bool) -> "SystemPrompt":
+        if rendered:
+            template = PromptTemplate(path)
+            return cls(template.text, template)
+        return cls(PromptTemplate(path).text.strip())
+
+    def of_turn(self, turn: dict, space: "ConceptSpace") -> str:
+        if self.template is None:
+            return self.text
+        if "system_constraints" not in turn or "candidate_titles" not in turn:
+            return self.text
+        ids = [space.index.film_id(t) for t in turn["candidate_titles"] or []]
+        if any(f is None for f in ids):
+            return self.text
+        constraints = [Constraint(c["field"], c["value"], c["negated"]) for c in turn["system_constraints"] or []]
+        return render_prompt(self.template, space.index, space.matcher.title_recognizer, constraints, ids)
+
+
+# The key of a system's config entry that names its prompt file -> whether the file is a template the
+# system renders at each turn (crseval.simulate.kinds.system_prompt_key decides which key a system has).
+PROMPT_KEYS = {"prompt": True, "system_prompt": False}
+
+
+def system_prompt(files: dict) -> SystemPrompt | None:
+    """The prompt of the system whose prompt file `files` gives under its key (PROMPT_KEYS), or None."""
+    for key, rendered in PROMPT_KEYS.items():
+        if files.get(key):
+            return SystemPrompt.read(files[key], rendered)
+    return None
 
 
 def tas_value(cc: float, cr: float, copy: float, settings: TasSettings) -> float:
@@ -211,22 +328,31 @@ def _prf(tp: int, n_pred: int, n_gold: int) -> tuple[float, float, float]:
 
 @dataclass
 class TurnConcepts:
-    """One turn's concepts: the sets CC compares and the weighted vectors CR compares."""
+    """One turn's concepts: the sets CC compares and the weighted vectors CR compares. `credited` and
+    `credited_vector`: the reply's concepts less what it copies from its prompt (`system` and `system_vector`
+    themselves when it has no prompt or copies no concept), which alone count as shared with the user."""
 
     user: set
     system: set
     user_vector: dict
     system_vector: dict
+    credited: set
+    credited_vector: dict
 
 
-def score_turn(turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth: bool) -> tuple[dict, TurnConcepts]:
+def score_turn(
+    turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth: bool, prompt: str | None = None
+) -> tuple[dict, TurnConcepts]:
     """The per-turn row (CC, CR, I, TAS, recommendation and ground-truth counts) and the turn's concepts.
 
-    `seen_titles` holds the films recommended in earlier turns; this turn's are added to it."""
+    `seen_titles` holds the films recommended in earlier turns; this turn's are added to it. `prompt`: the
+    system's prompt of the turn, whose words the reply's concepts earn nothing for (module docstring)."""
     u_counts, u_set, u_vector = space.concepts(turn["user_text"])
     s_counts, s_set, s_vector = space.concepts(turn["system_text"])
-    concepts = TurnConcepts(u_set, s_set, u_vector, s_vector)
-    cc, cr = jaccard(concepts.user, concepts.system), cosine(concepts.user_vector, concepts.system_vector)
+    own_counts, own_set, own_vector = space.credited(turn["system_text"], prompt)
+    concepts = TurnConcepts(u_set, s_set, u_vector, s_vector, own_set, own_vector)
+    cc = jaccard_credited(concepts.user, concepts.system, concepts.credited)
+    cr = cosine_credited(concepts.user_vector, concepts.system_vector, concepts.credited_vector)
     copy = copying_of_words(space.texts(turn["system_text"]).words, space.texts(turn["user_text"]).words)
     recommended = list(turn.get("recommended_titles") or [])
     row = {
@@ -235,7 +361,9 @@ def score_turn(turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth
         "cr": cr,
         "copying": copy,
         "tas": tas_value(cc, cr, copy, space.settings),
-        "tas_rec": tas_value(*_recommended_overlap(s_counts, concepts, recommended, space), copy, space.settings),
+        "tas_rec": tas_value(
+            *_recommended_overlap(s_counts, own_counts, concepts, recommended, space), copy, space.settings
+        ),
         "user_concepts": len(concepts.user),
         "system_concepts": len(concepts.system),
         "recommended": len(recommended),
@@ -243,7 +371,7 @@ def score_turn(turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth
         "unknown_titles": len(turn.get("unknown_titles") or []),
     }
     seen_titles.update(recommended)
-    # what the reply says that the user did not and no film it names carries
+    # what the reply says (copied from its prompt or not) that the user did not and no film it names carries
     named = [space.film_concepts(t) for t in recommended + list(turn.get("mentioned_titles") or [])]
     unsupported = {c for c in concepts.system - concepts.user if not any(c in carried for carried in named)}
     if has_truth:
@@ -263,16 +391,18 @@ def score_turn(turn: dict, space: ConceptSpace, seen_titles: set[str], has_truth
 
 
 def _recommended_overlap(
-    s_counts: Counter, concepts: TurnConcepts, recommended: list, space: ConceptSpace
+    s_counts: Counter, own_counts: Counter, concepts: TurnConcepts, recommended: list, space: ConceptSpace
 ) -> tuple[float, float]:
     """CC' and CR' of TAS on recommended films: the user's concepts against what the recommended films carry
-    of the concepts said or asked (module docstring)."""
+    of the concepts said or asked (module docstring). In CR's dot product a concept weighs by the reply's own
+    mentions (`own_counts`: less those copied from its prompt; 1 when none is its own)."""
     carried = set().union(*(space.film_concepts(t) for t in recommended)) if recommended else set()
     if space.settings.include_titles:
         carried |= {("title", t) for t in recommended}
     kept = (concepts.system | concepts.user) & carried
     vector = space.vector({c: s_counts.get(c) or 1 for c in kept})
-    return jaccard(concepts.user, kept), cosine(concepts.user_vector, vector)
+    own = vector if own_counts is s_counts else space.vector({c: own_counts.get(c) or 1 for c in kept})
+    return jaccard(concepts.user, kept), cosine_credited(concepts.user_vector, vector, own)
 
 
 def _against_gold(turn: dict, space: ConceptSpace, concepts: TurnConcepts, recommended: list, unsupported: set) -> dict:
@@ -291,7 +421,7 @@ def _against_gold(turn: dict, space: ConceptSpace, concepts: TurnConcepts, recom
     ]
     return {
         "shift": bool(meta["shift_event"]),
-        "missing_concepts": len(wanted - concepts.system),
+        "missing_concepts": len(wanted - concepts.credited),
         "hallucinated_concepts": len(unsupported - wanted),
         "dst_tp": len(tracked & gold),
         "dst_pred": len(tracked),
@@ -343,7 +473,14 @@ def segment_scores(rows: list[dict], concepts: list[TurnConcepts], settings: Tas
             u_sum.update(c.user_vector)
         for c in segment:
             s_sum.update(c.system_vector)
-        cc, cr = jaccard(u_union, s_union), cosine(dict(u_sum), dict(s_sum))
+        u_vector, s_vector = dict(u_sum), dict(s_sum)
+        own_union, own_vector = s_union, s_vector  # unless a reply copied concepts from its prompt
+        if any(c.credited is not c.system for c in segment):
+            own_union, own_sum = set().union(*(c.credited for c in segment)), Counter()
+            for c in segment:
+                own_sum.update(c.credited_vector)
+            own_vector = dict(own_sum)
+        cc, cr = jaccard_credited(u_union, s_union, own_union), cosine_credited(u_vector, s_vector, own_vector)
         copy = safe_mean(r["copying"] for r in rows[start:end])
         scores.append((cc, cr, tas_value(cc, cr, copy, settings)))
     return {
@@ -384,14 +521,16 @@ def tracking(rows: list[dict]) -> dict:
     }
 
 
-def score_session(record: dict, space: ConceptSpace) -> tuple[dict, list[dict]]:
-    """Session columns (SESSION_COLUMNS, in that order) and per-turn rows of one session record."""
+def score_session(record: dict, space: ConceptSpace, prompt: SystemPrompt | None = None) -> tuple[dict, list[dict]]:
+    """Session columns (SESSION_COLUMNS, in that order) and per-turn rows of one session record; `prompt`:
+    the system's prompt, when it has one."""
     turns = record["turns"]
     has_truth = all(t.get("user_meta") for t in turns)
     seen_titles: set[str] = set()
     rows, concepts = [], []
     for turn in turns:
-        row, turn_concepts = score_turn(turn, space, seen_titles, has_truth)
+        text = prompt.of_turn(turn, space) if prompt is not None else None
+        row, turn_concepts = score_turn(turn, space, seen_titles, has_truth, text)
         rows.append(row)
         concepts.append(turn_concepts)
     session = {**session_means(rows), **film_coverage(turns)}
@@ -412,9 +551,10 @@ class TasFamily:
 
     def __init__(self, context):
         self.space = context.space
+        self.prompt = context.prompt
 
     def score_shard(self, records: list[dict]) -> list[tuple[dict, list[dict]]]:
-        return [score_session(record, self.space) for record in records]
+        return [score_session(record, self.space, self.prompt) for record in records]
 
 
 TAS = ("scoring", "tas")
@@ -486,6 +626,19 @@ EXPECTATIONS = (
     _expect("tas", ECHO, ECHO_REASON + " (TAS subtracts gamma x copying for this)", "echo"),
     _expect("rec_satisfaction", ECHO, ECHO_REASON, "echo"),
     _expect("tas_rec", ECHO, ECHO_REASON + " (words echoed from the user count only if its films carry them)", "echo"),
+    *(
+        prompt_echo(column_named(SESSION_COLUMNS, name))
+        for name in (
+            "tas",
+            "tas_cc",
+            "tas_cr",
+            "tas_segment",
+            "tas_rec",
+            "missing_concepts",
+            "recovery_rate_cosine",
+            "rec_satisfaction",
+        )
+    ),
 )
 
 KIND = FamilyKind(

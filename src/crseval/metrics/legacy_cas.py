@@ -22,7 +22,7 @@ from typing import Any, Protocol
 from crseval.core.columns import Column
 from crseval.core.config_checks import _at, _is_number, _numbers, _show, key_path, schema_defaults
 from crseval.metrics.basic import jaccard
-from crseval.metrics.expectations import ADAPTATION, ECHO, ECHO_REASON, Expectation, column_named
+from crseval.metrics.expectations import ADAPTATION, ECHO, ECHO_REASON, Expectation, column_named, prompt_echo
 from crseval.metrics.family import FamilyKind, no_figure_params, no_figures
 
 NAN = math.nan
@@ -319,6 +319,9 @@ EXPECTATIONS = (
     _expect("context_adaptation_score", ECHO, ECHO_REASON, "echo"),
     _expect("topic_recovery_rate", ECHO, ECHO_REASON, "echo"),
     _expect("cross_coherence", ECHO, ECHO_REASON, "echo"),
+    # the legacy CAS compares the reply's words with the user's, whoever wrote them: not changed for the echo
+    prompt_echo(column_named(SESSION_COLUMNS, "context_adaptation_score")),
+    prompt_echo(column_named(SESSION_COLUMNS, "cross_coherence")),
 )
 
 KIND = FamilyKind(

@@ -24,6 +24,7 @@ from crseval.language.tokens import TextAnalyses
 from crseval.metrics.families import FAMILY_KINDS, family_kind
 from crseval.metrics.family import MetricFamily, ScoringContext
 from crseval.metrics.grounded import ConceptSpace
+from crseval.metrics.grounded import system_prompt as read_system_prompt
 from crseval.metrics.similarity import EmbeddingCache, SentenceEmbedder, TfidfSimilarity
 
 FAMILIES = {name: kind.scorer for name, kind in FAMILY_KINDS.items()}
@@ -95,8 +96,12 @@ def build_scorer(
     llm_factory=None,
     topics_prompt=None,
     threads: int = 1,
+    system_prompt: dict | None = None,
 ) -> Scorer:
-    """A scorer of the families named in `settings['metrics']` (the `scoring` config section)."""
+    """A scorer of the families named in `settings['metrics']` (the `scoring` config section). `system_prompt`:
+    the prompt file of the system whose sessions it scores, under its key (`prompt` or `system_prompt`,
+    crseval.metrics.grounded.PROMPT_KEYS), when it has one: what its replies copy from it earns no concept
+    credit."""
     index = CatalogIndex.read(films, concepts)
     tas_settings = family_kind("tas").settings(settings)  # the concept space's, shared with adherence
     matcher = ConceptMatcher(index.concepts, index.films, tuple(dict.fromkeys(CONCEPT_FIELDS + tas_settings.fields)))
@@ -113,6 +118,7 @@ def build_scorer(
             EmbeddingCache(embedding_cache) if embedding_cache else None, threads=threads
         ),
         texts=texts,
+        prompt=read_system_prompt(system_prompt or {}),
     )
     unknown = sorted(set(settings["metrics"]) - set(FAMILIES))
     if unknown:

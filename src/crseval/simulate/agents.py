@@ -16,6 +16,7 @@ from crseval.catalog.index import CatalogIndex
 from crseval.core.config_checks import schema_defaults
 from crseval.core.fields import display
 from crseval.language.concepts import ConceptMatcher
+from crseval.language.titles import TitleRecognizer
 from crseval.language.tracker import Constraint, ConstraintTracker
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.prompts import PromptTemplate
@@ -40,6 +41,44 @@ def describe_constraints(constraints: list[Constraint]) -> str:
     if unwanted:
         text += "; but not " + ", ".join(unwanted)
     return text
+
+
+def named_film(index: CatalogIndex, recognizer: TitleRecognizer, film_id: int) -> str:
+    """A film as a reply names it: its title, in quotes when it could be read as an ordinary word,
+    and its year in parentheses."""
+    year = index.year(film_id)
+    return recognizer.quoted(index.title(film_id)) + (f" ({year})" if year else "")
+
+
+def film_card(index: CatalogIndex, recognizer: TitleRecognizer, film_id: int) -> str:
+    """A candidate as an LLM system's prompt lists it: named, its genres, directors and actors."""
+    row = index.films.loc[film_id]
+    parts = [named_film(index, recognizer, film_id)]
+    if len(row["genre"]):
+        parts.append(", ".join(row["genre"][:3]))
+    if len(row["director"]):
+        parts.append("directed by " + ", ".join(row["director"][:2]))
+    if len(row["actor"]):
+        parts.append("starring " + ", ".join(row["actor"][:3]))
+    return "; ".join(parts)
+
+
+def render_prompt(
+    prompt: PromptTemplate,
+    index: CatalogIndex,
+    recognizer: TitleRecognizer,
+    constraints: list[Constraint],
+    candidate_ids: list[int],
+) -> str:
+    """The prompt an `llm` system is given at a turn: `prompt` with `{constraints}` (the tracked wishes) and
+    `{candidates}` (one card per candidate). What a turn records (its `system_constraints` and
+    `candidate_titles`) renders it again: the scorer reads what a reply copies from its prompt
+    (crseval.metrics.grounded.SystemPrompt)."""
+    return prompt.render(
+        constraints=describe_constraints(constraints),
+        candidates="\n".join(f"- {film_card(index, recognizer, f)}" for f in candidate_ids)
+        or "- (no film in the catalog matches)",
+    )
 
 
 @dataclass
@@ -122,19 +161,10 @@ class Agent(ABC):
     def _named(self, film_id: int) -> str:
         """A film as a reply names it: its title, in quotes when it could be read as an
         ordinary word, and its year in parentheses."""
-        year = self.index.year(film_id)
-        return self.matcher.title_recognizer.quoted(self._title(film_id)) + (f" ({year})" if year else "")
+        return named_film(self.index, self.matcher.title_recognizer, film_id)
 
     def _card(self, film_id: int) -> str:
-        row = self.index.films.loc[film_id]
-        parts = [self._named(film_id)]
-        if len(row["genre"]):
-            parts.append(", ".join(row["genre"][:3]))
-        if len(row["director"]):
-            parts.append("directed by " + ", ".join(row["director"][:2]))
-        if len(row["actor"]):
-            parts.append("starring " + ", ".join(row["actor"][:3]))
-        return "; ".join(parts)
+        return film_card(self.index, self.matcher.title_recognizer, film_id)
 
     @abstractmethod
     def phrase(self, turn, user_text, tracked, candidate_ids) -> tuple[str, dict | None]:
@@ -169,10 +199,7 @@ class LLMAgent(Agent):
         self.options = options
 
     def phrase(self, turn, user_text, tracked, candidate_ids):
-        system = self.prompt.render(
-            constraints=describe_constraints(tracked),
-            candidates="\n".join(f"- {self._card(f)}" for f in candidate_ids) or "- (no film in the catalog matches)",
-        )
+        system = render_prompt(self.prompt, self.index, self.matcher.title_recognizer, tracked, candidate_ids)
         history = self.history[-2 * self.settings.history_turns :] if self.settings.history_turns else []
         messages = [{"role": "system", "content": system}, *history, {"role": "user", "content": user_text}]
         request = LLMRequest.chat(

@@ -16,7 +16,15 @@ under test may do: the session runner hands it over only to agents whose class s
   that miss a current wish. Whether a session fails is drawn from the trial's sampling seed, so the
   same user meets it again with a fresh chance: its pass^k must be about p^k (crseval.analysis.trials);
 - `asker`: as `literal`, but first asks about the field of each gold constraint the user has not said
-  (one question a reply, each constraint once), and recommends when nothing is left to ask.
+  (one question a reply, each constraint once), and recommends when nothing is left to ask;
+- `prompt_echo` (`prompt`: a template such as an `llm` system's): the stubborn system with a prompt that
+  it echoes. Its prompt is rendered as an `llm` system's is (crseval.simulate.agents.render_prompt) with the
+  current gold constraints, as a tracker that follows the user would give them, and its candidates; its
+  reply is the prompt's first line ("You are a movie recommender ... The user is looking for: genre
+  comedy.") and then the stubborn system's answer. It reports the current gold constraints as its state
+  (what its prompt was given), so the scorer renders the same prompt from its record. The stubborn system
+  is its twin: the same users, films and answers, without the echo. A metric that scores it above its twin
+  credits words copied from the system's own prompt (as small LLMs do: they repeat their instructions).
 
 `literal` and `asker` differ only under a user who keeps wishes to itself (a profile other than
 `explicit`, crseval.simulate.profiles); under `explicit` both serve every gold constraint.
@@ -30,8 +38,9 @@ from __future__ import annotations
 import numpy as np
 
 from crseval.language.tracker import Constraint
+from crseval.llm.prompts import PromptTemplate
 from crseval.simulate.agent_kind import AgentKind
-from crseval.simulate.agents import Agent, AgentSettings, Reply, describe_constraints
+from crseval.simulate.agents import Agent, AgentSettings, Reply, describe_constraints, render_prompt
 
 
 class CalibrationAgent(Agent):
@@ -140,6 +149,28 @@ class StubbornAgent(CalibrationAgent):
         return self.gold_history[0]
 
 
+class PromptEchoAgent(StubbornAgent):
+    """The stubborn system with a prompt: its reply is its prompt's first line, rendered with the current
+    gold constraints, then the stubborn system's answer. It reports the current gold constraints as its
+    state (what the prompt was given)."""
+
+    def __init__(self, index, matcher, settings, seed, prompt: PromptTemplate):
+        super().__init__(index, matcher, settings, seed)
+        self.prompt = prompt
+
+    def respond(self, turn: int, user_text: str):
+        reply = super().respond(turn, user_text)
+        reply.tracked = list(self.gold_history[-1])
+        return reply
+
+    def phrase(self, turn, user_text, tracked, candidate_ids):
+        answer, _ = super().phrase(turn, user_text, tracked, candidate_ids)
+        prompt = render_prompt(
+            self.prompt, self.index, self.matcher.title_recognizer, self.gold_history[-1], candidate_ids
+        )
+        return f"{prompt.splitlines()[0].strip()} {answer}", None
+
+
 class RandomAgent(CalibrationAgent):
     """Random catalog films in a fluent sentence; restates nothing the user asked."""
 
@@ -220,6 +251,10 @@ def _flaky_agent(runner, seed: int) -> FlakyAgent:
     )
 
 
+def _prompt_echo_agent(runner, seed: int) -> PromptEchoAgent:
+    return PromptEchoAgent(runner.ctx.index, runner.tracker, runner.agent_settings, seed, runner.prompt)
+
+
 def _lagging_agent(runner, seed: int) -> LaggingAgent:
     return LaggingAgent(runner.ctx.index, runner.tracker, runner.agent_settings, seed, int(runner.system["lag"]))
 
@@ -243,4 +278,12 @@ KINDS = (
     _kind("parrot", ParrotAgent, "calibration: echoes the user's message, with a film of the first focus"),
     _kind("literal", LiteralAgent, "calibration: serves the wishes the user has said, never asks"),
     _kind("asker", AskerAgent, "calibration: asks about each wish the user has not said, then serves what it said"),
+    AgentKind(
+        "prompt_echo",
+        "calibration: the stubborn system, opening each reply with the first line of its `prompt`, which names "
+        "the current wishes",
+        make_agent=_prompt_echo_agent,
+        prompt_key="prompt",
+        calibration_role=lambda entry: "prompt_echo",
+    ),
 )
