@@ -79,6 +79,10 @@ def test_statistics_compared_by_hand():
     assert table.loc["words", ["simulated", "real", "difference"]].tolist() == [3, 1, 2]
     assert table.loc["question", "difference"] == pytest.approx(0)  # one question in three, both sides
     assert table.loc["turns_per_session", ["simulated", "real"]].tolist() == [1.5, 3.0]
+    # the real users are one session: resampled, it is always itself, so there is no CI over sessions
+    assert table[["ci_low", "ci_high"]].isna().all().all()
+    real = UserTurns("real", ["ok", "no", "yes please?"], ["r1", "r1", "r2"])
+    table = compare_statistics(simulated, real, resamples=200, seed=1).set_index("statistic")
     for row in table.itertuples():
         assert row.ci_low <= row.difference <= row.ci_high or np.isclose(row.ci_low, row.ci_high)
 
@@ -228,15 +232,16 @@ def test_act_bigrams_and_their_jensen_shannon_distance_by_hand():
     assert js_distance(p, q) == pytest.approx(by_hand)
     # the same through the sessions of two users (acts read by a stand-in for read_turn)
     acts = {"a comedy?": "request", "I'll watch it": "take"}
+    user = UserTurns("sim", ["a comedy?", "I'll watch it", "a comedy?"], ["s1", "s1", "s2"])
+    # two real sessions that each say "request": the same distribution as one
     found = act_bigram_distance(
-        UserTurns("sim", ["a comedy?", "I'll watch it", "a comedy?"], ["s1", "s1", "s2"]),
-        UserTurns("real", ["a comedy?"], ["r1"]),
-        acts.get,
-        resamples=200,
-        seed=0,
+        user, UserTurns("real", ["a comedy?"] * 2, ["r1", "r2"]), acts.get, resamples=200, seed=0
     )
     assert found["distance"] == pytest.approx(by_hand)
     assert found["ci_low"] <= found["ci_high"]
+    # one real session: the distance, and no CI over sessions
+    alone = act_bigram_distance(user, UserTurns("real", ["a comedy?"], ["r1"]), acts.get, 200, 0)
+    assert alone["distance"] == pytest.approx(by_hand) and np.isnan(alone["ci_low"]) and np.isnan(alone["ci_high"])
     # nothing in common: 1; the same distribution: 0
     assert js_distance([1, 0], [0, 3]) == pytest.approx(1.0)
     assert js_distance([2, 1], [4, 2]) == pytest.approx(0.0)
@@ -433,3 +438,143 @@ def test_a_user_is_discriminated_on_as_many_turns_as_the_real_side_and_its_repea
     row = table[(table["measure"] == "distinct_turns")].iloc[0]
     assert row["real"] == 1.0 and row["simulated"] == 0
     assert row["difference"] == -1.0
+
+
+# ------------------------------------------------------------------ bounded memory, whatever the input
+
+
+def test_a_long_turn_keeps_the_bootstrap_small_and_is_counted_as_the_longest_words_counted():
+    """A 20,000-word turn once made every bootstrap draw a histogram as wide as it (about 340 MB here)."""
+    import tracemalloc
+
+    from crseval.analysis import user_realism
+
+    long = " ".join(["word"] * 20_000)
+    simulated = UserTurns(
+        "sim", ["a film please", "something else", long, "ok thanks", "who is in it"], ["s1", "s1", "s2", "s3", "s3"]
+    )
+    real = UserTurns("real", ["any comedy?", "seen it", "yes", "no thanks"], ["r1", "r1", "r2", "r3"])
+    compare_statistics(simulated, real, resamples=10, seed=0)  # the word lists loaded before measuring
+    tracemalloc.start()
+    try:
+        table = compare_statistics(simulated, real, resamples=1000, seed=0, act=lambda text: "other")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 48e6
+    table = table.set_index("statistic")
+    # words 3, 2, 20,000, 2, 4: the median stays 3; the long turn is counted, on its side only
+    assert table.loc["words", ["simulated", "real"]].tolist() == [3, 2]
+    assert table.loc["long_turns", ["simulated", "real"]].tolist() == [1, 0]
+    # a resample of the long turn's session alone has its median at the bound
+    assert table.loc["words", "ci_high"] <= user_realism.MAX_TURN_WORDS
+    # a side whose turns are all over the bound: the median is the bound
+    longer = UserTurns("long", [long, long + " more", "a b c"], ["l1", "l2", "l3"])
+    table = compare_statistics(longer, real, resamples=20, seed=0).set_index("statistic")
+    assert table.loc["words", "simulated"] == user_realism.MAX_TURN_WORDS
+    assert table.loc["long_turns", ["simulated", "real"]].tolist() == [2, 0]
+    # no long turns: no such row
+    assert "long_turns" not in set(compare_statistics(real, real, resamples=20, seed=0)["statistic"])
+
+
+def test_the_report_says_how_many_turns_are_over_the_words_counted():
+    from crseval.analysis.user_realism import MAX_TURN_WORDS
+
+    table = pd.concat(
+        [
+            _one_row_table(),
+            pd.DataFrame([{"user": "u", "system": "all", "measure": "long_turns", "simulated": 3.0, "real": 1.0}]),
+        ]
+    )
+    text = realism_markdown(table, "corpus.jsonl", UserTurns("real users", ["hi", "ok"], ["a", "b"]))
+    assert f"3 of this user's turns and 1 of the real users' are over {MAX_TURN_WORDS:,} words" in text
+    assert "| long_turns |" not in text  # a count of turns, not a statistic of the table
+
+
+def test_many_sessions_are_drawn_a_block_at_a_time(monkeypatch):
+    """Resamples x sessions indices once all drawn at once: 20,000 x 600 took about 290 MB here."""
+    import tracemalloc
+
+    from crseval.analysis import user_realism
+
+    said = ["any comedy?", "seen it", "what is it about?", "ok thanks, I'll watch it", "something newer"]
+    simulated = UserTurns("sim", said * 240, [f"s{i}" for i in range(600)] * 2)  # 600 sessions of two turns
+    real = UserTurns("real", said[::-1] * 120, [f"r{i}" for i in range(600)])  # 600 of one
+    compare_statistics(simulated, real, resamples=10, seed=0)
+    # blocks of 2^20 indices (the default's eighth, for a test's memory): about 25 MB each
+    monkeypatch.setattr(user_realism, "BOOTSTRAP_BLOCK", 1 << 20, raising=False)
+    tracemalloc.start()
+    try:
+        compare_statistics(simulated, real, resamples=20_000, seed=0)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40e6
+
+
+def test_the_draws_do_not_depend_on_the_block_they_are_drawn_in(monkeypatch):
+    """The same Generator draws the same indices in one block or in many: every statistic is the same, but
+    for the variety of words, whose sums BLAS adds in an order that depends on the block's shape."""
+    from crseval.analysis import user_realism
+
+    rng = np.random.default_rng(4)
+    words = ["film", "movie", "good", "watch", "tonight", "maybe", "comedy?", "seen", "it", "thanks"]
+
+    def invent(name: str, sessions: int) -> UserTurns:
+        turns = [(f"{name}{s}", " ".join(rng.choice(words, size=int(rng.integers(1, 12))))) for s in range(sessions)]
+        turns += [(f"{name}{rng.integers(sessions)}", str(rng.choice(words))) for _ in range(sessions)]
+        return UserTurns(name, [text for _, text in turns], [session for session, _ in turns])
+
+    def act(text: str) -> str:
+        return "ask" if "?" in text else "small_talk" if "thanks" in text else "other"
+
+    simulated, real = invent("s", 40), invent("r", 25)
+    at_once = compare_statistics(simulated, real, 500, 7, act=act)
+    distance = act_bigram_distance(simulated, real, act, 500, 7)
+    monkeypatch.setattr(user_realism, "BOOTSTRAP_BLOCK", 97)  # a row or two of draws at a time
+    in_blocks = compare_statistics(simulated, real, 500, 7, act=act)
+    assert act_bigram_distance(simulated, real, act, 500, 7) == distance
+    variety = at_once["statistic"] == "word_variety"
+    pd.testing.assert_frame_equal(in_blocks[~variety], at_once[~variety], check_exact=True)
+    pd.testing.assert_frame_equal(in_blocks[variety], at_once[variety], check_exact=False, rtol=1e-12)
+
+
+def test_a_reference_over_the_bytes_read_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    from crseval.analysis import user_realism
+    from crseval.corpora import voice
+
+    corpus = _corpus(tmp_path / "corpus.jsonl", DIALOGUES)
+    monkeypatch.setattr(user_realism, "MAX_REFERENCE_BYTES", corpus.stat().st_size - 1)
+
+    def unread(*_):
+        raise AssertionError("the reference was read")
+
+    monkeypatch.setattr(voice, "corpus_dialogues", unread)
+    for call in (lambda: load_reference(corpus, "jsonl"), lambda: load_reference(corpus, "jsonl", {}, corpus)):
+        with pytest.raises(user_realism.ReferenceTooLarge, match=rf"corpus\.jsonl: {corpus.stat().st_size:,} bytes"):
+            call()
+
+
+def test_a_reference_over_the_dialogues_measured_is_refused(tmp_path, monkeypatch):
+    from crseval.analysis import user_realism
+
+    corpus = _corpus(tmp_path / "corpus.jsonl", DIALOGUES)
+    monkeypatch.setattr(user_realism, "MAX_REFERENCE_DIALOGUES", 11)
+    with pytest.raises(user_realism.ReferenceTooLarge, match=r"corpus\.jsonl: 12 dialogues, over the 11"):
+        load_reference(corpus, "jsonl")
+    monkeypatch.setattr(user_realism, "MAX_REFERENCE_DIALOGUES", 12)
+    assert len(set(load_reference(corpus, "jsonl").real.sessions)) == 12
+
+
+def test_a_reference_of_one_dialogue_has_no_ci_over_sessions_and_the_report_says_why():
+    said = ["hello, any comedy?", "something newer", "why that one?", "ok thanks", "seen it", "a thriller please"]
+    real = UserTurns("real users", said, ["r1"] * 6)
+    simulated = UserTurns(
+        "u", [f"I'd like a {genre} film." for genre in ("crime", "drama", "comedy")] * 2, list("aabbcc")
+    )
+    table = realism_table({"u": simulated}, {}, real, folds=2, resamples=50)
+    statistics = table[table["difference"].notna()]
+    assert not statistics.empty and statistics[["ci_low", "ci_high"]].isna().all().all()
+    text = realism_markdown(table, "one.jsonl", real)
+    assert "**One real dialogue**: a CI over sessions needs at least 2 sessions on each side" in text
+    assert "| words | 5.00 | 2.50 | 2.50 [n/a, n/a] |" in text

@@ -29,7 +29,15 @@ against real users (the floor). A reference that shares dialogues with the voice
 headed "not held out" (`load_reference`).
 
 Every random choice (bootstrap, folds) takes a seed. AUCs and differences are reported, never
-thresholded here.
+thresholded here. A bootstrap CI over sessions needs at least two sessions on each side (`MIN_SESSIONS`):
+with fewer it is NaN (n/a in the report).
+
+Memory is bounded whatever the input: the bootstrap draws its (resamples, sessions) indices a block of at
+most `BOOTSTRAP_BLOCK` at a time, from the same Generator in the same order (the same
+draws, the same numbers as all at once); words per turn are counted up to `MAX_TURN_WORDS` (a longer turn
+counts as that many and is reported, `long_turns`), so no histogram is wider than that however long a turn
+is; a reference of more than `MAX_REFERENCE_BYTES` bytes or `MAX_REFERENCE_DIALOGUES` dialogues is refused
+(`ReferenceTooLarge`) before it is measured.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from scipy import sparse
 
 from crseval.analysis.intervals import draw_counts
 from crseval.core.io import sha256_file
@@ -114,10 +123,38 @@ class UserTurns:
 
 
 SESSION_STATISTICS = ("turns_per_session", "word_variety")
+# Words per turn are counted up to this many: a longer turn counts as this many in the median words per turn
+# (which moves only when half a side's turns are longer) and is reported: the measure `long_turns`, the turns
+# of each side over it. No histogram of words per turn is wider, however long a turn is.
+MAX_TURN_WORDS = 1_000
+# The bootstrap draws at most this many session indices at once: a block of rows of the (resamples,
+# sessions) matrix of draws, from the same Generator in the same order as all at once, so the draws do not
+# depend on it. A block takes about 24 bytes per index (the indices, the counts of each session, as floats):
+# about 200 MB, whatever resamples x sessions (what drawing them all at once took for 8.4 million). Every
+# statistic is then a sum of whole numbers, the same however the rows are blocked, but for `word_variety`:
+# its sums of Guiraud's indices are as BLAS adds them, which can depend on the block's shape, so beyond one
+# block (over BOOTSTRAP_BLOCK / resamples sessions on a side: 838 at the default 10,000 resamples) its CI
+# can differ from one drawn all at once in the last bits (a relative 1e-14 at most).
+BOOTSTRAP_BLOCK = 1 << 23
+# A bootstrap over sessions needs at least this many sessions on each side: one session resampled is always
+# itself, and says nothing of how sessions vary. With fewer, a CI over sessions is NaN (n/a in the report).
+MIN_SESSIONS = 2
+# The largest reference measured against (load_reference): bytes of its file, checked before it is read,
+# and dialogues, checked once read, before anything is measured. The importer's reading of the file, the
+# real side's turns, their readings and per-session sums are held in memory, about 17 bytes per byte of the
+# file: at 10,000 resamples an invented reference of 50,000 dialogues and 60 MB peaks at 1.4 GB, one of 120
+# dialogues at 0.36 GB (benchmarks/bench_user_realism.py). Take a sample of a larger corpus's dialogues.
+MAX_REFERENCE_BYTES = 64 << 20
+MAX_REFERENCE_DIALOGUES = 50_000
+
 # How a simulated session ended (`ending.reason` of its record, crseval.simulate.sessions.run_session).
 ENDINGS = ("abandoned", "turn_limit")
 # The real users of the voice's part of the reference, measured as a user against the other parts.
 FLOOR = "real users (the voice's part)"
+
+
+class ReferenceTooLarge(ValueError):
+    """A realism reference over MAX_REFERENCE_BYTES or MAX_REFERENCE_DIALOGUES."""
 
 
 def reference_turns(
@@ -125,15 +162,39 @@ def reference_turns(
 ) -> UserTurns:
     """The user turns of a corpus of real dialogues in an importing format (crseval.corpora.formats), as
     the importer reads them: the turns it pairs with a system reply; with `keep` (session record -> bool),
-    of the dialogues it keeps only."""
-    from crseval.corpora.voice import corpus_dialogues
+    of the dialogues it keeps only. ReferenceTooLarge for a corpus over MAX_REFERENCE_BYTES or
+    MAX_REFERENCE_DIALOGUES."""
+    return _turns([r for r in _reference_dialogues(path, import_format) if keep is None or keep(r)], name)
 
-    records = [record for record in corpus_dialogues(path, import_format) if keep is None or keep(record)]
+
+def _turns(records: list[dict], name: str) -> UserTurns:
+    """The user turns of session records, with the session each belongs to."""
     return UserTurns(
         name,
         [turn["user_text"] for record in records for turn in record["turns"]],
         [record["session_id"] for record in records for _ in record["turns"]],
     )
+
+
+def _reference_dialogues(path: str | Path, import_format: str) -> list[dict]:
+    """The dialogues of a reference as the importer reads them, refused (ReferenceTooLarge) over
+    MAX_REFERENCE_BYTES before the file is read, or over MAX_REFERENCE_DIALOGUES once read."""
+    from crseval.corpora.voice import corpus_dialogues
+
+    size = Path(path).stat().st_size
+    if size > MAX_REFERENCE_BYTES:
+        raise ReferenceTooLarge(
+            f"realism reference {path}: {size:,} bytes, over the {MAX_REFERENCE_BYTES:,} bytes the user_realism "
+            "rule reads (crseval.analysis.user_realism.MAX_REFERENCE_BYTES); name a sample of its dialogues"
+        )
+    records = corpus_dialogues(path, import_format)
+    if len(records) > MAX_REFERENCE_DIALOGUES:
+        raise ReferenceTooLarge(
+            f"realism reference {path}: {len(records):,} dialogues, over the {MAX_REFERENCE_DIALOGUES:,} the "
+            "user_realism rule measures against (crseval.analysis.user_realism.MAX_REFERENCE_DIALOGUES); name a "
+            "sample of its dialogues"
+        )
+    return records
 
 
 @dataclass(frozen=True)
@@ -161,12 +222,16 @@ def load_reference(
     (crseval.simulate.voice.dialogue_part: by user where the corpus names users; `voice` holding `parts` and
     `learn_part`), and the voice's part as `floor`. When the voice learned from another file: every
     dialogue, and `shared` counts those the voice's part holds too (the same id, or the same user turns
-    in the same order), for the report to head its table "not held out"."""
+    in the same order), for the report to head its table "not held out".
+
+    A reference over MAX_REFERENCE_BYTES is refused (ReferenceTooLarge) before it is read, one over
+    MAX_REFERENCE_DIALOGUES before anything is measured."""
     from crseval.corpora.voice import corpus_dialogues
     from crseval.simulate.voice import dialogue_part
 
+    records = _reference_dialogues(path, import_format)
     if not voice_corpus:
-        return Reference(reference_turns(path, import_format))
+        return Reference(_turns(records, "real users"))
     voice = voice or {}
     # the schema's defaults (simulator.voice)
     parts, learn_part = voice.get("parts", 2), voice.get("learn_part", 1)
@@ -178,13 +243,12 @@ def load_reference(
 
     if voice_format == import_format and sha256_file(path) == sha256_file(voice_corpus):
         others = [part for part in range(1, parts + 1) if part != learn_part]
-        records = corpus_dialogues(path, import_format)
         learned = [record for record in records if in_part(record)]
         users, said = {_user(r) for r in learned} - {None}, {_said(r) for r in learned} - {()}
         held = [record for record in records if not in_part(record)]
         return Reference(
-            reference_turns(path, import_format, lambda record: not in_part(record)),
-            floor=reference_turns(path, import_format, in_part, FLOOR),
+            _turns(held, "real users"),
+            floor=_turns(learned, FLOOR),
             held_out=f"the dialogues of {_parts(others)} of {parts}, held out from the voice, which learned "
             f"from part {learn_part}",
             voice_part=voice_part,
@@ -193,8 +257,8 @@ def load_reference(
         )
     learned = [record for record in corpus_dialogues(voice_corpus, voice_format) if in_part(record)]
     ids, said = {r["session_id"] for r in learned}, {_said(r) for r in learned} - {()}
-    shared = sum(r["session_id"] in ids or _said(r) in said for r in corpus_dialogues(path, import_format))
-    return Reference(reference_turns(path, import_format), shared=shared, voice_part=voice_part)
+    shared = sum(r["session_id"] in ids or _said(r) in said for r in records)
+    return Reference(_turns(records, "real users"), shared=shared, voice_part=voice_part)
 
 
 def _user(record: dict) -> str | None:
@@ -250,15 +314,17 @@ def simulated_turns(
 @dataclass(frozen=True)
 class _Sessions:
     """A side's turns summed per session, so that a bootstrap over sessions is a sum over drawn rows:
-    turns, the count of each yes/no statistic, a histogram of words per turn, and the variety of each
-    session's words; given each turn's act, also the count of each act, the act of the session's last
-    turn, how the session ended, and its act bigrams."""
+    turns, the count of each yes/no statistic, a histogram of words per turn (a sparse matrix, a turn over
+    MAX_TURN_WORDS words counted as that many: `long_turns` of them), and the variety of each session's
+    words; given each turn's act, also the count of each act, the act of the session's last turn, how the
+    session ended, and its act bigrams."""
 
     turns: np.ndarray  # (sessions,)
     counts: dict[str, np.ndarray]  # statistic -> (sessions,)
-    words: np.ndarray  # (sessions, longest turn + 1)
+    words: sparse.csr_array  # (sessions, min(longest turn, MAX_TURN_WORDS) + 1)
     variety: np.ndarray  # (sessions,) Guiraud's index, 0 for a session without words
     worded: np.ndarray  # (sessions,) 1 for a session with words
+    long_turns: int  # turns over MAX_TURN_WORDS words
     acts: np.ndarray | None = None  # (sessions, ACTS): turns of each act
     last_acts: np.ndarray | None = None  # (sessions, ACTS): 1 for the act of the session's last turn
     endings: np.ndarray | None = None  # (sessions, ENDINGS): 1 for how it ended, 0s where not recorded
@@ -274,8 +340,10 @@ class _Sessions:
         frame = turn_statistics(turns.texts, names_catalog)
         codes, ids = pd.factorize(pd.Series(turns.sessions), sort=True)
         sessions = codes.max() + 1
-        words = np.zeros((sessions, int(frame["words"].max()) + 1))
-        np.add.at(words, (codes, frame["words"].to_numpy()), 1)
+        lengths = frame["words"].to_numpy()
+        counted = np.minimum(lengths, MAX_TURN_WORDS)
+        # duplicate (session, words) entries are summed: each session's histogram of words per turn
+        words = sparse.csr_array((np.ones(len(counted)), (codes, counted)), shape=(sessions, counted.max() + 1))
         texts = [[] for _ in range(sessions)]
         for code, text in zip(codes, turns.texts):
             texts[code].append(text)
@@ -302,8 +370,20 @@ class _Sessions:
             words,
             np.nan_to_num(variety),
             (~np.isnan(variety)).astype(float),
+            int((lengths > MAX_TURN_WORDS).sum()),
             **flow,
         )
+
+    def bootstrap(self, rng: np.random.Generator, resamples: int) -> dict[str, np.ndarray]:
+        """Every statistic (`values`) of `resamples` draws of the sessions with replacement from `rng`, drawn
+        a block of rows at a time (`_blocks`, as wide as the sessions or the histogram of words per turn): the
+        same draws, in the same order, as one (resamples, sessions) matrix, in a memory of BOOTSTRAP_BLOCK."""
+        sessions = len(self.turns)
+        blocks = [
+            self.values(rng.integers(sessions, size=(rows, sessions)))
+            for rows in _blocks(resamples, max(sessions, self.words.shape[1]))
+        ] or [self.values(np.zeros((0, sessions), dtype=np.int64))]
+        return {name: np.concatenate([block[name] for block in blocks]) for name in blocks[0]}
 
     def values(self, picks: np.ndarray) -> dict[str, np.ndarray]:
         """Every statistic of each draw: `picks` (draws, sessions) are session indices. A draw is the
@@ -330,6 +410,14 @@ _ACT_INDEX = {act: i for i, act in enumerate(ACTS)}
 # An act bigram: from the start of a session or an act, to an act or the end of the session.
 START, END = "start", "end"
 BIGRAMS = tuple((first, then) for first in (START, *ACTS) for then in (*ACTS, END))
+
+
+def _blocks(resamples: int, width: int) -> Iterable[int]:
+    """Row counts of successive blocks of a (resamples, width) matrix of draws, each of at most
+    BOOTSTRAP_BLOCK entries (at least one row)."""
+    rows = max(1, BOOTSTRAP_BLOCK // max(width, 1))
+    for start in range(0, resamples, rows):
+        yield min(rows, resamples - start)
 
 
 def _bigram_counts(acts: list[int]) -> np.ndarray:
@@ -370,15 +458,20 @@ def _bigram_distance(
     simulated: "_Sessions", real: "_Sessions", resamples: int, seed: int
 ) -> tuple[float, float, float]:
     """The Jensen-Shannon distance between both sides' act-bigram distributions (pooled over sessions) and
-    its 95% percentile bootstrap CI, resampling each side's sessions as `_compare` does (the same draws)."""
+    its 95% percentile bootstrap CI, resampling each side's sessions as `_compare` does (the same draws, a
+    block at a time); NaN without resamples or with fewer than MIN_SESSIONS sessions on a side."""
     observed = js_distance(simulated.bigrams.sum(axis=0), real.bigrams.sum(axis=0))
-    if not resamples:
+    if not resamples or min(len(simulated.turns), len(real.turns)) < MIN_SESSIONS:
         return observed, float("nan"), float("nan")
     rng = np.random.default_rng(seed)
     pooled = []
     for side in (simulated, real):
-        picks = rng.integers(len(side.turns), size=(resamples, len(side.turns)))
-        pooled.append(draw_counts(picks, len(side.turns)).astype(float) @ side.bigrams)
+        sessions = len(side.turns)
+        blocks = [
+            draw_counts(rng.integers(sessions, size=(rows, sessions)), sessions).astype(float) @ side.bigrams
+            for rows in _blocks(resamples, max(sessions, len(BIGRAMS)))
+        ]
+        pooled.append(np.concatenate(blocks))
     low, high = np.percentile(js_distance(*pooled), [2.5, 97.5])
     return observed, float(low), float(high)
 
@@ -412,7 +505,9 @@ def compare_statistics(
     act: Callable[[str], str] | None = None,
 ) -> pd.DataFrame:
     """Per statistic: the simulated and the real value, their difference (simulated - real), and its 95%
-    percentile bootstrap CI, resampling each side's sessions (all draws at once). With `names_catalog`
+    percentile bootstrap CI, resampling each side's sessions (NaN with fewer than MIN_SESSIONS sessions on
+    a side). Where a side has turns over MAX_TURN_WORDS words, a further row `long_turns` counts them on
+    each side (`simulated`, `real`; each counts as MAX_TURN_WORDS in `words`). With `names_catalog`
     (text -> bool), also the share of turns naming a film or value of the catalog; with `act` (text -> one
     of ACTS), also how sessions flow: the share of turns of each act (`act_<act>`), the share of sessions
     whose last turn is of each act (`last_act_<act>`) and, of the sessions whose record says how they ended,
@@ -426,16 +521,18 @@ def _compare(simulated: "_Sessions", real: "_Sessions", resamples: int, seed: in
     """compare_statistics on both sides' per-session sums (the real side's are built once for every user)."""
     sides = {"simulated": simulated, "real": real}
     observed = {side: data.values(np.arange(len(data.turns))[None, :]) for side, data in sides.items()}
-    rng = np.random.default_rng(seed)
-    drawn = {
-        side: data.values(rng.integers(len(data.turns), size=(resamples, len(data.turns))))
-        for side, data in sides.items()
-    }
+    drawn = None
+    if resamples and min(len(data.turns) for data in sides.values()) >= MIN_SESSIONS:
+        rng = np.random.default_rng(seed)  # the simulated side's draws, then the real side's
+        drawn = {side: data.bootstrap(rng, resamples) for side, data in sides.items()}
     rows = []
     for name in observed["simulated"]:
         sim, rea = float(observed["simulated"][name][0]), float(observed["real"][name][0])
-        boot = drawn["simulated"][name] - drawn["real"][name]
-        low, high = np.percentile(boot, [2.5, 97.5]) if resamples and not np.isnan(boot).all() else (np.nan, np.nan)
+        low, high = np.nan, np.nan
+        if drawn is not None:
+            boot = drawn["simulated"][name] - drawn["real"][name]
+            if not np.isnan(boot).all():
+                low, high = np.percentile(boot, [2.5, 97.5])
         rows.append(
             {
                 "statistic": name,
@@ -446,6 +543,8 @@ def _compare(simulated: "_Sessions", real: "_Sessions", resamples: int, seed: in
                 "ci_high": float(high),
             }
         )
+    if simulated.long_turns or real.long_turns:
+        rows.append({"statistic": "long_turns", "simulated": simulated.long_turns, "real": real.long_turns})
     return pd.DataFrame(rows)
 
 
@@ -586,7 +685,9 @@ def realism_table(
     `act_<act>`, `last_act_<act>` and `ending_<reason>` (compare_statistics) and, per user, the
     Jensen-Shannon distance between the act-bigram distributions (`act_bigram_js`, in `simulated`, with
     its bootstrap CI). `floor`, real users of another part of the reference, is measured as a user (the
-    FLOOR row: what real users score against real users)."""
+    FLOOR row: what real users score against real users). Where either side has turns over MAX_TURN_WORDS
+    words, `long_turns` counts them (`simulated`, `real`). A CI over sessions is NaN where a side has fewer
+    than MIN_SESSIONS sessions."""
     rows = []
     names = lru_cache(maxsize=None)(names_catalog) if names_catalog is not None else None
     reading = lru_cache(maxsize=None)(read) if read is not None else None
@@ -713,6 +814,19 @@ def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns, split
             f"| {r.measure} | {fmt(r.simulated)} | {fmt(r.real)} | "
             f"{fmt(r.difference)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}] |"
             for r in rows.itertuples()
+            if r.measure != "long_turns"
+        ]
+
+    def long_turns(rows: pd.DataFrame, user: str) -> list[str]:
+        over = rows[rows["measure"] == "long_turns"]
+        if over.empty:
+            return []
+        side = "the voice's part's" if user == FLOOR else "this user's"
+        return [
+            "",
+            f"{over['simulated'].iloc[0]:,.0f} of {side} turns and {over['real'].iloc[0]:,.0f} of the real users' "
+            f"are over {MAX_TURN_WORDS:,} words: each counts as {MAX_TURN_WORDS:,} in the median words per turn "
+            "(which moves only if half a side's turns are over it).",
         ]
 
     def discriminator_table(rows: pd.DataFrame) -> list[str]:
@@ -740,7 +854,9 @@ def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns, split
     lines += [
         f"Reference: {len(real.texts)} user turns of {sessions} real dialogues ({reference}){held_out}. "
         "Differences are "
-        "simulated minus real, with a 95% bootstrap CI over sessions. Shares are of user turns; `takes`, "
+        "simulated minus real, with a 95% bootstrap CI over sessions (the CIs need at least "
+        f"{MIN_SESSIONS} sessions on each side, one session resampled being always itself: n/a with fewer). "
+        "Shares are of user turns; `takes`, "
         "`turns_down` and `asks_about` (a film offered) are read by the same rules on both sides, "
         "`unknown_word` is a word no English word list holds (a typo, mostly), `word_variety` is Guiraud's "
         "index per session. A discriminator's AUC is how well a "
@@ -750,6 +866,13 @@ def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns, split
         "user is measured as the floor is; `distinct_turns` is the share of those turns that no other turn of "
         "the same side says word for word (a user that repeats itself shows it there, not hidden in the AUC).",
     ]
+    if sessions < MIN_SESSIONS:
+        lines += [
+            "",
+            f"**One real dialogue**: a CI over sessions needs at least {MIN_SESSIONS} sessions on each side, so "
+            "no difference and no act-bigram distance has one here (n/a); each user is compared with one "
+            "person's dialogue.",
+        ]
     if split.floor is not None:
         floor_sessions = len(set(split.floor.sessions))
         lines += [
@@ -802,6 +925,7 @@ def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns, split
         auc = words["measure"].str.startswith("auc_")
         lines += ["", f"## User `{user}`", "", "### Words"]
         lines += statistics_table(words[~auc], "statistic", user)
+        lines += long_turns(words, user)
         lines += discriminator_table(words[auc])
         if not style.empty:
             lines += ["", "### Style apart from content"]
