@@ -6,6 +6,7 @@ Another workflow may use this one as a module (`module crseval: snakefile: "<che
 `use rule * from crseval`): its folder holds the config and the results, this one the code.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -27,17 +28,26 @@ sys.path.insert(0, str(WORKFLOW_DIR / "src"))
 from snakemake.utils import min_version
 
 from crseval.core.config_checks import fill_defaults
+from crseval.core.config_files import check_config_files
 from crseval.planning import check_config, check_inputs
 
 min_version("9.0")
 
+DEFAULT_CONFIG = "config/config.yaml"
 
 # The default experiment, unless --configfile names another (which then replaces it whole, so
 # that no key of the default leaks into another experiment); --config overrides single keys.
+# Every config file is read again by crseval's loader (crseval.core.config_files), which refuses what
+# Snakemake's reading lets through (a key given twice, aliases past a bound, YTE templates...): the default
+# before Snakemake reads it; the --configfile ones, which Snakemake reads before this file runs, here.
 if not workflow.config_settings.configfiles:
+    check_config_files([DEFAULT_CONFIG] if os.path.exists(DEFAULT_CONFIG) else [])
 
-    configfile: "config/config.yaml"
+    configfile: DEFAULT_CONFIG
 
+
+# workflow.configfiles: the --configfile files, then the one the configfile directive read (snakemake.workflow)
+check_config_files(workflow.configfiles)
 
 # The schema's default of every setting the config leaves out, so that rules, params and provenance
 # see the values the run uses; then every problem of the config at once, each named by its key path,

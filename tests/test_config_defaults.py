@@ -196,6 +196,8 @@ def test_the_first_release_config_validates_and_takes_todays_defaults():
         ("simulator", "voice", "format"),  # used only with a corpus, which is not given
         ("simulator", "voice", "parts"),
         ("simulator", "voice", "learn_part"),
+        ("sessions", "max_sessions"),  # bounds on the plan, far above the first release's
+        ("sessions", "max_jobs"),
     }
     for path, value in added.items():
         assert value == schema_default(path), path

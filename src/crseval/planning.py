@@ -31,6 +31,7 @@ from pathlib import Path
 
 from crseval.core import config_checks
 from crseval.core.config_checks import ConfigError
+from crseval.core.shards import n_shards
 from crseval.corpora.formats import config_problems as format_problems
 from crseval.llm.backends import backend_kind
 from crseval.llm.backends import config_problems as backend_problems
@@ -65,13 +66,72 @@ def kind_problems(config: dict):
 
 def check_config(config: dict) -> None:
     """Raise one ConfigError listing every problem of `config`: the schema, the rules that relate
-    several values, and what each selected kind requires (crseval.core.config_checks)."""
-    config_checks.check_config(config, rules=(kind_problems,))
+    several values, what each selected kind requires (crseval.core.config_checks), and the bounds on the plan."""
+    config_checks.check_config(config, rules=(kind_problems, plan_problems))
 
 
 def effective_config(*paths: str | Path) -> dict:
     """The config the workflow runs with `--configfile <paths...>`, defaults filled in, checked whole."""
-    return config_checks.effective_config(*paths, rules=(kind_problems,))
+    return config_checks.effective_config(*paths, rules=(kind_problems, plan_problems))
+
+
+# ------------------------------------------------------------------ the bounds on the plan
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def jobs_per_shard(config: dict) -> int:
+    """The jobs of one shard: `simulate` or `import_logs`, `score`, and one per judge when the judge is on."""
+    judge = config.get("judge") if isinstance(config.get("judge"), dict) else {}
+    panel = judge.get("panel") if isinstance(judge.get("panel"), list) else []
+    return 2 + (1 + len(panel) if judge.get("enabled") is True else 0)
+
+
+def plan_problems(config: dict, session_counts: dict[str, int] | None = None):
+    """The bounds `sessions.max_sessions` and `sessions.max_jobs` on what the experiment plans, each one passed
+    named with the numbers that add up to it. Counted from the numbers
+    alone, before anything of the plan is built, so that `sessions.trials: 1000000` stops at once instead of
+    filling the memory. `session_counts` (system -> its sessions) are an imported corpus's; without them the
+    simulated sessions are counted (an import is counted once its corpus is read: `check_plan`). Values of the
+    wrong shape are left to the schema."""
+    sessions = config.get("sessions") if isinstance(config, dict) else None
+    if not isinstance(sessions, dict):
+        return
+    most, most_jobs = sessions.get("max_sessions"), sessions.get("max_jobs")
+    trials, size = sessions.get("trials", 1), sessions.get("shard_size")
+    if session_counts is None:
+        systems, count = config.get("systems"), sessions.get("count")
+        if sessions.get("source") == "import" or not isinstance(systems, list) or not _whole(count):
+            return
+        session_counts = {f"systems[{i}]": count for i in range(len(systems))}
+        counted = f"{len(systems):,} systems x sessions.count {count:,} x sessions.trials {trials:,}"
+    else:
+        counted = f"the imported dialogues of {len(session_counts):,} systems"
+    if not all(_whole(n) for n in (trials, size, most, most_jobs)):
+        return
+    planned = sum(session_counts.values()) * trials
+    if planned > most:
+        yield (
+            f"sessions: the experiment plans {planned:,} sessions ({counted}), more than sessions.max_sessions "
+            f"({most:,}): plan fewer, or raise max_sessions if this machine can run that many"
+        )
+    shards = sum(n_shards(n, size) for n in session_counts.values()) * trials
+    jobs = shards * jobs_per_shard(config)
+    if jobs > most_jobs:
+        yield (
+            f"sessions: the experiment plans {jobs:,} per-shard jobs ({shards:,} shards of sessions.shard_size "
+            f"{size:,}, {jobs_per_shard(config)} jobs each), more than sessions.max_jobs ({most_jobs:,}): raise "
+            "shard_size, plan fewer sessions, or raise max_jobs if Snakemake on this machine can plan that many"
+        )
+
+
+def check_plan(config: dict, session_counts: dict[str, int]) -> None:
+    """Raise a ConfigError naming each bound on the plan an imported corpus of `session_counts` passes."""
+    problems = list(plan_problems(config, session_counts))
+    if problems:
+        raise ConfigError(problems)
 
 
 # ------------------------------------------------------------------ the results layout

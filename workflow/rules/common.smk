@@ -7,12 +7,11 @@ of a rule defined before it as `rules.<name>.output`.
 import glob as _glob
 import os
 
-import yaml
-
 from crseval import planning
 from crseval.core import session_records
 from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha, without_runtime
+from crseval.core.config_files import load_config_file
 from crseval.corpora import voice as voice_learning
 from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.core.io import sha256_file
@@ -105,6 +104,7 @@ if IMPORTING:
     VOTES_FILE = config["sessions"].get("import_votes")
     CORPUS = plan_corpus(_glob.glob(config["sessions"]["import_paths"]), IMPORT_FORMAT, CORPUS_MANIFEST)
     SESSION_COUNTS = {system: len(sessions) for system, sessions in CORPUS["sessions"].items()}
+    planning.check_plan(config, SESSION_COUNTS)  # sessions.max_sessions and max_jobs, before the shards are cut
     HUMAN_LABELS = CORPUS["labelled"]
     SYSTEMS = {name: {"name": name, "agent": "imported"} for name in SESSION_COUNTS}
     for (_system, _shard), _piece in shard_slices(CORPUS, SHARD_SIZE).items():
@@ -297,10 +297,7 @@ def calibration_module_config():
     """The config of the calibration experiment named by human_agreement.calibration_config (run by this
     workflow as the module `calibration`, up to its validity table), or None."""
     path = config.get("human_agreement", {}).get("calibration_config")
-    if not path:
-        return None
-    with open(path) as handle:
-        return yaml.safe_load(handle)
+    return load_config_file(path) if path else None
 
 
 # The calibration verdicts the scorecard joins: a finished table, or the one the calibration module writes.

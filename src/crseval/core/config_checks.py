@@ -24,11 +24,12 @@ import copy
 import functools
 import logging
 import math
+import re
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import yaml
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError, best_match
 
 from crseval.core.names import NAME_PATTERN, NAME_RULE
@@ -38,6 +39,7 @@ log = logging.getLogger(__name__)
 
 SCHEMA_PATH = Path(__file__).resolve().with_name("schemas") / "config.schema.yaml"  # package data
 SUM_TOLERANCE = 1e-9
+MESSAGE_CHARS = 500  # a problem's line at most: a schema message shows the value, which may be long
 # A check beyond the schema: the filled config -> one problem per line, each starting with its key path.
 Rule = Callable[[Any], Iterator[str]]
 
@@ -96,12 +98,12 @@ def effective_config(*paths: str | Path, schema_path: str | Path = SCHEMA_PATH, 
     """The config the workflow runs with `--configfile <paths...>`: the files merged in order (a later
     file's mapping updates the earlier one's, key by key, as Snakemake merges them), the schema's defaults
     filled in, checked. Shipped configs hold only what they change; this shows the rest."""
+    # the loader and the bounds of a config (imported here: crseval.core.config_files builds on ConfigError)
+    from crseval.core.config_files import load_config_file
+
     merged: dict = {}
     for path in paths:
-        loaded = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        if not isinstance(loaded, dict):
-            raise ConfigError([f"{path}: a config file holds a mapping of settings"])
-        _merge(merged, loaded)
+        _merge(merged, load_config_file(path))  # a ConfigFileError if crseval does not read the file
     fill_defaults(merged, schema_path)
     check_config(merged, schema_path, rules)
     return merged
@@ -123,6 +125,11 @@ def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH, rules: tupl
     the checks of the kinds the config selects (crseval.planning.check_config passes them); each skips
     values of the wrong shape, which the schema reports.
     """
+    from crseval.core.config_files import size_problems
+
+    oversized = size_problems(config)  # before any walk over it (a config given as a dict, not read from a file)
+    if oversized:
+        raise ConfigError(oversized)
     filled = copy.deepcopy(config)
     fill_defaults(filled, schema_path)
     problems = [*_schema_problems(filled, str(schema_path)), *_rule_problems(filled)]
@@ -149,21 +156,57 @@ def load_schema(schema_path: str | Path = SCHEMA_PATH) -> dict:
     return schema
 
 
+@functools.lru_cache(maxsize=None)
+def exact_pattern(pattern: str) -> str:
+    """A schema `pattern` for Python's `re.search`, meaning what JSON Schema (ECMA-262) means: there `$` is the
+    end of the text, in Python it also matches before a final line break, which would let `name\\n` pass the
+    rule of names and become a folder `results/name\\n/`. Each `$` outside a character class becomes `\\Z`."""
+    translated, in_class, i = [], False, 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "\\":
+            translated.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char == "$":
+            char = r"\Z"
+        translated.append(char)
+        i += 1
+    return "".join(translated)
+
+
+def _pattern(validator, pattern: str, instance: Any, schema: dict) -> Iterator[ValidationError]:
+    if validator.is_type(instance, "string") and not re.search(exact_pattern(pattern), instance):
+        yield ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+# The config's validator: JSON Schema 2020-12 with `pattern` as JSON Schema means it (exact_pattern).
+ConfigValidator = validators.extend(Draft202012Validator, {"pattern": _pattern})
+
+
 @functools.lru_cache(maxsize=4)
 def _validator(schema_path: str) -> Draft202012Validator:
-    return Draft202012Validator(load_schema(schema_path))
+    return ConfigValidator(load_schema(schema_path))
 
 
 def _schema_problems(config: Any, schema_path: str) -> Iterator[str]:
     for error in _validator(schema_path).iter_errors(config):
         if error.context:  # a oneOf/anyOf: the error of the alternative that fits best, at its key
             error = best_match(error.context)
-        yield f"{key_path(error.absolute_path)}: {_message(error)}"
+        problem = f"{key_path(error.absolute_path)}: {_message(error)}"
+        yield problem if len(problem) <= MESSAGE_CHARS else problem[: MESSAGE_CHARS - 1] + "…"
 
 
 def _message(error: ValidationError) -> str:
-    if error.validator == "pattern" and error.validator_value == NAME_PATTERN:
-        return f"{error.message}: a name must be {NAME_RULE}"
+    if error.validator == "pattern":
+        instance, pattern = error.instance, error.validator_value
+        ends = isinstance(instance, str) and instance.endswith("\n") and re.search(pattern, instance)
+        message = f"{instance!r} ends in a line break" if ends else error.message
+        return f"{message}: a name must be {NAME_RULE}" if pattern == NAME_PATTERN else message
     if error.validator == "enum" and isinstance(error.instance, str):
         return error.message + did_you_mean(error.instance, [str(v) for v in error.validator_value])
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
