@@ -39,12 +39,16 @@ from crseval.metrics import families
 from crseval.simulate.kinds import calibration_roles, kind_of, system_problems, system_prompt_key
 from crseval.simulate.profiles import config_problems as profile_problems
 from crseval.simulate.profiles import resolve_profile
+from crseval.simulate.user import template_problems
 from crseval.simulate.voice import voice_problems
 
 __all__ = ["calibration_roles", "system_prompt_key"]
 
 # Relative config paths under this folder may name the files shipped with the workflow (`input_path`).
 SHIPPED = "resources"
+# The source tree the package runs from: where the shipped files are when the config check runs outside a
+# workflow (`crseval config show`).
+SOURCE_TREE = Path(__file__).resolve().parents[2]
 # The prompt of the LLM topic extractors (legacy CAS `topics: llm`, adherence `extractor: llm`), shipped
 # with the workflow like the CRS and judge prompts.
 TOPICS_PROMPT = "resources/prompts/topics.txt"
@@ -55,12 +59,13 @@ TOPICS_PROMPT = "resources/prompts/topics.txt"
 
 def kind_problems(config: dict):
     """What the kinds the config selects require beyond the schema: each system's agent kind, each
-    metric family, the corpus format, the LLM backends."""
+    metric family, the corpus format, the LLM backends, the user profiles and their templates."""
     yield from system_problems(config)
     yield from families.config_problems(config)
     yield from format_problems(config)
     yield from backend_problems(config)
     yield from profile_problems(config)
+    yield from template_problems(config, lambda path: input_path(path, SOURCE_TREE))
     yield from voice_problems(config)
 
 

@@ -32,6 +32,7 @@ import yaml
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError, best_match
 
+from crseval.core.config_files import ConfigError, load_config_file, size_problems
 from crseval.core.names import NAME_PATTERN, NAME_RULE
 from crseval.core.registry import did_you_mean
 
@@ -42,15 +43,6 @@ SUM_TOLERANCE = 1e-9
 MESSAGE_CHARS = 500  # a problem's line at most: a schema message shows the value, which may be long
 # A check beyond the schema: the filled config -> one problem per line, each starting with its key path.
 Rule = Callable[[Any], Iterator[str]]
-
-
-class ConfigError(ValueError):
-    """Every problem of a config, one per line after a count, each starting with its key path."""
-
-    def __init__(self, problems: list[str], kind: str = "problem"):
-        self.problems = list(problems)
-        count = f"{len(self.problems)} {kind}{'s' if len(self.problems) != 1 else ''}"
-        super().__init__("\n".join([f'{count} in the config (rules: config/README.md, "Validation"):', *self.problems]))
 
 
 def key_path(path) -> str:
@@ -98,8 +90,6 @@ def effective_config(*paths: str | Path, schema_path: str | Path = SCHEMA_PATH, 
     """The config the workflow runs with `--configfile <paths...>`: the files merged in order (a later
     file's mapping updates the earlier one's, key by key, as Snakemake merges them), the schema's defaults
     filled in, checked. Shipped configs hold only what they change; this shows the rest."""
-    # the loader and the bounds of a config (imported here: crseval.core.config_files builds on ConfigError)
-    from crseval.core.config_files import load_config_file
 
     merged: dict = {}
     for path in paths:
@@ -125,7 +115,6 @@ def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH, rules: tupl
     the checks of the kinds the config selects (crseval.planning.check_config passes them); each skips
     values of the wrong shape, which the schema reports.
     """
-    from crseval.core.config_files import size_problems
 
     oversized = size_problems(config)  # before any walk over it (a config given as a dict, not read from a file)
     if oversized:
@@ -224,10 +213,6 @@ def _rule_problems(config: Any) -> Iterator[str]:
     yield from _unique_panel_names(config)
     yield from _one_calibration_source(config)
     yield from _trials_of_simulated_users(config)
-    # the simulator owns its templates' rules (imported here: crseval.simulate.user imports this module)
-    from crseval.simulate.user import template_problems
-
-    yield from template_problems(config)
 
 
 def _rule_warnings(config: Any) -> Iterator[str]:

@@ -30,7 +30,15 @@ from yaml.reader import Reader
 from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
-from crseval.core.config_checks import ConfigError
+
+class ConfigError(ValueError):
+    """Every problem of a config, one per line after a count, each starting with its key path."""
+
+    def __init__(self, problems: list[str], kind: str = "problem"):
+        self.problems = list(problems)
+        count = f"{len(self.problems)} {kind}{'s' if len(self.problems) != 1 else ''}"
+        super().__init__("\n".join([f'{count} in the config (rules: config/README.md, "Validation"):', *self.problems]))
+
 
 MAX_BYTES = 128 * 1024  # the shipped configs hold under 6 KiB
 MAX_VALUES = 5_000  # keys and values, aliases written out; the largest shipped config holds under 300

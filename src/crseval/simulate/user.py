@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -155,13 +155,13 @@ def spoken_groups(profile: UserProfile, field_order: tuple[str, ...]) -> list[tu
     return groups
 
 
-def template_problems(config: dict) -> Iterator[str]:
+def template_problems(config: dict, locate: Callable[[str], str | Path]) -> Iterator[str]:
     """The config check of `simulator.templates` against every profile the systems meet (built-in or defined
     under `simulator.profiles`; crseval.simulate.profiles): the voice a profile speaks in is a group under
     `voices` (without it the user would speak the full-sentence templates), and every group the profile
     draws from (spoken_groups) is in the file, a list of texts, so that no session stops on a missing one.
-    The file is read where the workflow reads it (crseval.planning.input_path); one that does not exist is
-    left to the check of the inputs, values of the wrong shape to the schema."""
+    The file is read where `locate` (path -> where the workflow reads it: crseval.planning.input_path) says;
+    one that does not exist is left to the check of the inputs, values of the wrong shape to the schema."""
     simulator = config.get("simulator") if isinstance(config, dict) else None
     sessions = config.get("sessions") if isinstance(config, dict) else None
     if not isinstance(simulator, dict) or (isinstance(sessions, dict) and sessions.get("source") == "import"):
@@ -169,9 +169,7 @@ def template_problems(config: dict) -> Iterator[str]:
     path = simulator.get("templates")
     if not isinstance(path, str) or not path:
         return
-    from crseval.planning import input_path  # the workflow's rule for where a path is read
-
-    read = Path(input_path(path, _SOURCE_TREE))
+    read = Path(locate(path))
     if not read.is_file():
         return  # crseval.planning.check_inputs names the missing file
     where = f"simulator.templates: {path}"
@@ -226,10 +224,6 @@ def template_problems(config: dict) -> Iterator[str]:
             )
         if wrong:
             yield f"{where}: {who} speaks from groups that are not lists of one or more texts: {', '.join(wrong)}"
-
-
-# The source tree this module is in: the workflow's folder, whose shipped files (resources/) a config may name.
-_SOURCE_TREE = Path(__file__).resolve().parents[3]
 
 
 _A_BEFORE_VOWEL = re.compile(r"\b([Aa]) (?=[aeiouAEIOU])")
