@@ -323,3 +323,30 @@ def catalog_files(tmp_path_factory):
     write_parquet(concepts, folder / "concepts.parquet")
     write_json(summary, folder / "summary.json")
     return folder
+
+
+def shard_inputs(catalog: Path, tmp_path: Path) -> dict:
+    """The inputs a ShardRunner takes besides the system and the simulator, for a catalog folder as
+    `catalog_files` writes it: the index files, the session schema, an LLM runtime caching under `tmp_path`."""
+    return {
+        "films": str(catalog / "films.parquet"),
+        "concepts": str(catalog / "concepts.parquet"),
+        "catalog_summary": str(catalog / "summary.json"),
+        "schema": str(REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml"),
+        "llm_runtime": {"cache_dir": str(tmp_path / "cache"), "timeout_s": 10, "max_retries": 1, "backoff_s": 0.0},
+        "threads": 1,
+    }
+
+
+def model_free_scorer(catalog: Path, settings: dict):
+    """A scorer of the catalog folder's index with no topic model and no embedder (`settings` must select
+    metrics that need neither)."""
+    from crseval.metrics.scorer import build_scorer
+
+    return build_scorer(
+        films=catalog / "films.parquet",
+        concepts=catalog / "concepts.parquet",
+        lda_dir=None,
+        settings=settings,
+        embedding_cache=None,
+    )

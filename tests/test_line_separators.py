@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import REPO, default_config
+from conftest import REPO, default_config, model_free_scorer, shard_inputs
 
 from crseval.analysis.aggregate import model_metrics, to_table, write_shard_tables
 from crseval.analysis.user_realism import load_reference, simulated_turns
@@ -18,7 +18,7 @@ from crseval.analysis.viewer import write_viewer
 from crseval.cli import main
 from crseval.core.io import JsonLinesError, json_line, read_json_lines, write_json_lines
 from crseval.core.session_records import read_sessions, read_shards
-from crseval.metrics.scorer import build_scorer, with_labels
+from crseval.metrics.scorer import with_labels
 from crseval.simulate.sessions import load_progress
 from crseval.simulate.shard import build_shard_runner
 
@@ -72,12 +72,7 @@ def simulate(catalog_files: Path, tmp_path: Path, monkeypatch, output: Path) -> 
         agent=config["agent"],
         experiment_seed=3,
         turns=4,
-        films=str(catalog_files / "films.parquet"),
-        concepts=str(catalog_files / "concepts.parquet"),
-        catalog_summary=str(catalog_files / "summary.json"),
-        schema=str(REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml"),
-        llm_runtime={"cache_dir": str(tmp_path / "cache"), "timeout_s": 10, "max_retries": 1, "backoff_s": 0.0},
-        threads=1,
+        **shard_inputs(catalog_files, tmp_path),
     )
     runner.run(range(2), progress=tmp_path / "progress.jsonl", output=output)
 
@@ -90,13 +85,7 @@ def score(catalog_files: Path, shards: list[Path], tables: Path) -> tuple[list[P
         "metrics": [name for name in scoring["metrics"] if name != "cas"],
         "response_stats": {**scoring["response_stats"], "embeddings": False},
     }
-    scorer = build_scorer(
-        films=catalog_files / "films.parquet",
-        concepts=catalog_files / "concepts.parquet",
-        lda_dir=None,
-        settings=settings,
-        embedding_cache=None,
-    )
+    scorer = model_free_scorer(catalog_files, settings)
     session_tables, turn_tables = [], []
     for shard in shards:
         records = read_sessions(shard)

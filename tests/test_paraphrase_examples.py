@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from conftest import REPO, default_config
+from conftest import REPO, default_config, shard_inputs
 from fake_servers import FakeOllama
 
 from crseval.catalog.index import CatalogIndex
@@ -209,12 +209,7 @@ def shard_arguments(catalog_files, tmp_path, host, examples, voice_file=None):
         "agent": config["agent"],
         "experiment_seed": 99,
         "turns": 4,
-        "films": str(catalog_files / "films.parquet"),
-        "concepts": str(catalog_files / "concepts.parquet"),
-        "catalog_summary": str(catalog_files / "summary.json"),
-        "schema": str(REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml"),
-        "llm_runtime": {"cache_dir": str(tmp_path / "cache"), "timeout_s": 10, "max_retries": 1, "backoff_s": 0.0},
-        "threads": 1,
+        **shard_inputs(catalog_files, tmp_path),
         "voice_file": voice_file,
     }
 

@@ -8,7 +8,7 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from conftest import NON_GENRES, REPO, SMALL_CATALOG, default_config
+from conftest import NON_GENRES, REPO, SMALL_CATALOG, default_config, shard_inputs
 
 from crseval.simulate.external import ExternalReply, ExternalSystemError
 from crseval.simulate.python_system import PythonSystem, package_version
@@ -287,12 +287,7 @@ def template_sessions(catalog: Path, tmp_path: Path, sessions: int, turns: int) 
         agent=config["agent"],
         experiment_seed=7,
         turns=turns,
-        films=str(catalog / "films.parquet"),
-        concepts=str(catalog / "concepts.parquet"),
-        catalog_summary=str(catalog / "summary.json"),
-        schema=str(REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml"),
-        llm_runtime={"cache_dir": str(tmp_path / "cache"), "timeout_s": 10, "max_retries": 1, "backoff_s": 0.0},
-        threads=1,
+        **shard_inputs(catalog, tmp_path),
     )
     runner.run(range(sessions), progress=tmp_path / "template.progress", output=tmp_path / "template.jsonl")
     return [json.loads(line) for line in (tmp_path / "template.jsonl").read_text().splitlines()]

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet
 import pytest
-from conftest import REPO, default_config
+from conftest import REPO, default_config, model_free_scorer
 from fake_servers import FakeOllama
 from test_judge import SESSION, make_judge, reply
 
@@ -23,7 +23,7 @@ from crseval.analysis.validity import EXPECTATIONS
 from crseval.core.columns import SESSION_ID_COLUMNS, Column
 from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.response_stats import CLUSTER_KEYS
-from crseval.metrics.scorer import FAMILIES, build_scorer
+from crseval.metrics.scorer import FAMILIES
 from crseval.simulate.agents import AgentSettings, TemplateAgent
 from crseval.simulate.sessions import SessionContext, run_session, session_seed
 from crseval.simulate.user import SimulatorSettings, Templates
@@ -59,13 +59,7 @@ def scored(demo_index, catalog_files):
         "cas": {**settings["cas"], "topics": "heuristic", "similarity": "tfidf"},
         "response_stats": {**settings["response_stats"], "embeddings": False, "persona_similarity": "tfidf"},
     }
-    scorer = build_scorer(
-        films=catalog_files / "films.parquet",
-        concepts=catalog_files / "concepts.parquet",
-        lda_dir=None,
-        settings=settings,
-        embedding_cache=None,
-    )
+    scorer = model_free_scorer(catalog_files, settings)
     return scorer.score([simulated, imported])
 
 

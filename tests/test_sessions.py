@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import REPO, default_config
+from conftest import REPO, default_config, shard_inputs
 from fake_servers import FakeOllama
 
 from crseval.core.shards import n_shards, shard_indices
@@ -28,12 +28,7 @@ def arguments(catalog_files, system, tmp_path, turns=5):
         "agent": config["agent"],
         "experiment_seed": 99,
         "turns": turns,
-        "films": str(catalog_files / "films.parquet"),
-        "concepts": str(catalog_files / "concepts.parquet"),
-        "catalog_summary": str(catalog_files / "summary.json"),
-        "schema": str(REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml"),
-        "llm_runtime": {"cache_dir": str(tmp_path / "cache"), "timeout_s": 10, "max_retries": 1, "backoff_s": 0.0},
-        "threads": 1,
+        **shard_inputs(catalog_files, tmp_path),
     }
 
 
