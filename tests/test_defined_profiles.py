@@ -300,9 +300,11 @@ BEFORE = {
     },
     "realistic": _REALISTIC,
     # `learned` is recorded only where it is true, and `wants` where it is not "catalog", before the field
-    # disclosure as the dataclass orders them
+    # disclosure as the dataclass orders them; it asks about a film offered less often than `realistic` (people
+    # ask about one in 6% of turns)
     "learned": {
         **{key: value for key, value in _REALISTIC.items() if key != "field_disclosure"},
+        "why": 0.3,
         "name": "learned",
         "learned": True,
         "wants": "people",

@@ -1,5 +1,6 @@
 """User realism (crseval.analysis.user_realism) against values computed by hand."""
 
+import hashlib
 import json
 
 import numpy as np
@@ -578,3 +579,33 @@ def test_a_reference_of_one_dialogue_has_no_ci_over_sessions_and_the_report_says
     text = realism_markdown(table, "one.jsonl", real)
     assert "**One real dialogue**: a CI over sessions needs at least 2 sessions on each side" in text
     assert "| words | 5.00 | 2.50 | 2.50 [n/a, n/a] |" in text
+
+
+def test_a_simulated_person_counts_once_for_the_user_and_every_time_for_each_system():
+    def record(system, index, seed, texts, trial=0):
+        session_id = f"{system}/s{index:05d}" + (f"/t{trial}" if trial else "")
+        turns = [{"user_text": text} for text in texts]
+        return {"session_id": session_id, "session_index": index, "seed": seed, "system": system, "turns": turns}
+
+    records = [
+        record("x", 0, 11, ["hi", "a comedy"]),
+        record("x", 1, 12, ["hello", "a drama"]),
+        record("y", 0, 11, ["hi", "a comedy please"]),
+        record("y", 1, 12, ["hello", "a drama please"]),
+        record("y", 1, 12, ["hello", "a drama now"], trial=1),
+    ]
+    users, systems = simulated_turns(records, {"x": "realistic", "y": "realistic"})
+    # two people, each with the session whose seed, system and trial hash lowest
+    kept = {}
+    for r, trial in zip(records, ["", "", "", "", "t1"]):
+        rank = hashlib.sha256(f"{r['seed']}|{r['system']}|{trial}".encode()).digest()
+        if r["session_index"] not in kept or rank < kept[r["session_index"]][0]:
+            kept[r["session_index"]] = (rank, r)
+    expected = [text for index in (0, 1) for text in (t["user_text"] for t in kept[index][1]["turns"])]
+    assert users["realistic"].texts == expected and len(expected) == 4
+    assert len(set(users["realistic"].sessions)) == 2
+    said_to_y = ["hi", "a comedy please", "hello", "a drama please", "hello", "a drama now"]
+    assert systems[("realistic", "y")].texts == said_to_y
+    # the shards' order does not choose
+    again = simulated_turns(records[::-1], {"x": "realistic", "y": "realistic"})[0]["realistic"]
+    assert sorted(again.texts) == sorted(expected)

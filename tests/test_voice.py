@@ -7,11 +7,14 @@ Every corpus here is written in this file: the user turns are invented for the t
 import hashlib
 import json
 import re
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
 import pytest
 from conftest import REPO
+from hypothesis import given
+from hypothesis import strategies as st
 
 from crseval.corpora.voice import (
     corpus_dialogues,
@@ -26,7 +29,7 @@ from crseval.language.tracker import extract_statements
 from crseval.language.user_acts import read_turn
 from crseval.simulate.profiles import user_profile
 from crseval.simulate.user import SimulatorSettings, Templates, make_user
-from crseval.simulate.voice import Voice, VoiceTemplate, part_of, pool_key
+from crseval.simulate.voice import Voice, VoiceTemplate, part_of, pool_key, spread_position
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
 SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2, profile="learned")
@@ -194,6 +197,22 @@ def test_a_name_or_a_film_outside_the_catalog_is_untyped(small_matcher, demo_mat
     assert reading.untyped == "" and reading.template == "I keep thinking about {actor} lately"
 
 
+@pytest.mark.parametrize(
+    "text, untyped",
+    [
+        ("what is harbour of lanterns about", True),  # a film by a name the catalog does not hold, lower case
+        ("What's harbour of lanterns about?", True),
+        ("what is it about", False),
+        ("What is the second movie about?", False),
+        ("What's number 3 about", False),
+    ],
+)
+def test_a_film_asked_about_by_a_name_the_rules_cannot_type_is_left_out(demo_matcher, text, untyped):
+    reading = read_turn(text, demo_matcher)
+    assert reading.act == "ask_about"
+    assert reading.untyped == ("a film asked about by a name the catalog does not hold" if untyped else "")
+
+
 @pytest.mark.parametrize("text", ["hiya", "Hello!", "thanks a lot", "ok"])
 def test_a_greeting_or_thanks_alone_is_small_talk(small_matcher, text):
     reading = read_turn(text, small_matcher)
@@ -256,6 +275,11 @@ def test_learn_voice_pools_the_turns_by_act_and_slot_signature(voice):
             t.signature == tuple(key.split("|")[2].split(",")) if t.slots else key.endswith("|") for t in templates
         )
     assert pool_key("later", "request", ("genre:wish",)) == "later|request|genre:wish"
+    # the same words twice are one template said twice (d3's third turn and d4's second), drawn twice as often
+    said = {key: [t.said for t in templates] for key, templates in voice.pools.items()}
+    twice = [t.text for t in voice.pools["later|request|genre:wish"] if t.said == 2]
+    assert twice == ["Got any good {genre} for tonight?"]
+    assert sum(map(sum, said.values())) == voice.summary["turns_kept"] + len(voice.leave_options())
 
 
 def test_learn_voice_counts_what_it_read_kept_and_left_out(voice):
@@ -367,10 +391,12 @@ def test_a_voice_is_written_and_read_back_whole(tmp_path, voice):
     assert again.as_json() == voice.as_json() and re.fullmatch(r"[0-9a-f]{16}", voice.version)
     changed = Voice({**voice.pools, "later|ask|": [VoiceTemplate("later|ask|#0", "Anything more?", ())]}, voice.summary)
     assert changed.version != voice.version
+    said_more = {key: [replace(t, said=t.said + 1) for t in pool] for key, pool in voice.pools.items()}
+    assert Voice(said_more, voice.summary).version != voice.version
     data = json.loads(path.read_text(encoding="utf-8"))
     data["format"] = 99
     path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(ValueError, match="a voice of format 99, not 2; learn it again"):
+    with pytest.raises(ValueError, match="a voice of format 99, not 3; learn it again"):
         Voice.read(path)
 
 
@@ -417,12 +443,12 @@ def template_pattern(text):
     return pattern
 
 
-def run_user(index, matcher, voice, seed, profile="learned", system="mixed", turns=10, defined=None):
+def run_user(index, matcher, voice, seed, profile="learned", system="mixed", turns=10, defined=None, spread=None):
     """A session without a system: each reply recommends a film that fits the user's wishes, a random one or
     two, or asks about the genre, by the turn and the seed ("mixed"), or always a film that does not fit
-    ("missing"). `defined`: a UserProfile instead of the built-in `profile`.
-    -> [(text, meta, the titles of the reply before)]."""
-    user = make_user(index, replace(SETTINGS, profile=profile), TEMPLATES, seed, matcher, voice, defined)
+    ("missing"). `defined`: a UserProfile instead of the built-in `profile`; `spread`: (session index,
+    experiment seed). -> [(text, meta, the titles of the reply before)]."""
+    user = make_user(index, replace(SETTINGS, profile=profile), TEMPLATES, seed, matcher, voice, defined, spread)
     titles = sorted(index.films["title"])
     rng = np.random.default_rng(1000 + seed)
     said, recommended, asks = [], [], frozenset()
@@ -444,13 +470,15 @@ def run_user(index, matcher, voice, seed, profile="learned", system="mixed", tur
     return said
 
 
+@pytest.mark.parametrize("spread", [False, True], ids=["independent draws", "spread over sessions"])
 def test_the_learned_user_says_exactly_what_it_means_in_the_voice_or_the_rules(
-    demo_index, demo_matcher, speaking_voice
+    demo_index, demo_matcher, speaking_voice, spread
 ):
     voice = speaking_voice
     ways = {"learned": 0, "rules": 0, "joined": 0}
     for seed in range(12):
-        for text, meta, previous in run_user(demo_index, demo_matcher, voice, seed):
+        place = (seed, 5) if spread else None
+        for text, meta, previous in run_user(demo_index, demo_matcher, voice, seed, spread=place):
             read = {(m.field, m.value, role) for m, role in extract_statements(demo_matcher, text, previous)}
             assert read == {(s["field"], s["value"], s["role"]) for s in meta["stated"]}, (seed, text)
             titles = demo_matcher.title_recognizer.recognise(text, candidates=previous).all
@@ -544,6 +572,33 @@ def test_a_user_that_wants_what_people_ask_for_opens_with_it_as_often(demo_index
     assert len(catalog - {"comedy", "western"}) > 2
 
 
+def test_a_user_that_wants_what_people_ask_for_shifts_to_the_fields_and_values_they_ask_for(
+    demo_index, demo_matcher, asking_voice
+):
+    # the people of ASKING ask for genres only, comedy three times as often as westerns
+    shifted = {"people": Counter(), "catalog": Counter()}
+    values = Counter()
+    for seed in range(40):
+        for wants, settings in (("people", SETTINGS), ("catalog", replace(SETTINGS, profile="realistic"))):
+            user = make_user(demo_index, settings, TEMPLATES, seed, demo_matcher, asking_voice)
+            for _ in range(2):
+                before, event = user.focus, user._shift()
+                if event is None:
+                    continue
+                to = event["to_focus"]
+                shifted[wants][to["field"]] += 1
+                if wants == "people":
+                    values[to["value"]] += 1
+                else:  # the next field of simulator.field_order, as every user shifts
+                    order = SETTINGS.field_order
+                    assert to["field"] == order[(order.index(before[0]) + 1) % len(order)], (seed, before, to)
+    # a genre where a film bridges to one, else the fields nobody asks for, in field order
+    assert shifted["people"]["genre"] > 0.8 * sum(shifted["people"].values()), shifted
+    assert shifted["catalog"]["genre"] < 0.2 * sum(shifted["catalog"].values()), shifted
+    # among the genres a bridge offers, those people ask for, as often as they ask for them
+    assert values["comedy"] + values["western"] > 0.5 * sum(values.values()), values
+
+
 def test_a_voiced_value_is_written_as_people_wrote_it(demo_index, demo_matcher, asking_voice):
     written = {"comedies": 0, "western": 0}
     for seed in range(40):
@@ -566,3 +621,60 @@ def test_a_profile_that_wants_what_people_ask_for_needs_values_the_catalog_has(d
     voice = learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)
     with pytest.raises(ValueError, match="asks for no genre a catalog film has"):
         make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, voice)
+
+
+# ------------------------------------------------------------------ draws spread over the sessions
+
+
+@given(st.integers(0, 2**64 - 1), st.integers(0, 10**7), st.integers(0, 10**4), st.integers(1, 10**4))
+def test_a_spread_position_is_inside_the_pool(start, session, draw, size):
+    assert 0 <= spread_position(start, session, draw, size) < size
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 10, 31, 97])
+def test_sessions_enter_a_pool_about_equally_often(size):
+    for sessions in (size, 3 * size, 100):
+        counts = np.bincount([spread_position(12345, s, 0, size) for s in range(sessions)], minlength=size)
+        # independent draws of 100 sessions from 10 templates leave the most said template about 10 sessions
+        # ahead of the least; the golden-ratio steps keep every template within three of any other
+        assert counts.max() - counts.min() <= 3, (size, sessions, counts)
+        if sessions >= 3 * size:
+            assert counts.min() >= 1
+
+
+def test_a_pool_is_ordered_by_the_experiments_seed_and_its_templates():
+    pool = [template(f"later|ask|#{i}", f"question {i}") for i in range(8)]
+    order, start = Voice.spread_order(pool, 7)
+    assert sorted(t.id for t in order) == sorted(t.id for t in pool)
+    assert Voice.spread_order(list(reversed(pool)), 7) == (order, start)  # the pool's order does not matter
+    assert Voice.spread_order(pool, 8) != (order, start)
+    assert Voice.spread_order(pool[:-1], 7)[1] != start
+
+
+def test_users_of_one_plan_in_different_sessions_open_with_different_real_turns(
+    demo_index, demo_matcher, speaking_voice
+):
+    # the same seed (the same plan and draws) in twenty places: spread, the opening turns go round the pool;
+    # drawn independently, every one opens alike
+    def openings(spread):
+        said = [run_user(demo_index, demo_matcher, speaking_voice, 3, turns=1, spread=spread(i)) for i in range(20)]
+        return [tuple(meta["voice"]["templates"]) for [(_, meta, _)] in said]
+
+    independent, spread = openings(lambda i: None), openings(lambda i: (i, 11))
+    assert len(set(independent)) == 1
+    assert independent[0][0].startswith("first|")
+    pool = next(pool for pool in speaking_voice.pools.values() if any(t.id == independent[0][0] for t in pool))
+    counts = Counter(ids[0] for ids in spread)
+    assert len(counts) == min(len(pool), 20) and max(counts.values()) - min(counts.values()) <= 2, counts
+    assert openings(lambda i: (i, 11)) == spread  # the same place, the same words
+
+
+def test_a_way_from_a_well_supplied_pool_goes_ahead_of_a_rare_one(demo_index, demo_matcher, speaking_voice):
+    user = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, speaking_voice)
+    user._told = []
+    rare = [template("later|other|#90", "that one is odd")]
+    common = [template(f"later|other|#{90 + i}", text) for i, text in enumerate(["so so", "hm okay", "not sure"], 1)]
+    text, _, _ = user._voiced([[(None, rare)], [(None, common)]], [])
+    assert text in {"so so", "hm okay", "not sure"} and user._voice_record["templates"][0] != "later|other|#90"
+    # where no way is well supplied, the first that fits is taken as before
+    assert user._voiced([[(None, rare)], [(None, common[:2])]], [])[0] == "that one is odd"

@@ -42,6 +42,7 @@ is; a reference of more than `MAX_REFERENCE_BYTES` bytes or `MAX_REFERENCE_DIALO
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
@@ -285,23 +286,44 @@ def simulated_turns(
     profile it records, else `profiles[system]` (sessions written before profiles). Where an LLM reworded
     the user's turns (`simulator.paraphrase`), the profile's own user is the rules' wording (the
     template text) and the reworded turns, as the system read them, are a further user
-    `<profile> reworded by <model>`: the table then shows what the LLM changes."""
+    `<profile> reworded by <model>`: the table then shows what the LLM changes.
+
+    A user counts each simulated person once, as a real corpus holds each person's dialogue once: the
+    sessions of one session index (one seed, one plan, one stream of draws) are one person meeting every
+    system, and every trial, and they say much the same, so that counting them all would put the same words
+    on the simulated side many times over, and a discriminator would learn them in one fold and find them
+    in the next. Of a person's sessions the one whose seed and system hash lowest is kept (`_kept_rank`),
+    a different system for different people; a record without an index (an imported one) is a person of its
+    own. The user as each system met it counts every session."""
+    kept: dict[tuple, tuple] = {}  # (user, session index) -> (rank, turns, session id, ending)
     texts, sessions, endings = defaultdict(list), defaultdict(list), defaultdict(dict)
     for record in records:
         profile = record.get("profile") or profiles[record["system"]]
         reason = (record.get("ending") or {}).get("reason")
+        spoken = defaultdict(list)
         for turn in record["turns"]:
             paraphrase = (turn.get("user_meta") or {}).get("paraphrase")
-            spoken = [(profile, turn["user_text"])]
             if paraphrase:
                 model = (paraphrase.get("llm") or {}).get("model") or "an LLM"
-                spoken = [(profile, paraphrase["template_text"]), (f"{profile} reworded by {model}", turn["user_text"])]
-            for user, text in spoken:
-                for key in (user, (user, record["system"])):
-                    texts[key].append(text)
-                    sessions[key].append(record["session_id"])
-                    if reason:
-                        endings[key][record["session_id"]] = reason
+                spoken[profile].append(paraphrase["template_text"])
+                spoken[f"{profile} reworded by {model}"].append(turn["user_text"])
+            else:
+                spoken[profile].append(turn["user_text"])
+        for user, said in spoken.items():
+            key = (user, record["system"])
+            texts[key] += said
+            sessions[key] += [record["session_id"]] * len(said)
+            if reason:
+                endings[key][record["session_id"]] = reason
+            person = (user, record.get("session_index", record["session_id"]))
+            rank = _kept_rank(record)
+            if person not in kept or rank < kept[person][0]:
+                kept[person] = (rank, said, record["session_id"], reason)
+    for (user, _), (_, said, session_id, reason) in kept.items():  # in the order people were first met
+        texts[user] += said
+        sessions[user] += [session_id] * len(said)
+        if reason:
+            endings[user][session_id] = reason
     users = {key: UserTurns(key, texts[key], sessions[key], endings.get(key)) for key in texts if isinstance(key, str)}
     systems = {
         key: UserTurns(f"{key[0]} with {key[1]}", texts[key], sessions[key], endings.get(key))
@@ -309,6 +331,13 @@ def simulated_turns(
         if isinstance(key, tuple)
     }
     return users, systems
+
+
+def _kept_rank(record: dict) -> bytes:
+    """Which of a simulated person's sessions the user's row keeps: the lowest hash of its seed, system and
+    trial (the same whatever order the shards are read in)."""
+    trial = record["session_id"].rsplit("/", 1)[-1] if "/t" in record["session_id"] else ""
+    return hashlib.sha256(f"{record.get('seed')}|{record['system']}|{trial}".encode("utf-8")).digest()
 
 
 @dataclass(frozen=True)
@@ -859,7 +888,10 @@ def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns, split
         "Shares are of user turns; `takes`, "
         "`turns_down` and `asks_about` (a film offered) are read by the same rules on both sides, "
         "`unknown_word` is a word no English word list holds (a typo, mostly), `word_variety` is Guiraud's "
-        "index per session. A discriminator's AUC is how well a "
+        "index per session. A user's row counts each simulated person once, as the corpus holds each "
+        "person's dialogue once: of the sessions one seed had with every system (and in every trial) it keeps "
+        "one, a different system for different people; the rows per system count all of theirs. "
+        "A discriminator's AUC is how well a "
         "logistic regression tells a simulated turn from a real one, cross-validated (0.5: indistinguishable, "
         "1.0: always told apart); its tells are the n-grams that give each side away most. Each discriminator "
         "sees as many turns of a user as there are real turns (drawn without replacement, seeded), so every "

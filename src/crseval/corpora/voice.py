@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +59,7 @@ def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) ->
     left_out: Counter = Counter()
     acts: Counter = Counter()
     read = 0
-    seen: dict[str, set[str]] = {}
+    said: dict[str, dict[str, int]] = {}  # pool key -> template text -> the turns that say it
     said_as: dict[str, Counter] = {}  # "field|value" -> the words people wrote it with -> turns
     asked: dict[str, Counter] = {}  # field -> value -> turns that ask for it
     for dialogue in dialogues:
@@ -88,12 +89,13 @@ def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) ->
             keys = [pool_key(FIRST if position == 0 else LATER, reading.act, reading.slots)]
             if position == len(turns) - 1 and frustrated and not reading.slots and reading.act != "request":
                 keys.append(pool_key(LEAVE, "", ()))  # how a dissatisfied user's dialogue ends
-            for key in keys:
-                if reading.template in seen.setdefault(key, set()):
-                    continue  # the same words twice are one template (a draw should not favour them)
-                seen[key].add(reading.template)
-                pool = pools.setdefault(key, [])
-                pool.append(VoiceTemplate(f"{key}#{len(pool)}", reading.template, template_slots(reading)))
+            for key in keys:  # the same words twice are one template, said twice
+                counts = said.setdefault(key, {})
+                if reading.template not in counts:
+                    pool = pools.setdefault(key, [])
+                    pool.append(VoiceTemplate(f"{key}#{len(pool)}", reading.template, template_slots(reading)))
+                counts[reading.template] = counts.get(reading.template, 0) + 1
+    pools = {key: [replace(t, said=said[key][t.text]) for t in pool] for key, pool in pools.items()}
     kept = sum(acts.values())
     summary = {
         **source,

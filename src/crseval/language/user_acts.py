@@ -53,6 +53,14 @@ _NAME_RUN = re.compile(
     r"(?<![.!?]\s)(?<!^)\b[A-Z][a-z'’.-]+(?:\s+(?:[A-Z][a-z'’.-]+|[A-Z]\.|of|the|and|de|van|von)){1,5}"
 )
 _NOT_NAMES = {"I", "Hi", "Hello", "Hey", "Ok", "Okay", "Thanks", "Thank", "Yes", "No", "Please", "Can", "Could"}
+# "What is X about": X points at something said (it, that one, the first movie), else it names a film; a name
+# the rules did not type as a catalog title is one the catalog does not hold, whatever its case.
+_WHAT_ABOUT = re.compile(r"\bwhat(?:'s| is) ((?:[\w']+ ){0,5}?[\w']+) about\b", re.IGNORECASE)
+_POINTING_WORDS = {
+    *"it that this these those they them the a an one ones movie movies film films show shows story plot".split(),
+    *"first second third fourth fifth last latest next other another each all both number no nr".split(),
+    *"1 2 3 4 5 your my its their new".split(),
+}
 # A year that names a film ("Heat (1995)") or a film in quotes the catalog does not hold.
 _YEAR_IN_BRACKETS = re.compile(r"\(\s*(?:18|19|20)\d\d\s*\)")
 
@@ -158,4 +166,7 @@ def _untyped(text: str, template: str, unknown_titles: list[str]) -> str:
             return "a name the catalog does not hold"
     if re.search(r"[\"“][^\"”]{2,}[\"”]", stripped):
         return "a quoted name the catalog does not hold"
+    for match in _WHAT_ABOUT.finditer(stripped):
+        if set(match.group(1).lower().split()) - _POINTING_WORDS:
+            return "a film asked about by a name the catalog does not hold"
     return ""

@@ -73,9 +73,12 @@ class UserProfile:
     # Speaks with the voice learned from `simulator.voice.corpus` (crseval.simulate.voice): people's turns
     # of the same act, their slots filled with the turn's values; where none fits, `voice` above speaks.
     learned: bool = False
-    # What the user wants at the start: "catalog", a value of a film drawn from the whole catalog; "people",
-    # a value drawn as often as the learned voice's corpus asks for it (among the catalog's), then a film
-    # with it. People ask for science fiction and horror far more than for a catalog's rarest genres.
+    # What the user wants: "catalog", at the start a value of a film drawn from the whole catalog, and at a
+    # shift the next field of `simulator.field_order`; "people", at the start a value drawn as often as the
+    # learned voice's corpus asks for it (among the catalog's), then a film with it, and at a shift a field
+    # and a value drawn as often as the corpus asks for them (among those a bridge film offers). People ask
+    # for science fiction and horror far more than for a catalog's rarest genres, and for genres far more
+    # than for directors.
     wants: str = "catalog"
     # The disclosure shares of the constraints on a field, where they differ from `disclosure`.
     field_disclosure: dict[str, tuple[float, float, float]] = field(default_factory=dict)
@@ -218,10 +221,11 @@ LEARNED = replace(
     name="learned",
     summary="the `realistic` user's behaviour in people's words: each turn a real user's turn of the same act "
     "from the voice learned from `simulator.voice.corpus`, its catalog values and titles replaced by the "
-    "turn's own (the rule voice of `realistic` where no real turn fits); it opens wanting what people ask "
-    "for as often as they ask for it",
+    "turn's own (the rule voice of `realistic` where no real turn fits); it wants what people ask for as "
+    "often as they ask for it, and asks about a film offered less often (people do in 6% of their turns)",
     learned=True,
     wants="people",
+    why=0.3,
 )
 
 

@@ -170,6 +170,7 @@ class SessionContext:
     paraphraser: Paraphraser | None = None
     voice: Voice | None = None  # the learned voice, for a profile that speaks with it
     profile: UserProfile | None = None  # the user's profile (by default the built-in `simulator.profile` names)
+    experiment_seed: int | None = None  # with a session's index, spreads a learned voice's draws over the sessions
 
 
 def run_session(
@@ -178,7 +179,8 @@ def run_session(
     """One session of `system` with the simulated user of `seed`. In a repeated trial (`trial` > 0) the
     user is the same (its plan and its random draws come from `seed`); it reacts to what the system says,
     so it says the same unless the system does not (the agent carries the trial's sampling seed)."""
-    user = make_user(ctx.index, ctx.simulator, ctx.templates, seed, ctx.matcher, ctx.voice, ctx.profile)
+    spread = (session_index, ctx.experiment_seed) if ctx.experiment_seed is not None else None
+    user = make_user(ctx.index, ctx.simulator, ctx.templates, seed, ctx.matcher, ctx.voice, ctx.profile, spread)
     session_id = f"{system}/s{session_index:05d}" + (f"/t{trial}" if trial else "")
     if hasattr(agent, "begin_session"):  # systems under test from outside (crseval.simulate.external)
         agent.begin_session(session_id)

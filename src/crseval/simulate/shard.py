@@ -155,6 +155,7 @@ def build_shard_runner(
         paraphraser,
         voice if user.learned or user.wants == "people" else None,
         user,
+        experiment_seed,
     )
     kind = kind_of(system)
     client = prompt = external = reply_cache = None

@@ -34,7 +34,7 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.language.text import lemma
 from crseval.language.tracker import Constraint, extract_statements
 from crseval.simulate.profiles import EXPLICIT, UserProfile, resolve_profile, user_profile
-from crseval.simulate.voice import Voice, VoiceTemplate
+from crseval.simulate.voice import Voice, VoiceTemplate, spread_position
 
 MAX_REDRAWS = 40
 
@@ -553,13 +553,10 @@ class UserSimulator:
         """Move the focus to the next field through a bridge film; None when no film bridges.
         The bridge is a value the old and new anchor share other than the old focus and the new
         focus; the new anchor has no excluded value, so the gold constraints stay satisfiable."""
-        order = self.settings.field_order
-        start = (order.index(self.focus[0]) + 1) % len(order) if self.focus[0] in order else 0
         anchor_concepts = self._concepts(self.anchor)
         exclusions = [c for c in self.constraints if c.negated]
         excluded = {(c.field, c.value) for c in exclusions}
-        for step in range(len(order)):
-            new_field = order[(start + step) % len(order)]
+        for new_field in self._shift_fields():
             options = []
             for film_id, shared in self._films_sharing(anchor_concepts):
                 if exclusions and not self._satisfies(film_id, exclusions):
@@ -580,7 +577,7 @@ class UserSimulator:
             options = distinctive or options
             if not options:
                 continue
-            film_id, shared, new_value = options[int(self.plan_rng.integers(len(options)))]
+            film_id, shared, new_value = self._shift_option(new_field, options)
             bridge_field, bridge_value = self._rarest(shared)
             event = {
                 "from_focus": {"field": self.focus[0], "value": self.focus[1]},
@@ -599,6 +596,16 @@ class UserSimulator:
                 self.liked.append(event["to_anchor"])
             return event
         return None
+
+    def _shift_fields(self) -> list[str]:
+        """The fields a shift tries, in order: the next of `field_order` after the focus's, and on round."""
+        order = self.settings.field_order
+        start = (order.index(self.focus[0]) + 1) % len(order) if self.focus[0] in order else 0
+        return [order[(start + step) % len(order)] for step in range(len(order))]
+
+    def _shift_option(self, field_name: str, options: list[tuple]) -> tuple:
+        """The (film, bridges, value) a shift moves to, drawn from the plan's stream."""
+        return options[int(self.plan_rng.integers(len(options)))]
 
     def _speakable(self, field_name: str, value: str) -> bool:
         """Whether a plot keyword can be said so that it reads back as itself: not spelled like
@@ -654,6 +661,10 @@ class ProfiledUser(UserSimulator):
     _voice_record: dict = field(init=False, default_factory=dict)  # how the turn being worded was voiced
     _told: list = field(init=False, default_factory=list)  # the constraints the turn being voiced says
     _voice_used: set = field(init=False, default_factory=set)  # the templates said in this session
+    # where the session stands among the experiment's (its index, the experiment's seed): the voice's
+    # template draws are spread over the sessions (Voice.spread_order); None draws them independently
+    spread: tuple[int, int] | None = None
+    _spread_draws: dict = field(init=False, default_factory=dict)  # pool (template ids) -> its draws so far
 
     def __post_init__(self):
         if self.user_profile.is_explicit:
@@ -693,6 +704,30 @@ class ProfiledUser(UserSimulator):
         weights = np.array([asked[v] for v in values], dtype=float)
         value = values[int(self.plan_rng.choice(len(values), p=weights / weights.sum()))]
         return films[value][int(self.plan_rng.integers(len(films[value])))], value
+
+    def _shift_fields(self) -> list[str]:
+        """Under `wants: people`, the fields of `field_order` people ask for, in an order drawn as often as
+        they ask for each (the plan's stream): a shift moves mostly to another genre where people ask mostly
+        for genres; then the fields nobody asks for, as every user tries them."""
+        if self.user_profile.wants != "people":
+            return super()._shift_fields()
+        asked = {f: sum(self.voice.asked(f).values()) for f in self.settings.field_order}
+        wanted, drawn = [f for f in self.settings.field_order if asked[f] > 0], []
+        while wanted:  # drawn one by one, each as often as people ask for it
+            weights = np.array([asked[f] for f in wanted], dtype=float)
+            drawn.append(wanted.pop(int(self.plan_rng.choice(len(wanted), p=weights / weights.sum()))))
+        return drawn + [f for f in super()._shift_fields() if f not in drawn]
+
+    def _shift_option(self, field_name: str, options: list[tuple]) -> tuple:
+        """Under `wants: people`, a value drawn as often as people ask for it among the shift's options (any
+        option alike where people ask for none of them)."""
+        if self.user_profile.wants != "people":
+            return super()._shift_option(field_name, options)
+        asked = self.voice.asked(field_name)
+        weights = np.array([asked.get(value, 0) for _, _, value in options], dtype=float)
+        if not weights.sum():
+            return super()._shift_option(field_name, options)
+        return options[int(self.plan_rng.choice(len(options), p=weights / weights.sum()))]
 
     # ------------------------------------------------------------ wording
 
@@ -888,6 +923,9 @@ class ProfiledUser(UserSimulator):
         """(text, statements, titles) worded by the voice, each draw read back (another is drawn where it
         reads otherwise); None where no template fits or no draw reads back: the rules word the turn."""
         record = {"voice": "rules", "templates": [], "redraws": 0, "fallback": "no template of the act"}
+        # ways whose every part has a pool of some size first: the one or two real turns of a rare pool,
+        # taken wherever they fit, would be said in session after session
+        ways = sorted(ways, key=lambda way: any(len(templates) < WELL_SUPPLIED for _, templates in way))
         for way in ways:
             if not way or any(not templates for _, templates in way):
                 continue
@@ -910,9 +948,22 @@ class ProfiledUser(UserSimulator):
 
     def _draw_template(self, templates: list[VoiceTemplate]) -> VoiceTemplate:
         """A template the user has not said in this session yet, while there is one (people do not repeat
-        themselves word for word)."""
-        fresh = [t for t in templates if t.id not in self._voice_used]
-        chosen = Voice.draw(self.voice_rng, fresh or templates)
+        themselves word for word). Spread over the experiment's sessions where the session knows its place
+        (`spread`): a real turn is said about as often as any other of its pool, where independent draws
+        would say some in many sessions and others in none."""
+        if self.spread is None:
+            fresh = [t for t in templates if t.id not in self._voice_used]
+            return Voice.draw(self.voice_rng, fresh or templates)
+        session, experiment_seed = self.spread
+        key = tuple(t.id for t in templates)
+        if key not in self._spread_draws:
+            self._spread_draws[key] = [*Voice.spread_order(templates, experiment_seed), 0]
+        order, start, draws = self._spread_draws[key]
+        for step in range(len(order)):  # the next fresh template along the pool's order
+            chosen = order[(spread_position(start, session, draws, len(order)) + step) % len(order)]
+            if chosen.id not in self._voice_used:
+                break
+        self._spread_draws[key][2] = draws + 1
         return chosen
 
     def _said_as(self, constraint: Constraint) -> str:
@@ -1049,9 +1100,10 @@ class ProfiledUser(UserSimulator):
 
 
 VOICE_DRAWS = 12  # templates drawn for one way of wording a turn before the next way (or the rules)
+WELL_SUPPLIED = 3  # templates a pool needs before its way of wording a turn goes ahead of the others
 # The act of a real turn that words each reaction of the profile.
 _VOICE_ACTS = {
-    "accept": ("take", "small_talk", "ask_about", "ask"),  # people seldom say they take a film: they ask on
+    "accept": ("take", "small_talk", "ask_about", "ask", "other"),  # people seldom say they take a film: they ask on
     "why": ("ask_about",),
     "ask": ("ask", "other"),
     "reject": ("turn_down", "other", "ask"),
@@ -1082,9 +1134,11 @@ def make_user(
     matcher,
     voice: Voice | None = None,
     profile: UserProfile | None = None,
+    spread: tuple[int, int] | None = None,
 ) -> UserSimulator:
     """The simulated user of `profile` (by default the built-in `settings.profile` names) for one session;
-    `voice`: the learned voice, which a profile that speaks with it needs. Only the built-in `explicit`
+    `voice`: the learned voice, which a profile that speaks with it needs; `spread` (the session's index, the
+    experiment's seed) spreads its template draws over the experiment's sessions. Only the built-in `explicit`
     profile is the thesis user's code; a profile a config defines is a ProfiledUser whatever it is based on."""
     profile = profile or user_profile(settings.profile)
     if profile.is_explicit:
@@ -1093,5 +1147,12 @@ def make_user(
     if uses_voice and voice is None:
         raise ValueError(f"the {profile.name} profile needs a learned voice: set simulator.voice.corpus")
     return ProfiledUser(
-        index, settings, templates, seed, matcher, user_profile=profile, voice=voice if uses_voice else None
+        index,
+        settings,
+        templates,
+        seed,
+        matcher,
+        user_profile=profile,
+        voice=voice if uses_voice else None,
+        spread=spread,
     )

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-VOICE_FORMAT = 2
+VOICE_FORMAT = 3
 FIRST, LATER, LEAVE = "first", "later", "leave"  # where in a dialogue a pool's turns were said
 
 
@@ -50,6 +50,7 @@ class VoiceTemplate:
     id: str
     text: str
     slots: tuple[str, ...]  # "field:role" per value, "title" per film, in the order of the text
+    said: int = 1  # the turns of the corpus that say it (at this place, with this act): how often it is drawn
 
     @property
     def signature(self) -> tuple[str, ...]:
@@ -113,14 +114,28 @@ class Voice:
 
     @staticmethod
     def draw(rng: np.random.Generator, options: list[VoiceTemplate]) -> VoiceTemplate:
-        return options[int(rng.integers(len(options)))]
+        """A template drawn as often as people said it: "{genre} movies", typed by many, ahead of a phrasing
+        one person used."""
+        said = np.array([t.said for t in options], dtype=float)
+        return options[int(rng.choice(len(options), p=said / said.sum()))]
+
+    @staticmethod
+    def spread_order(options: list[VoiceTemplate], seed: int) -> tuple[list[VoiceTemplate], int]:
+        """The templates of a pool (any list of them), each as many times as people said it, in an order of
+        their own, and where the experiment's sessions enter it: both drawn from `seed` (the experiment's)
+        and the templates' ids, so that a pool reads the same way in every session and each shard."""
+        ids = sorted(options, key=lambda t: t.id)
+        digest = hashlib.sha256("\n".join([str(seed), *(t.id for t in ids)]).encode("utf-8")).digest()
+        said = [t for t in ids for _ in range(t.said)]
+        order = np.random.default_rng(int.from_bytes(digest[:8], "big")).permutation(len(said))
+        return [said[i] for i in order], int.from_bytes(digest[8:16], "big")
 
     def as_json(self) -> dict:
         return {
             "format": VOICE_FORMAT,
             "summary": self.summary,
             "pools": {
-                key: [{"id": t.id, "text": t.text, "slots": list(t.slots)} for t in templates]
+                key: [{"id": t.id, "text": t.text, "slots": list(t.slots), "said": t.said} for t in templates]
                 for key, templates in sorted(self.pools.items())
             },
         }
@@ -134,7 +149,7 @@ class Voice:
         if data.get("format") != VOICE_FORMAT:
             raise ValueError(f"{path}: a voice of format {data.get('format')!r}, not {VOICE_FORMAT}; learn it again")
         pools = {
-            key: [VoiceTemplate(t["id"], t["text"], tuple(t["slots"])) for t in templates]
+            key: [VoiceTemplate(t["id"], t["text"], tuple(t["slots"]), t["said"]) for t in templates]
             for key, templates in data["pools"].items()
         }
         return cls(pools, data["summary"])
@@ -178,4 +193,18 @@ def _retype(template: VoiceTemplate, wanted: list[str]) -> VoiceTemplate:
     slots = [by_role[slot.split(":")[1]].pop(0) for slot in template.slots]
     fields = iter(slot.split(":")[0] for slot in slots)
     text = re.sub(r"\{(\w+)\}", lambda m: "{" + next(fields) + "}", template.text)
-    return VoiceTemplate(f"{template.id}~{';'.join(slots)}", text, tuple(slots))
+    return VoiceTemplate(f"{template.id}~{';'.join(slots)}", text, tuple(slots), template.said)
+
+
+def spread_position(start: int, session: int, draw: int, size: int) -> int:
+    """Where in a pool of `size` templates (in its spread order) the `draw`-th draw of the session with
+    index `session` falls, from `start` (a 64-bit offset): a Weyl sequence (golden-ratio steps over
+    sessions, silver-ratio steps over a session's draws), so that the experiment's sessions say a pool's
+    templates about equally often, whatever the number of sessions, where independent draws would repeat
+    some and skip others. Exact integer arithmetic (the steps as 64-bit fractions), the same on every machine."""
+    fraction = (start + session * _GOLDEN + draw * _SILVER) % 2**64
+    return fraction * size >> 64
+
+
+_GOLDEN = 11400714819323198485  # (sqrt(5) - 1) / 2 * 2**64: the Weyl step between sessions
+_SILVER = 7640891576956012808  # (sqrt(2) - 1) * 2**64: the step between one session's draws
