@@ -23,6 +23,9 @@ Three views, as ConvApparel measures simulators against real conversations:
   an end marker around each session's acts), turns per session, and how sessions end (the act of the last
   user turn; for simulated sessions also whether the user left or the turn limit ended it).
 
+A profile counts each simulated person once (`simulated_turns`): the sessions one seed had with every
+system say much the same, and counted all they would put the same words on the simulated side many times.
+
 Held out by construction: when the learned voice (crseval.simulate.voice) learned from the reference
 itself, the real side is the dialogues of the other parts, and the voice's part is a further row, real users
 against real users (the floor). A reference that shares dialogues with the voice's part in another file is
