@@ -25,7 +25,7 @@ from crseval.corpora.voice import (
     voice_markdown,
 )
 from crseval.language.concepts import ConceptMatcher
-from crseval.language.tracker import extract_statements
+from crseval.language.tracker import Constraint, extract_statements
 from crseval.language.user_acts import read_turn
 from crseval.simulate.profiles import user_profile
 from crseval.simulate.user import SimulatorSettings, Templates, make_user
@@ -600,7 +600,7 @@ def test_a_user_that_wants_what_people_ask_for_shifts_to_the_fields_and_values_t
 
 
 def test_a_voiced_value_is_written_as_people_wrote_it(demo_index, demo_matcher, asking_voice):
-    written = {"comedies": 0, "western": 0}
+    written = {"comedies": 0, "a comedy": 0, "western": 0}
     for seed in range(40):
         user = make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, asking_voice)
         turn = user.turn(1, [])
@@ -608,12 +608,17 @@ def test_a_voiced_value_is_written_as_people_wrote_it(demo_index, demo_matcher, 
             continue
         value = {s["value"] for s in turn.meta["stated"]}
         if "comedy" in value:
-            assert "comedies" in turn.text and "comedy " not in turn.text, turn.text
-            written["comedies"] += 1
+            # people's plural, but after "a" the catalog's singular ("A comedy please", never "A comedies")
+            if re.search(r"\b[Aa]n? \w", turn.text):
+                assert re.search(r"\b[Aa] comedy\b", turn.text) and "comedies" not in turn.text, turn.text
+                written["a comedy"] += 1
+            else:
+                assert "comedies" in turn.text and "comedy " not in turn.text, turn.text
+                written["comedies"] += 1
         if "western" in value:
             assert "western" in turn.text, turn.text
             written["western"] += 1
-    assert written["comedies"] > 0 and written["western"] > 0, written
+    assert written["comedies"] > 0 and written["a comedy"] > 0 and written["western"] > 0, written
 
 
 def test_a_profile_that_wants_what_people_ask_for_needs_values_the_catalog_has(demo_index, demo_matcher, tmp_path):
@@ -678,3 +683,21 @@ def test_a_way_from_a_well_supplied_pool_goes_ahead_of_a_rare_one(demo_index, de
     assert text in {"so so", "hm okay", "not sure"} and user._voice_record["templates"][0] != "later|other|#90"
     # where no way is well supplied, the first that fits is taken as before
     assert user._voiced([[(None, rare)], [(None, common[:2])]], [])[0] == "that one is odd"
+
+
+@pytest.mark.parametrize(
+    "text, value, expected",
+    [
+        ("I want an {genre} movie", "comedy", "I want a comedy movie"),
+        ("got a {genre} one?", "action", "got an action one?"),
+        ("An {genre} please", "western", "A western please"),
+        ("{genre} please", "action", "action please"),
+    ],
+)
+def test_an_article_before_a_slot_agrees_with_the_value_filled_in(
+    demo_index, demo_matcher, asking_voice, text, value, expected
+):
+    user = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, asking_voice)
+    user._told = [Constraint("genre", value)]
+    filled = user._fill([(None, template("later|request|genre:wish#9", text, "genre:wish"))])
+    assert filled is not None and filled[0] == expected

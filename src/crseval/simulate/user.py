@@ -883,8 +883,8 @@ class ProfiledUser(UserSimulator):
         """The turn as the voice realises it: ways to word it, each a list of parts (the film to fill the
         part's title slot, its templates); the first way with templates for every part is taken. A reaction
         is worded by any real turn of the acts that react so (_VOICE_ACTS); a turn that also says wishes
-        is one real turn that does both, else (but for a film taken) the wishes alone, as people restate
-        what they want rather than say no, else the two joined."""
+        is one real turn that does both, else the wishes alone, as people restate what they want rather than
+        say no or yes, else the two joined."""
         first = number == 1
         about = reaction[3] if reaction else None
         acts = _VOICE_ACTS[reaction[0]] if reaction else ()
@@ -906,8 +906,7 @@ class ProfiledUser(UserSimulator):
         ways = []
         if reaction and told:
             ways.append([(about, options(acts, wishes, about))] + said[1:])
-            if reaction[0] != "accept":
-                ways.append(said)
+            ways.append(said)
         if reaction:
             ways.append([(about, options(acts, (), about))] + said)
         else:
@@ -923,9 +922,10 @@ class ProfiledUser(UserSimulator):
         """(text, statements, titles) worded by the voice, each draw read back (another is drawn where it
         reads otherwise); None where no template fits or no draw reads back: the rules word the turn."""
         record = {"voice": "rules", "templates": [], "redraws": 0, "fallback": "no template of the act"}
-        # ways whose every part has a pool of some size first: the one or two real turns of a rare pool,
-        # taken wherever they fit, would be said in session after session
-        ways = sorted(ways, key=lambda way: any(len(templates) < WELL_SUPPLIED for _, templates in way))
+        # ways of fewer real turns first (two turns joined read as two people), and among those, ways whose
+        # every part has a pool of some size: the one or two real turns of a rare pool, taken wherever they
+        # fit, would be said in session after session
+        ways = sorted(ways, key=lambda way: (len(way), any(len(templates) < WELL_SUPPLIED for _, templates in way)))
         for way in ways:
             if not way or any(not templates for _, templates in way):
                 continue
@@ -966,12 +966,16 @@ class ProfiledUser(UserSimulator):
         self._spread_draws[key][2] = draws + 1
         return chosen
 
-    def _said_as(self, constraint: Constraint) -> str:
+    def _said_as(self, constraint: Constraint, singular: bool = False) -> str:
         """A value in words people wrote it with, as often as they did (the catalog's spelling where nobody
-        wrote it twice the same way); the read-back checks it still names the value."""
+        wrote it twice the same way); the read-back checks it still names the value. `singular`: after "a"
+        or "an", not a plural people wrote ("comedies" where the catalog says "comedy")."""
+        catalog = display(constraint.field, constraint.value)
         forms = self.voice.said_as(constraint.field, constraint.value)
+        if singular and not catalog.endswith("s"):
+            forms = {words: n for words, n in forms.items() if not words.endswith("s")}
         if not forms:
-            return display(constraint.field, constraint.value)
+            return catalog
         words = sorted(forms)
         weights = np.array([forms[w] for w in words], dtype=float)
         return words[int(self.voice_rng.choice(len(words), p=weights / weights.sum()))]
@@ -1000,9 +1004,11 @@ class ProfiledUser(UserSimulator):
                 if match is None:
                     return None
                 told.remove(match)
-                value = self._said_as(match)
-                if re.search(r"(?:^|\s)[Aa] $", text) and value[:1].lower() in "aeiou":
-                    text = text[:-1] + "n "
+                article = re.search(r"(?:^|\s)([Aa]n?) $", text)
+                value = self._said_as(match, singular=article is not None)
+                if article:  # "a" or "an" as the value's first letter asks
+                    wanted = article.group(1)[0] + ("n" if value[:1].lower() in "aeiou" else "")
+                    text = text[: article.start(1)] + wanted + " "
                 text += value
                 statements.append(Statement(match.field, match.value, "exclusion" if match.negated else "wish"))
             texts.append(text)
