@@ -7,7 +7,7 @@ from collections import Counter
 
 import pandas as pd
 import pytest
-from conftest import default_config
+from conftest import default_config, model_free_scorer
 
 from crseval.language import tokens
 from crseval.language.concepts import ConceptMatcher
@@ -21,7 +21,7 @@ from crseval.language.titles import (
     _last_word_tokens,
 )
 from crseval.language.tokens import AnalysedText, TextAnalyses, tokenize
-from crseval.metrics.scorer import FAMILIES, build_scorer
+from crseval.metrics.scorer import FAMILIES
 from crseval.metrics.similarity import TfidfSimilarity, tfidf_rows
 
 # (user, system) turns on the demo catalog: titles, a year, a list, people, genres, a near name
@@ -72,13 +72,7 @@ def scorer(catalog_files, families):
         "cas": {**settings["cas"], "topics": "heuristic", "similarity": "tfidf"},
         "response_stats": {**settings["response_stats"], "embeddings": False, "persona_similarity": "tfidf"},
     }
-    return build_scorer(
-        films=catalog_files / "films.parquet",
-        concepts=catalog_files / "concepts.parquet",
-        lda_dir=None,
-        settings=settings,
-        embedding_cache=None,
-    )
+    return model_free_scorer(catalog_files, settings)
 
 
 @pytest.fixture

@@ -585,7 +585,8 @@ def test_a_simulated_person_counts_once_for_the_user_and_every_time_for_each_sys
     def record(system, index, seed, texts, trial=0):
         session_id = f"{system}/s{index:05d}" + (f"/t{trial}" if trial else "")
         turns = [{"user_text": text} for text in texts]
-        return {"session_id": session_id, "session_index": index, "seed": seed, "system": system, "turns": turns}
+        record = {"session_id": session_id, "session_index": index, "seed": seed, "system": system, "turns": turns}
+        return record | ({"trial": trial} if trial else {})  # as run_session records a repeated trial
 
     records = [
         record("x", 0, 11, ["hi", "a comedy"]),

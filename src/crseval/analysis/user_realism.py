@@ -339,7 +339,7 @@ def simulated_turns(
 def _kept_rank(record: dict) -> bytes:
     """Which of a simulated person's sessions the user's row keeps: the lowest hash of its seed, system and
     trial (the same whatever order the shards are read in)."""
-    trial = record["session_id"].rsplit("/", 1)[-1] if "/t" in record["session_id"] else ""
+    trial = f"t{record['trial']}" if record.get("trial") else ""
     return hashlib.sha256(f"{record.get('seed')}|{record['system']}|{trial}".encode("utf-8")).digest()
 
 

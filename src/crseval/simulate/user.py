@@ -702,7 +702,7 @@ class ProfiledUser(UserSimulator):
             )
         values = sorted(films)
         weights = np.array([asked[v] for v in values], dtype=float)
-        value = values[int(self.plan_rng.choice(len(values), p=weights / weights.sum()))]
+        value = values[_weighted(self.plan_rng, weights)]
         return films[value][int(self.plan_rng.integers(len(films[value])))], value
 
     def _shift_fields(self) -> list[str]:
@@ -715,7 +715,7 @@ class ProfiledUser(UserSimulator):
         wanted, drawn = [f for f in self.settings.field_order if asked[f] > 0], []
         while wanted:  # drawn one by one, each as often as people ask for it
             weights = np.array([asked[f] for f in wanted], dtype=float)
-            drawn.append(wanted.pop(int(self.plan_rng.choice(len(wanted), p=weights / weights.sum()))))
+            drawn.append(wanted.pop(_weighted(self.plan_rng, weights)))
         return drawn + [f for f in super()._shift_fields() if f not in drawn]
 
     def _shift_option(self, field_name: str, options: list[tuple]) -> tuple:
@@ -727,7 +727,7 @@ class ProfiledUser(UserSimulator):
         weights = np.array([asked.get(value, 0) for _, _, value in options], dtype=float)
         if not weights.sum():
             return super()._shift_option(field_name, options)
-        return options[int(self.plan_rng.choice(len(options), p=weights / weights.sum()))]
+        return options[_weighted(self.plan_rng, weights)]
 
     # ------------------------------------------------------------ wording
 
@@ -978,7 +978,7 @@ class ProfiledUser(UserSimulator):
             return catalog
         words = sorted(forms)
         weights = np.array([forms[w] for w in words], dtype=float)
-        return words[int(self.voice_rng.choice(len(words), p=weights / weights.sum()))]
+        return words[_weighted(self.voice_rng, weights)]
 
     def _fill(self, drawn: list[tuple]):
         """The drawn templates with their slots filled: the turn's values (wishes, then exclusions, as the
@@ -1118,6 +1118,11 @@ _VOICE_ACTS = {
 }
 _NO_PREFERENCE_ACTS = ("other", "small_talk")  # asked about a field it says nothing of
 _VAGUE_ACTS = ("ask", "small_talk", "other")  # an opening that says nothing of what the user wants
+
+
+def _weighted(rng: np.random.Generator, weights: np.ndarray) -> int:
+    """An index drawn as often as its weight says (people's counts)."""
+    return int(rng.choice(len(weights), p=weights / weights.sum()))
 
 
 def _slot(constraint: Constraint) -> str:
