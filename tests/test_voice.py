@@ -275,7 +275,7 @@ def test_learn_voice_pools_the_turns_by_act_and_slot_signature(voice):
             t.signature == tuple(key.split("|")[2].split(",")) if t.slots else key.endswith("|") for t in templates
         )
     assert pool_key("later", "request", ("genre:wish",)) == "later|request|genre:wish"
-    # the same words twice are one template said twice (d3's third turn and d4's second), drawn twice as often
+    # the same words by two people are one template said twice (d3's third turn and d4's second), drawn twice as often
     said = {key: [t.said for t in templates] for key, templates in voice.pools.items()}
     twice = [t.text for t in voice.pools["later|request|genre:wish"] if t.said == 2]
     assert twice == ["Got any good {genre} for tonight?"]
@@ -396,7 +396,7 @@ def test_a_voice_is_written_and_read_back_whole(tmp_path, voice):
     data = json.loads(path.read_text(encoding="utf-8"))
     data["format"] = 99
     path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(ValueError, match="a voice of format 99, not 3; learn it again"):
+    with pytest.raises(ValueError, match="a voice of format 99, not 4; learn it again"):
         Voice.read(path)
 
 
@@ -538,8 +538,9 @@ def test_the_learned_profile_needs_a_voice_and_the_others_ignore_one(demo_index,
 # ------------------------------------------------------------------ what people ask for, and how they write it
 
 ASKING = [
-    ("a1", None, ["Any comedies tonight?", "Got comedies for me?"]),
+    ("a1", None, ["Any comedies tonight?", "Got comedies for me?", "Got comedies for me?"]),
     ("a2", None, ["A comedy please", "I want a western"]),
+    ("a3", None, ["any comedies?"]),
 ]
 
 
@@ -549,12 +550,16 @@ def asking_voice(tmp_path_factory, demo_matcher):
     return learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)
 
 
-def test_the_voice_counts_the_values_people_ask_for_and_the_words_they_write_twice(asking_voice):
+def test_the_voice_counts_the_people_who_ask_for_a_value_and_the_words_they_write_twice(asking_voice):
+    # three people ask for a comedy (a1 three times: one person), one for a western
     assert asking_voice.asked("genre") == {"comedy": 3, "western": 1}
     assert asking_voice.asked("actor") == {}
-    # "comedies" twice is kept; "comedy" and "western", written once each, are not
-    assert asking_voice.said_as("genre", "comedy") == {"comedies": 2}
+    # "comedies", written in four turns, is kept; "comedy" and "western", written once each, are not
+    assert asking_voice.said_as("genre", "comedy") == {"comedies": 4}
     assert asking_voice.said_as("genre", "western") == {}
+    # a1 typing the same request twice is one person saying it: drawn as often as a2's request
+    said = {t.text: t.said for t in asking_voice.pools["later|request|genre:wish"]}
+    assert said == {"Got {genre} for me?": 1, "I want a {genre}": 1}
 
 
 def test_a_user_that_wants_what_people_ask_for_opens_with_it_as_often(demo_index, demo_matcher, asking_voice):
@@ -597,6 +602,23 @@ def test_a_user_that_wants_what_people_ask_for_shifts_to_the_fields_and_values_t
     assert shifted["catalog"]["genre"] < 0.2 * sum(shifted["catalog"].values()), shifted
     # among the genres a bridge offers, those people ask for, as often as they ask for them
     assert values["comedy"] + values["western"] > 0.5 * sum(values.values()), values
+
+
+def test_a_user_that_wants_what_people_ask_for_rules_out_what_they_ask_for(demo_index, demo_matcher, asking_voice):
+    # a contradiction with no other wish to take back rules out a value of the focus field the anchor lacks:
+    # under `wants: people` one people name (comedy or western), under `wants: catalog` any of the catalog's
+    ruled_out = {"people": Counter(), "catalog": Counter()}
+    for seed in range(40):
+        for wants, profile in (("people", "learned"), ("catalog", "realistic")):
+            settings = replace(SETTINGS, profile=profile, contradiction_rate=1.0)
+            user = make_user(demo_index, settings, TEMPLATES, seed, demo_matcher, asking_voice)
+            excluded = user._maybe_contradict()
+            if excluded is not None and excluded.field == "genre":
+                assert excluded.negated and excluded.value not in user._values(user.anchor, "genre")
+                ruled_out[wants][excluded.value] += 1
+    people, catalog = ruled_out["people"], ruled_out["catalog"]
+    assert people and set(people) <= {"comedy", "western"}, people
+    assert len(set(catalog) - {"comedy", "western"}) > 2, catalog
 
 
 def test_a_voiced_value_is_written_as_people_wrote_it(demo_index, demo_matcher, asking_voice):

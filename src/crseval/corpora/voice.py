@@ -19,7 +19,7 @@ from crseval.core.canonical import canonical_json
 from crseval.corpora.formats import reader
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.user_acts import TurnReading, act_flags, read_turn
-from crseval.simulate.voice import FIRST, LATER, LEAVE, Voice, VoiceTemplate, dialogue_part, pool_key
+from crseval.simulate.voice import FIRST, LATER, LEAVE, Voice, VoiceTemplate, dialogue_part, pool_key, speaker
 
 _UNKNOWN_WORD = re.compile(r"\b[a-z]{3,}\b")
 MIN_SAID = 2  # turns that must write a value one way before the simulated user writes it so
@@ -59,11 +59,14 @@ def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) ->
     left_out: Counter = Counter()
     acts: Counter = Counter()
     read = 0
-    said: dict[str, dict[str, int]] = {}  # pool key -> template text -> the turns that say it
+    # counted by person (the dialogue's user where the corpus names one, else the dialogue): one person
+    # typing the same request three times to a system that does not understand is one person saying it
+    said: dict[str, dict[str, set]] = {}  # pool key -> template text -> the people who say it
     said_as: dict[str, Counter] = {}  # "field|value" -> the words people wrote it with -> turns
-    asked: dict[str, Counter] = {}  # field -> value -> turns that ask for it
+    asked: dict[str, dict[str, set]] = {}  # field -> value -> the people who ask for it
     for dialogue in dialogues:
         turns = dialogue["turns"]
+        person = speaker(dialogue)
         frustrated = (dialogue.get("labels") or {}).get("satisfaction") == "frustrated"
         for position, turn in enumerate(turns):
             read += 1
@@ -85,17 +88,17 @@ def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) ->
             for (field_name, value, role), words in zip(reading.statements, reading.said_as):
                 said_as.setdefault(f"{field_name}|{value}", Counter())[words] += 1
                 if role == "wish":
-                    asked.setdefault(field_name, Counter())[value] += 1
+                    asked.setdefault(field_name, {}).setdefault(value, set()).add(person)
             keys = [pool_key(FIRST if position == 0 else LATER, reading.act, reading.slots)]
             if position == len(turns) - 1 and frustrated and not reading.slots and reading.act != "request":
                 keys.append(pool_key(LEAVE, "", ()))  # how a dissatisfied user's dialogue ends
-            for key in keys:  # the same words twice are one template, said twice
-                counts = said.setdefault(key, {})
-                if reading.template not in counts:
+            for key in keys:  # the same words twice are one template, said by each person who said them
+                people = said.setdefault(key, {})
+                if reading.template not in people:
                     pool = pools.setdefault(key, [])
                     pool.append(VoiceTemplate(f"{key}#{len(pool)}", reading.template, template_slots(reading)))
-                counts[reading.template] = counts.get(reading.template, 0) + 1
-    pools = {key: [replace(t, said=said[key][t.text]) for t in pool] for key, pool in pools.items()}
+                people.setdefault(reading.template, set()).add(person)
+    pools = {key: [replace(t, said=len(said[key][t.text])) for t in pool] for key, pool in pools.items()}
     kept = sum(acts.values())
     summary = {
         **source,
@@ -112,7 +115,7 @@ def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) ->
             for key, forms in sorted(said_as.items())
             if any(n >= MIN_SAID for n in forms.values())
         },
-        "asked": {f: dict(sorted(values.items())) for f, values in sorted(asked.items())},
+        "asked": {f: {v: len(people) for v, people in sorted(values.items())} for f, values in sorted(asked.items())},
     }
     return Voice(pools, summary)
 

@@ -547,7 +547,7 @@ class UserSimulator:
         ]
         if not values:
             return None
-        return Constraint(field_name, values[int(self.plan_rng.integers(len(values)))])
+        return Constraint(field_name, self._pick_value(field_name, values))
 
     def _shift(self) -> dict | None:
         """Move the focus to the next field through a bridge film; None when no film bridges.
@@ -577,7 +577,7 @@ class UserSimulator:
             options = distinctive or options
             if not options:
                 continue
-            film_id, shared, new_value = self._shift_option(new_field, options)
+            film_id, shared, new_value = self._pick_value(new_field, options, lambda option: option[2])
             bridge_field, bridge_value = self._rarest(shared)
             event = {
                 "from_focus": {"field": self.focus[0], "value": self.focus[1]},
@@ -603,8 +603,9 @@ class UserSimulator:
         start = (order.index(self.focus[0]) + 1) % len(order) if self.focus[0] in order else 0
         return [order[(start + step) % len(order)] for step in range(len(order))]
 
-    def _shift_option(self, field_name: str, options: list[tuple]) -> tuple:
-        """The (film, bridges, value) a shift moves to, drawn from the plan's stream."""
+    def _pick_value(self, field_name: str, options: list, value_of: Callable = lambda option: option):
+        """One of `options` drawn from the plan's stream: a value of `field_name` the user names next (a
+        shift's (film, bridges, value), whose value `value_of` reads, or a value it rules out)."""
         return options[int(self.plan_rng.integers(len(options)))]
 
     def _speakable(self, field_name: str, value: str) -> bool:
@@ -718,15 +719,15 @@ class ProfiledUser(UserSimulator):
             drawn.append(wanted.pop(_weighted(self.plan_rng, weights)))
         return drawn + [f for f in super()._shift_fields() if f not in drawn]
 
-    def _shift_option(self, field_name: str, options: list[tuple]) -> tuple:
-        """Under `wants: people`, a value drawn as often as people ask for it among the shift's options (any
-        option alike where people ask for none of them)."""
+    def _pick_value(self, field_name: str, options: list, value_of: Callable = lambda option: option):
+        """Under `wants: people`, a value drawn as often as people ask for it, whether the user shifts to it or
+        rules it out (any option alike where people ask for none of them)."""
         if self.user_profile.wants != "people":
-            return super()._shift_option(field_name, options)
+            return super()._pick_value(field_name, options, value_of)
         asked = self.voice.asked(field_name)
-        weights = np.array([asked.get(value, 0) for _, _, value in options], dtype=float)
+        weights = np.array([asked.get(value_of(option), 0) for option in options], dtype=float)
         if not weights.sum():
-            return super()._shift_option(field_name, options)
+            return super()._pick_value(field_name, options, value_of)
         return options[_weighted(self.plan_rng, weights)]
 
     # ------------------------------------------------------------ wording

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-VOICE_FORMAT = 3
+VOICE_FORMAT = 4
 FIRST, LATER, LEAVE = "first", "later", "leave"  # where in a dialogue a pool's turns were said
 
 
@@ -35,12 +35,16 @@ def part_of(dialogue_id: str, parts: int) -> int:
     return int.from_bytes(hashlib.sha256(dialogue_id.encode("utf-8")).digest()[:8], "big") % parts + 1
 
 
-def dialogue_part(record: dict, parts: int) -> int:
-    """The part of an imported dialogue (a session record): by its user where the corpus names users (the
-    importer keeps `provenance.user_id`), so that no person speaks on both sides of the split, else by the
-    id the importer gives the dialogue."""
+def speaker(record: dict) -> str:
+    """Who speaks in an imported dialogue (a session record): its user where the corpus names users (the
+    importer keeps `provenance.user_id`), else the dialogue itself (the id the importer gives it)."""
     user = (record.get("provenance") or {}).get("user_id")
-    return part_of(f"user:{user}" if user is not None else record["session_id"], parts)
+    return f"user:{user}" if user is not None else record["session_id"]
+
+
+def dialogue_part(record: dict, parts: int) -> int:
+    """The part of an imported dialogue, by its speaker, so that no person speaks on both sides of the split."""
+    return part_of(speaker(record), parts)
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ class VoiceTemplate:
     id: str
     text: str
     slots: tuple[str, ...]  # "field:role" per value, "title" per film, in the order of the text
-    said: int = 1  # the turns of the corpus that say it (at this place, with this act): how often it is drawn
+    said: int = 1  # the people of the corpus who say it (at this place, with this act): how often it is drawn
 
     @property
     def signature(self) -> tuple[str, ...]:
@@ -109,7 +113,7 @@ class Voice:
         return self.summary.get("said_as", {}).get(f"{field_name}|{value}", {})
 
     def asked(self, field_name: str) -> dict[str, int]:
-        """How many of the voice's corpus's turns ask for each value of a field (as a wish)."""
+        """How many of the voice's corpus's people ask for each value of a field (as a wish)."""
         return self.summary.get("asked", {}).get(field_name, {})
 
     @staticmethod
