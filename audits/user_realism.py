@@ -1,4 +1,4 @@
-"""Audit: how far each user profile's turns are from real users' turns (crseval.analysis.user_realism).
+"""Audit: how far each user profile's turns are from real users' turns (crseval.checks.user_realism).
 
     python audits/user_realism.py RESULTS_DIR [--reference PATH] [--format crsarena] [--resamples 1000] [--seed 0]
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from crseval.analysis.user_realism import compare_statistics, discriminator, reference_turns, simulated_turns
+from crseval.checks.user_realism import compare_statistics, discriminator, reference_turns, simulated_turns
 
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "data" / "crsarena" / "crs_arena_dial_open.json"
 

@@ -1,4 +1,4 @@
-"""Time of the `human_agreement` tables (crseval.analysis.human_agreement.agree) on an experiment's tables.
+"""Time of the `human_agreement` tables (crseval.checks.human_agreement.agree) on an experiment's tables.
 
     python benchmarks/bench_human_agreement.py results/crsarena [--resamples 10000] [--before-src PATH]
         [--before-resamples N] [--outputs]
@@ -31,7 +31,7 @@ def run_once(results: Path, resamples: int, outputs: Path | None = None) -> dict
     """Time agree here (called in the child process)."""
     import pandas as pd
 
-    from crseval.analysis import human_agreement
+    from crseval.checks import human_agreement
     from crseval.core.config_checks import fill_defaults
 
     config = {"stats": {}}

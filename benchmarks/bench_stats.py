@@ -1,4 +1,4 @@
-"""Time of the `stats` stage (crseval.analysis.comparison.compare_systems) on an experiment's sessions table.
+"""Time of the `stats` stage (crseval.statistics.comparison.compare_systems) on an experiment's sessions table.
 
     python benchmarks/bench_stats.py results/calibration [--resamples 10000] [--before-src PATH] [--before-resamples N]
     python benchmarks/bench_stats.py /tmp/synthetic-60000 --synthetic 60000 [--before-src /tmp/before/src] [--outputs]
@@ -93,8 +93,8 @@ def run_once(results: Path, resamples: int, outputs: Path | None = None) -> dict
     """Time compare_systems here (called in the child process)."""
     import pandas as pd
 
-    from crseval.analysis import comparison
     from crseval.core.config_checks import fill_defaults
+    from crseval.statistics import comparison
 
     config = {"stats": {}}
     record = results / "provenance.json"

@@ -1,4 +1,4 @@
-"""Peak memory of the `user_realism` rule (crseval.analysis.user_realism) on invented inputs.
+"""Peak memory of the `user_realism` rule (crseval.checks.user_realism) on invented inputs.
 
     python benchmarks/bench_user_realism.py [--cases normal,long-turn,large-reference,at-bound,over-bound]
         [--words 20000] [--dialogues 18361] [--resamples 10000] [--before-src PATH] [--limit-gb 8] [--outputs]
@@ -125,9 +125,20 @@ def simulated_records(sessions: int, long_words: int, seed: int = 5) -> list[dic
     return records
 
 
+PACKAGES = ("checks", "analysis")  # where user_realism lives: today, and in a tree from before the split
+
+
 def run_case(case: str, args, workdir: Path, outputs: Path | None) -> dict:
     """One case here (called in the child process)."""
-    from crseval.analysis import user_realism
+    # imported here, from the tree measured (PYTHONPATH of the child): crseval.checks, or crseval.analysis in
+    # a tree from before the library's packages were split
+    import importlib.util
+
+    user_realism = next(
+        importlib.import_module(f"crseval.{package}.user_realism")
+        for package in PACKAGES
+        if importlib.util.find_spec(f"crseval.{package}") is not None
+    )
 
     limit = int(args.limit_gb * (1 << 30))
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
@@ -191,8 +202,8 @@ def measure_realism(user_realism, reference: Path, records: list[dict], resample
 
 def measure(case: str, args, workdir: Path, source: str | None, outputs: Path | None) -> dict:
     """Run one case on the source tree `source` (this one by default) in a process of its own."""
-    if source and not (Path(source) / "crseval" / "analysis" / "user_realism.py").is_file():
-        raise SystemExit(f"--before-src {source}: no crseval/analysis/user_realism.py there (a tree's src/ folder)")
+    if source and not any((Path(source) / "crseval" / package / "user_realism.py").is_file() for package in PACKAGES):
+        raise SystemExit(f"--before-src {source}: no crseval/checks/user_realism.py there (a tree's src/ folder)")
     env = {**os.environ, "PYTHONPATH": source or str(REPO / "src")}
     command = [sys.executable, __file__, "--child", case, "--workdir", str(workdir)]
     command += ["--words", str(args.words), "--dialogues", str(args.dialogues), "--resamples", str(args.resamples)]

@@ -1,4 +1,4 @@
-"""Time of the session viewer (crseval.analysis.viewer) on a synthetic experiment, written and opened.
+"""Time of the session viewer (crseval.reports.viewer) on a synthetic experiment, written and opened.
 
     python benchmarks/bench_viewer.py [--sessions 5000] [--systems 4] [--turns 12] [--keep DIR] [--runs 3]
 
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from crseval.analysis.viewer import write_viewer
 from crseval.core.session_records import write_sessions
+from crseval.reports.viewer import write_viewer
 
 SYSTEMS = ["oracle", "template", "grounded_llm", "chat_llm", "retrieval"]
 GENRES = ["comedy", "drama", "horror", "western", "thriller", "romance", "animation", "documentary", "war", "crime"]

@@ -1,4 +1,4 @@
-"""Agreement statistics (crseval.analysis.agreement) against values computed by hand."""
+"""Agreement statistics (crseval.checks.agreement) against values computed by hand."""
 
 import math
 
@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from scipy.stats import kendalltau
 from sklearn.metrics import roc_auc_score
 
-from crseval.analysis import agreement
+from crseval.checks import agreement
 
 
 def test_auc_is_one_for_the_label_half_for_a_constant_zero_for_the_reverse():

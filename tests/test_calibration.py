@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import REPO, default_config
 
-from crseval.analysis.validity import (
+from crseval.checks.validity import (
     EXPECTATIONS,
     assess,
     cliffs_delta,

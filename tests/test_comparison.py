@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crseval.analysis import comparison
+from crseval.statistics import comparison
 
 SETTINGS = {
     "alpha": 0.05,

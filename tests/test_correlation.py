@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from crseval.analysis import correlation
+from crseval.statistics import correlation
 
 
 def sessions(values: dict[str, tuple[list, list]]) -> pd.DataFrame:

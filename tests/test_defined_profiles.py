@@ -29,7 +29,7 @@ SHY = {
     "greeting": 0.0,
     "voice": "",
 }
-# What a learned voice's summary holds under `fitted` (crseval.corpora.voice.fitted_knobs), written by hand.
+# What a learned voice's summary holds under `fitted` (crseval.corpora.voice_learning.fitted_knobs), written by hand.
 FITTED = {
     "greeting": {"value": 0.3, "statistic": "share of opening turns that greet", "n": 120},
     "thanks": {"value": 0.02, "statistic": "share of user turns that thank", "n": 500},

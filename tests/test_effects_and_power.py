@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu, wilcoxon
 from statsmodels.stats.power import TTestIndPower
 
-from crseval.analysis import effects, power, stats, stats_summary
 from crseval.judge import reliability as judge_reliability
 from crseval.metrics.response_stats import semantic_clusters
+from crseval.statistics import effects, power, summary, system_tests
 
 # --- effect sizes, by hand ---------------------------------------------------------------
 
@@ -101,25 +101,25 @@ def frame_of(values: dict, seeds=True) -> pd.DataFrame:
 def test_holm_and_bh_by_hand():
     table = pd.DataFrame({"metric": ["x", "x", "x", "y"], "p": [0.01, 0.04, 0.03, 0.02]})
     # Holm within x: sorted 0.01, 0.03, 0.04 -> 0.03, 0.06, 0.06 (monotone); y alone: 0.02
-    by_metric = stats.default_plan(scope="metric").adjust(table, ["p"])
+    by_metric = system_tests.default_plan(scope="metric").adjust(table, ["p"])
     assert by_metric["p_adj"].tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
     # BH over all four: sorted 0.01, 0.02, 0.03, 0.04 -> 0.04 each (4p/rank, then cumulative min from the top)
-    over_report = stats.default_plan(scope="report", method="bh").adjust(table, ["p"])
+    over_report = system_tests.default_plan(scope="report", method="bh").adjust(table, ["p"])
     assert over_report["p_adj"].tolist() == pytest.approx([0.04, 0.04, 0.04, 0.04])
     assert list(over_report.columns) == ["metric", "p", "p_adj"]
 
 
 def test_nan_p_values_are_not_counted_in_the_adjustment():
     table = pd.DataFrame({"metric": ["x", "x"], "p": [0.02, math.nan]})
-    adjusted = stats.default_plan().adjust(table, ["p"])
+    adjusted = system_tests.default_plan().adjust(table, ["p"])
     assert adjusted["p_adj"][0] == pytest.approx(0.02) and math.isnan(adjusted["p_adj"][1])
 
 
 def test_pairwise_rows_carry_tests_and_effects_with_cis():
     rng = np.random.default_rng(0)
     frame = frame_of({"a": rng.normal(0, 1, 40), "b": rng.normal(1, 1, 40), "c": rng.normal(0, 1, 40)})
-    plan = stats.default_plan(resamples=300, permutations=300, seed=3)
-    rows = stats.pairwise_table(frame, ["m"], plan)
+    plan = system_tests.default_plan(resamples=300, permutations=300, seed=3)
+    rows = system_tests.pairwise_table(frame, ["m"], plan)
     ab = rows[(rows.system_a == "a") & (rows.system_b == "b")].iloc[0]
     assert ab.welch_t_p_adj < 1e-3 and ab.hedges_g_ci_high < 0 and ab.cliffs_delta_ci_high < 0
     assert ab.welch_t_p <= ab.welch_t_p_adj and ab.mean_diff == pytest.approx(ab.mean_a - ab.mean_b)
@@ -127,24 +127,24 @@ def test_pairwise_rows_carry_tests_and_effects_with_cis():
     expected = mannwhitneyu(frame[frame.system == "a"].m, frame[frame.system == "b"].m, method="asymptotic").pvalue
     assert ab.mannwhitney_p == pytest.approx(expected) and "normal approximation" in ab.mannwhitney_method
     assert ab.mannwhitney_min_p == pytest.approx(2 / math.comb(80, 40)) and ab.mannwhitney_testable
-    assert rows.equals(stats.pairwise_table(frame, ["m"], plan))
+    assert rows.equals(system_tests.pairwise_table(frame, ["m"], plan))
 
 
 def test_sessions_pair_only_when_seeds_match():
-    assert stats.pairing(frame_of({"a": [1, 2], "b": [2, 3]}))[0]
-    imported, reason = stats.pairing(frame_of({"a": [1, 2], "b": [2, 3]}, seeds=False))
+    assert system_tests.pairing(frame_of({"a": [1, 2], "b": [2, 3]}))[0]
+    imported, reason = system_tests.pairing(frame_of({"a": [1, 2], "b": [2, 3]}, seeds=False))
     assert not imported and "imported" in reason
     mixed = frame_of({"a": [1, 2], "b": [2, 3]})
     mixed.loc[mixed.system == "b", "seed"] += 1
-    assert not stats.pairing(mixed)[0]
+    assert not system_tests.pairing(mixed)[0]
 
 
 def test_paired_effects_follow_a_constant_shift():
     rng = np.random.default_rng(3)
     base = rng.normal(0, 1, 30)
     frame = frame_of({"a": base + 0.5 + rng.normal(0, 0.05, 30), "b": base})
-    plan = stats.default_plan(resamples=200, permutations=2000, seed=1)
-    (row,) = stats.paired_table(frame, ["m"], plan).to_dict("records")
+    plan = system_tests.default_plan(resamples=200, permutations=2000, seed=1)
+    (row,) = system_tests.paired_table(frame, ["m"], plan).to_dict("records")
     # 30 positive differences: far beyond exact enumeration, so the normal approximation, as scipy computes it
     assert row["rank_biserial"] == pytest.approx(1.0) and row["cohens_dz"] > 5
     diff = frame[frame.system == "a"].m.to_numpy() - frame[frame.system == "b"].m.to_numpy()
@@ -156,22 +156,22 @@ def test_paired_effects_follow_a_constant_shift():
 def test_tukey_runs_after_anova_only_and_keeps_full_precision():
     rng = np.random.default_rng(1)
     frame = frame_of({"a": rng.normal(0, 1, 20), "b": rng.normal(0.123456789, 1, 20)})
-    plan = stats.default_plan()
-    anova = stats.omnibus_table(frame, ["m"], plan)
+    plan = system_tests.default_plan()
+    anova = system_tests.omnibus_table(frame, ["m"], plan)
     assert anova.loc[0, "recommended"] == "anova"
-    row = stats.posthoc_table(frame, anova, plan).iloc[0]
+    row = system_tests.posthoc_table(frame, anova, plan).iloc[0]
     expected = frame[frame.system == "a"].m.mean() - frame[frame.system == "b"].m.mean()  # a - b
     assert row.test == "Tukey HSD" and row.mean_diff == pytest.approx(expected, abs=1e-12)
 
 
 def test_summary_says_why_paired_tests_were_skipped():
     frame = frame_of({"a": [1.0, 2.0, 3.0], "b": [2.0, 3.0, 5.0]}, seeds=False)
-    plan = stats.default_plan(resamples=100, permutations=100)
-    anova = stats.omnibus_table(frame, ["m"], plan)
-    pairwise = stats.pairwise_table(frame, ["m"], plan)
-    paired, reason = stats.pairing(frame)
-    posthoc = stats.posthoc_table(frame, anova, plan)
-    text = stats_summary.markdown_summary(anova, posthoc, pairwise, pd.DataFrame(), pd.DataFrame(), reason, plan)
+    plan = system_tests.default_plan(resamples=100, permutations=100)
+    anova = system_tests.omnibus_table(frame, ["m"], plan)
+    pairwise = system_tests.pairwise_table(frame, ["m"], plan)
+    paired, reason = system_tests.pairing(frame)
+    posthoc = system_tests.posthoc_table(frame, anova, plan)
+    text = summary.markdown_summary(anova, posthoc, pairwise, pd.DataFrame(), pd.DataFrame(), reason, plan)
     assert not paired and "Not run: the sessions carry no seed (imported logs)" in text
 
 

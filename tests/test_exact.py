@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
 
-from crseval.analysis import exact
+from crseval.statistics import exact
 
 # --- Mann-Whitney -------------------------------------------------------------------------------
 

@@ -11,12 +11,12 @@ from conftest import REPO, copy_workflow, run_snakemake, write_config
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.patches import Rectangle
 
-from crseval.analysis import figures
-from crseval.analysis.aggregate import model_metrics
-from crseval.analysis.validity import validity_table
+from crseval.checks.validity import validity_table
 from crseval.core.config_checks import effective_config
 from crseval.metrics import tas_weights
 from crseval.metrics.grounded import TasSettings, session_means, tas_value
+from crseval.reports import figures
+from crseval.statistics.aggregate import model_metrics
 
 SYSTEMS = ["alpha", "beta", "gamma"]
 CALIBRATION_ROLES = ["oracle", "lag1", "lag2", "stubborn", "random", "parrot"]
@@ -249,7 +249,7 @@ def test_metric_bars_draw_each_interval_within_the_values_it_summarises(tmp_path
     axes = captured[0].axes
     for ax, metric in zip(axes, metrics):
         heights = drawn_intervals(ax)
-        name = figures.registry.thesis_name(metric)
+        name = figures.column_registry.thesis_name(metric)
         for i, row in table.iterrows():
             values = frame.loc[frame.system == row["model"], metric].dropna()
             if row[f"{name}_n"] < 2:

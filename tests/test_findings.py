@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from crseval.analysis import findings
+from crseval.reports import findings
 
 SYSTEMS = ["alpha", "beta", "<b>gamma</b>"]
 

@@ -13,7 +13,7 @@ from fake_servers import FakeOpenAI, RawReply, ScriptedOllama
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from crseval.judge.columns import CRITERIA
+from crseval.judge.judge_columns import CRITERIA
 from crseval.judge.llm_judge import Judge, JudgeParseError, parse_judgement
 from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMError, LLMRequest, LLMResponse

@@ -11,7 +11,7 @@ from scipy.stats import kendalltau, mannwhitneyu
 from sklearn.metrics import roc_auc_score
 from statsmodels.stats.proportion import proportion_confint
 
-from crseval.analysis import human_agreement as ha
+from crseval.checks import human_agreement as ha
 
 LABELS = np.array([1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0] * 2, dtype=float)
 

@@ -1,4 +1,4 @@
-"""Intervals of a system's mean (crseval.analysis.intervals) stay inside the metric's range and say why
+"""Intervals of a system's mean (crseval.statistics.intervals) stay inside the metric's range and say why
 they have no width, model_metrics.csv carries them, and the bootstrap of the effect sizes counts the
 resamples where a statistic is undefined."""
 
@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.proportion import proportion_confint
 
-from crseval.analysis import aggregate, effects, intervals, registry
-from crseval.analysis.intervals import mean_interval
+from crseval.statistics import aggregate, column_registry, effects, intervals
+from crseval.statistics.intervals import mean_interval
 
 THESIS_SESSIONS = Path(__file__).parent / "data" / "score_reference" / "thesis.sessions.parquet"
 
@@ -140,7 +140,7 @@ def test_every_interval_of_the_thesis_logs_lies_in_the_metrics_range_and_its_dat
     sessions, table = thesis_metrics
     checked = 0
     for metric in aggregate.metric_columns(sessions):
-        name, span = registry.thesis_name(metric), declared_range(registry.session_column(metric).unit)
+        name, span = column_registry.thesis_name(metric), declared_range(column_registry.session_column(metric).unit)
         for row in table.itertuples(index=False):
             row = row._asdict()
             values = sessions.loc[sessions.system == row["model"], metric].dropna()

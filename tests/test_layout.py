@@ -2,7 +2,7 @@
 
 A package may import itself and the packages before it in LAYERS, never one after it, so that a
 stage never depends on a later one (the catalog knows nothing of metrics, metrics nothing of the
-analysis). Top level holds only the command line, the planning of a config's jobs and the provenance
+statistics). Top level holds only the command line, the planning of a config's jobs and the provenance
 record, which may use anything.
 """
 
@@ -19,7 +19,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import REPO  # noqa: E402
 
 PACKAGE = REPO / "src" / "crseval"
-LAYERS = ("core", "llm", "language", "catalog", "simulate", "corpora", "metrics", "judge", "analysis")
+LAYERS = (
+    "core",
+    "llm",
+    "language",
+    "catalog",
+    "simulate",
+    "corpora",
+    "metrics",
+    "judge",
+    "statistics",
+    "checks",
+    "reports",
+)
 TOP_LEVEL = {"__init__.py", "cli.py", "planning.py", "provenance.py"}
 
 
@@ -65,8 +77,31 @@ def test_imports_run_one_way():
 
 def test_the_direction_check_sees_function_level_imports(tmp_path):
     module = tmp_path / "m.py"
-    module.write_text("def f():\n    from crseval.analysis.stats import omnibus\n    import crseval.cli\n")
-    assert imported_packages(module) == {"analysis", "cli"}
+    module.write_text("def f():\n    from crseval.statistics.system_tests import omnibus\n    import crseval.cli\n")
+    assert imported_packages(module) == {"statistics", "cli"}
+
+
+MAX_MODULES, MAX_SHARE = 15, 0.20  # a package a newcomer can read through: a room with one purpose
+
+
+def test_no_package_grows_past_a_room():
+    """No package holds more than MAX_MODULES modules or MAX_SHARE of the library's lines."""
+    lines = {p: len(p.read_text(encoding="utf-8").splitlines()) for p in PACKAGE.rglob("*.py")}
+    total = sum(lines.values())
+    for layer in LAYERS:
+        modules = [p for p in lines if p.parent == PACKAGE / layer and p.stem != "__init__"]
+        share = sum(n for p, n in lines.items() if PACKAGE / layer in p.parents) / total
+        assert len(modules) <= MAX_MODULES, f"crseval.{layer} holds {len(modules)} modules"
+        assert share <= MAX_SHARE, f"crseval.{layer} holds {share:.0%} of the library's lines"
+
+
+def test_no_two_modules_share_a_name():
+    """A name says which module it is, wherever it is read (a traceback, a docs page, an import)."""
+    names: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        if path.stem != "__init__":
+            names.setdefault(path.stem, []).append(module_name(path))
+    assert {name: where for name, where in names.items() if len(where) > 1} == {}
 
 
 def module_imports(path: Path, modules: set[str]) -> set[str]:

@@ -12,15 +12,15 @@ import pandas as pd
 import pytest
 from conftest import REPO, default_config, model_free_scorer, shard_inputs
 
-from crseval.analysis.aggregate import model_metrics, to_table, write_shard_tables
-from crseval.analysis.user_realism import load_reference, simulated_turns
-from crseval.analysis.viewer import write_viewer
+from crseval.checks.user_realism import load_reference, simulated_turns
 from crseval.cli import main
 from crseval.core.io import JsonLinesError, json_line, read_json_lines, write_json_lines
 from crseval.core.session_records import read_sessions, read_shards
 from crseval.metrics.scorer import with_labels
+from crseval.reports.viewer import write_viewer
 from crseval.simulate.sessions import load_progress
 from crseval.simulate.shard import build_shard_runner
+from crseval.statistics.aggregate import model_metrics, to_table, write_shard_tables
 
 BREAKS = ("\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e")
 

@@ -13,8 +13,8 @@ from conftest import REPO
 from test_judge import SESSION
 
 from crseval.core.io import sha256_file
-from crseval.judge.columns import CRITERIA, geval_column
 from crseval.judge.geval import token_at
+from crseval.judge.judge_columns import CRITERIA, geval_column
 from crseval.judge.llm_judge import Judge
 from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMRequest

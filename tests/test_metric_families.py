@@ -8,10 +8,10 @@ import dataclasses
 import pytest
 from conftest import default_config
 
-from crseval.analysis import validity
+from crseval.checks import validity
 from crseval.core.columns import Column
 from crseval.core.config_checks import load_schema
-from crseval.judge import columns as judge_columns
+from crseval.judge import judge_columns
 from crseval.metrics import families, scorer
 from crseval.metrics.expectations import ASKER_OVER_LITERAL, LAGS, Expectation, expand, lag_roles
 from crseval.metrics.family import FamilyKind

@@ -15,9 +15,8 @@ from fake_servers import FakeOllama, FakeOpenAI
 from test_judge import SESSION, make_judge, reply
 
 from crseval import planning
-from crseval.analysis import aggregate, registry
 from crseval.core.config_checks import ConfigError, load_schema
-from crseval.judge import columns, reliability
+from crseval.judge import judge_columns, reliability
 from crseval.judge.geval import GEvalError, expected_score, geval_scores, score_offsets, token_at
 from crseval.judge.llm_judge import Judge
 from crseval.language.concepts import ConceptMatcher
@@ -27,6 +26,7 @@ from crseval.llm.client import RetryPolicy
 from crseval.llm.openai_backend import OpenAIBackend
 from crseval.llm.prompts import PromptTemplate
 from crseval.planning import check_config
+from crseval.statistics import aggregate, column_registry
 
 # --- G-Eval on stubbed token probabilities ---------------------------------------------------------
 
@@ -108,7 +108,10 @@ def test_a_digit_with_a_space_in_its_token_counts_as_that_digit():
 
 def test_missing_geval_scores_say_why():
     text = scored_reply()
-    assert geval_scores(text, None) == ({}, {c: "the reply came without token probabilities" for c in columns.CRITERIA})
+    assert geval_scores(text, None) == (
+        {},
+        {c: "the reply came without token probabilities" for c in judge_columns.CRITERIA},
+    )
     merged = [{"token": t} for t in tokenise(text)]
     i = next(i for i, t in enumerate(merged) if t["token"] == "4")
     merged[i : i + 2] = [{"token": "4,", "logprob": -0.1, "top_logprobs": [{"token": "4,", "logprob": -0.1}]}]
@@ -161,7 +164,7 @@ def test_the_judge_writes_geval_columns_and_the_cache_keeps_the_probabilities(ma
     client = LLMClient(backend, ResponseCache(tmp_path), RetryPolicy(0, 0.0))
     row = stub_judge(client, matcher, samples=2).judge_session(SESSION)
     assert backend.requests[0].top_logprobs == 5 and client.calls == 2
-    assert {c: row[columns.geval_column(c)] for c in columns.CRITERIA} == pytest.approx(EXPECTED, abs=1e-12)
+    assert {c: row[judge_columns.geval_column(c)] for c in judge_columns.CRITERIA} == pytest.approx(EXPECTED, abs=1e-12)
     assert row["judge_geval_missing_reason"] is None and row["judge_coherence"] == 5
     again = LLMClient(StubBackend(), ResponseCache(tmp_path), RetryPolicy(0, 0.0))
     assert stub_judge(again, matcher, samples=2).judge_session(SESSION) == row
@@ -181,7 +184,7 @@ def test_ollama_gives_no_probabilities_so_geval_is_nan_with_the_reason(matcher):
         judge.top_logprobs = 10
         row = judge.judge_session(SESSION)
         assert "logprobs" not in json.dumps(server.requests[0]["body"])
-    assert all(math.isnan(row[columns.geval_column(c)]) for c in columns.CRITERIA)
+    assert all(math.isnan(row[judge_columns.geval_column(c)]) for c in judge_columns.CRITERIA)
     assert row["judge_geval_missing_reason"] == "the ollama backend gives no token probabilities"
     assert row["judge_coherence"] == 5  # the scores themselves are there
 
@@ -202,7 +205,7 @@ def test_openai_backend_asks_for_and_reads_token_probabilities(matcher):
         row = stub_judge(client, matcher, name="served", top_logprobs=7).judge_session(SESSION)
         body = server.requests[0]["body"]
     assert body["logprobs"] is True and body["top_logprobs"] == 7
-    assert {c: row[columns.geval_column(c, "served")] for c in columns.CRITERIA} == pytest.approx(EXPECTED)
+    assert {c: row[judge_columns.geval_column(c, "served")] for c in judge_columns.CRITERIA} == pytest.approx(EXPECTED)
     with FakeOpenAI(content=lambda body: scored_reply()) as server:  # a server that ignores logprobs
         client = LLMClient(OpenAIBackend("judge-model", base_url=server.base_url), None, RetryPolicy(0, 0.0))
         row = stub_judge(client, matcher).judge_session(SESSION)
@@ -233,27 +236,31 @@ def test_unusable_token_probabilities_are_left_out_and_the_reply_kept():
 def test_a_panel_judge_writes_exactly_its_declared_columns(matcher):
     client = LLMClient(StubBackend(), None, RetryPolicy(0, 0.0))
     row = stub_judge(client, matcher, name="gemma").judge_session(SESSION)
-    assert set(row) - {"system", "session_id", "session_index"} == {c.name for c in columns.panel_columns("gemma")}
+    assert set(row) - {"system", "session_id", "session_index"} == {
+        c.name for c in judge_columns.panel_columns("gemma")
+    }
     assert row["judge_gemma_coherence"] == 5 and row["judge_gemma_coherence_geval"] == pytest.approx(4.125)
-    assert not any(c.name in row for c in columns.SESSION_COLUMNS)  # none of the first judge's columns
-    declared = registry.session_column("judge_gemma_coherence")
+    assert not any(c.name in row for c in judge_columns.SESSION_COLUMNS)  # none of the first judge's columns
+    declared = column_registry.session_column("judge_gemma_coherence")
     assert declared.metric and declared.label == "judge gemma: coherence" and declared.thesis_name is None
-    assert not registry.session_column("judge_gemma_coherence_rationale").metric
-    assert registry.undeclared(["judge_gemma_coherence", "judge_gemma_bonus", "judge_bonus_coherence"]) == [
+    assert not column_registry.session_column("judge_gemma_coherence_rationale").metric
+    assert column_registry.undeclared(["judge_gemma_coherence", "judge_gemma_bonus", "judge_bonus_coherence"]) == [
         "judge_gemma_bonus"
     ]  # `bonus` could be a panel judge's name; `judge_gemma_bonus` is no judge's column
 
 
 def test_panel_names_cannot_write_the_first_judges_columns():
     pattern = load_schema()["properties"]["judge"]["properties"]["panel"]["items"]["properties"]["name"]["pattern"]
-    assert pattern == columns.PANEL_NAME
-    assert "valid" in columns.RESERVED_NAMES  # `valid` would write judge_valid_samples, the first judge's
-    assert all(not re.match(columns.PANEL_NAME, name) for name in columns.RESERVED_NAMES)
+    assert pattern == judge_columns.PANEL_NAME
+    assert "valid" in judge_columns.RESERVED_NAMES  # `valid` would write judge_valid_samples, the first judge's
+    assert all(not re.match(judge_columns.PANEL_NAME, name) for name in judge_columns.RESERVED_NAMES)
     for name in ("gemma", "qwen2", "judge", "validx", "raw2"):
-        assert re.match(columns.PANEL_NAME, name) and columns.panel_judge_of(f"judge_{name}_coherence") == name
-        assert {c.name for c in columns.panel_columns(name)}.isdisjoint(registry.SESSION_COLUMNS)
-    for first in registry.SESSION_COLUMNS:
-        assert columns.panel_judge_of(first) is None, first
+        assert (
+            re.match(judge_columns.PANEL_NAME, name) and judge_columns.panel_judge_of(f"judge_{name}_coherence") == name
+        )
+        assert {c.name for c in judge_columns.panel_columns(name)}.isdisjoint(column_registry.SESSION_COLUMNS)
+    for first in column_registry.SESSION_COLUMNS:
+        assert judge_columns.panel_judge_of(first) is None, first
 
 
 def test_aggregate_types_panel_columns_and_averages_them_per_system():
@@ -343,11 +350,11 @@ def test_panel_config_errors_name_their_key():
 def two_judges(first: list, second: list, systems: list | None = None) -> pd.DataFrame:
     systems = systems or ["a"] * len(first)
     frame = pd.DataFrame({"system": systems, "session_index": range(len(first))})
-    for criterion in columns.CRITERIA:
-        frame[columns.score_column(criterion)] = np.array(first, float)
-        frame[columns.samples_column(criterion)] = [json.dumps([v]) for v in first]
-        frame[columns.score_column(criterion, "gemma")] = np.array(second, float)
-        frame[columns.samples_column(criterion, "gemma")] = [json.dumps([v]) for v in second]
+    for criterion in judge_columns.CRITERIA:
+        frame[judge_columns.score_column(criterion)] = np.array(first, float)
+        frame[judge_columns.samples_column(criterion)] = [json.dumps([v]) for v in first]
+        frame[judge_columns.score_column(criterion, "gemma")] = np.array(second, float)
+        frame[judge_columns.samples_column(criterion, "gemma")] = [json.dumps([v]) for v in second]
     return frame
 
 

@@ -10,7 +10,7 @@ import pytest
 from scipy.stats import studentized_range
 from statsmodels.stats.multicomp import MultiComparison
 
-from crseval.analysis import posthoc
+from crseval.statistics import posthoc
 
 # three systems of unequal sizes, written out so every number below can be recomputed by hand
 GROUPS = {

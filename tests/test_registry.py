@@ -18,8 +18,7 @@ from conftest import REPO, default_config, model_free_scorer
 from fake_servers import FakeOllama
 from test_judge import SESSION, make_judge, reply
 
-from crseval.analysis import aggregate, registry
-from crseval.analysis.validity import EXPECTATIONS
+from crseval.checks.validity import EXPECTATIONS
 from crseval.core.columns import SESSION_ID_COLUMNS, Column
 from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.response_stats import CLUSTER_KEYS
@@ -27,6 +26,7 @@ from crseval.metrics.scorer import FAMILIES
 from crseval.simulate.agents import AgentSettings, TemplateAgent
 from crseval.simulate.sessions import SessionContext, run_session, session_seed
 from crseval.simulate.user import SimulatorSettings, Templates
+from crseval.statistics import aggregate, column_registry
 
 SESSION_IDS = {c.name for c in SESSION_ID_COLUMNS} - {"shard", "trial"}  # added by aggregate
 
@@ -65,17 +65,19 @@ def scored(demo_index, catalog_files):
 
 def test_the_scorer_writes_exactly_the_declared_columns(scored):
     sessions, turns = scored
-    declared = [c.name for _, columns, _ in registry.WRITERS[1:-1] for c in columns]  # scorer and families
+    declared = [c.name for _, columns, _ in column_registry.WRITERS[1:-1] for c in columns]  # scorer and families
     assert sorted(set(sessions.columns) - SESSION_IDS) == sorted(declared)
-    declared_turns = {c.name for _, _, columns in registry.WRITERS for c in columns} - {"shard", "trial"}
+    declared_turns = {c.name for _, _, columns in column_registry.WRITERS for c in columns} - {"shard", "trial"}
     assert set(turns.columns) == declared_turns
-    assert registry.undeclared(sessions.columns) == [] and registry.undeclared(turns.columns, "turns") == []
+    assert (
+        column_registry.undeclared(sessions.columns) == [] and column_registry.undeclared(turns.columns, "turns") == []
+    )
 
 
 def test_ground_truth_columns_are_exactly_those_missing_without_it(scored):
     sessions, _ = scored
     simulated, imported = sessions.iloc[0], sessions.iloc[1]
-    for column in registry.SESSION_COLUMNS.values():
+    for column in column_registry.SESSION_COLUMNS.values():
         if column.name not in sessions or not column.metric:
             continue
         if column.ground_truth:
@@ -88,7 +90,7 @@ def test_ground_truth_columns_are_exactly_those_missing_without_it(scored):
     undefined_here = {"elicitation_rate", "undisclosed_met", "turns_to_undisclosed", "turns_to_success", "abandoned"}
     measured = [
         c
-        for c in registry.SESSION_COLUMNS.values()
+        for c in column_registry.SESSION_COLUMNS.values()
         if c.ground_truth and c.name in sessions and c.name not in undefined_here
     ]
     assert sum(not pd.isna(simulated[c.name]) for c in measured) >= len(measured) - 2  # delays: NaN if none recovered
@@ -98,7 +100,7 @@ def test_the_judge_writes_exactly_its_declared_columns(small_index):
     matcher = ConceptMatcher(small_index.concepts, small_index.films)
     with FakeOllama(content=lambda body: reply()) as server:
         row = make_judge(server, matcher, samples=2).judge_session(SESSION)
-    judge = {c.name for c in registry.WRITERS[-1][1]}
+    judge = {c.name for c in column_registry.WRITERS[-1][1]}
     assert set(row) - {"system", "session_id", "session_index"} == judge
     with FakeOllama(content=lambda body: "not json") as server:
         failed = make_judge(server, matcher, retries=0).judge_session(SESSION)
@@ -115,33 +117,33 @@ def test_a_column_nobody_declared_stops_the_aggregate():
 def test_a_column_is_declared_once():
     twice = (Column("x", "x", "0-1", True),), (Column("x", "x", "0-1", False),)
     with pytest.raises(ValueError, match="declared twice"):
-        registry._by_name(*twice)
+        column_registry._by_name(*twice)
 
 
 def test_docs_carry_the_column_reference_as_declared():
     document = (REPO / "docs" / "metrics.md").read_text(encoding="utf-8")
-    assert registry.with_reference(document) == document, (
-        "docs/metrics.md: rewrite the column reference with `.venv/bin/python -m crseval.analysis.registry "
+    assert column_registry.with_reference(document) == document, (
+        "docs/metrics.md: rewrite the column reference with `.venv/bin/python -m crseval.statistics.column_registry "
         "docs/metrics.md`"
     )
-    reference = document.partition(registry.DOCS_START)[2].partition(registry.DOCS_END)[0]
-    for name in {*registry.SESSION_COLUMNS, *registry.TURN_COLUMNS}:
+    reference = document.partition(column_registry.DOCS_START)[2].partition(column_registry.DOCS_END)[0]
+    for name in {*column_registry.SESSION_COLUMNS, *column_registry.TURN_COLUMNS}:
         assert f"| `{name}` |" in reference, name
-    stale = registry.with_reference(document.replace("| `tas_copying` |", "| `tas_copy` |"))
+    stale = column_registry.with_reference(document.replace("| `tas_copying` |", "| `tas_copy` |"))
     assert stale != document.replace("| `tas_copying` |", "| `tas_copy` |")
 
 
 def test_every_validity_expectation_reads_a_declared_direction():
     for expectation in EXPECTATIONS:
-        column = registry.session_column(expectation.metric)
+        column = column_registry.session_column(expectation.metric)
         assert column.metric and isinstance(expectation.higher_is_better, bool), expectation.metric
 
 
 def test_configured_metrics_are_declared_metrics():
     for name in default_config()["stats"]["metrics"]:
-        assert registry.session_column(name).metric, name
+        assert column_registry.session_column(name).metric, name
     with pytest.raises(KeyError, match="declared by no metric family"):
-        registry.session_column("tas_bonus")
+        column_registry.session_column("tas_bonus")
 
 
 def test_model_metrics_use_thesis_names_and_skip_what_is_not_a_metric():

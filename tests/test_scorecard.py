@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from crseval.analysis import scorecard
+from crseval.checks import scorecard
 
 
 def tables():

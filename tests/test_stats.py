@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from scipy.stats import rankdata
 
-from crseval.analysis import stats, stats_summary
-from crseval.analysis.aggregate import model_metrics, to_table
+from crseval.statistics import summary, system_tests
+from crseval.statistics.aggregate import model_metrics, to_table
 
-PLAN = stats.default_plan(resamples=200, permutations=2000, seed=3)
+PLAN = system_tests.default_plan(resamples=200, permutations=2000, seed=3)
 
 
 def synthetic(seed, shift=0.0, n=30):
@@ -37,18 +37,18 @@ def frame_of(values: dict, seeds=True) -> pd.DataFrame:
 
 def test_a_real_difference_is_found_by_anova_and_tukey():
     frame = synthetic(1, shift=1.0)
-    result = stats.omnibus(frame, "metric", PLAN)
+    result = system_tests.omnibus(frame, "metric", PLAN)
     assert result["recommended"] == "anova" and result["posthoc"] == "Tukey HSD"
     assert result["anova_p"] < 1e-6 and result["kruskal_p"] < 1e-4 and result["welch_p"] < 1e-6
     assert result["permutation_p"] == pytest.approx(1 / 2001)
     assert 0.3 < result["eta_squared"] < 0.9
-    table = stats.posthoc_table(frame, pd.DataFrame([result]), PLAN)
+    table = system_tests.posthoc_table(frame, pd.DataFrame([result]), PLAN)
     assert {(r.system_a, r.system_b) for r in table.itertuples() if r.differs} == {("a", "c"), ("b", "c")}
 
 
 def test_no_difference_gives_at_most_the_stated_false_positive_rate():
     repeats = 100
-    anova_hits = sum(stats.omnibus(synthetic(seed), "metric", PLAN)["anova_p"] < 0.05 for seed in range(repeats))
+    anova_hits = sum(system_tests.omnibus(synthetic(seed), "metric", PLAN)["anova_p"] < 0.05 for seed in range(repeats))
     # expected 5 % (5 of 100); the binomial 99 % upper bound is 11
     assert anova_hits <= 11
 
@@ -56,7 +56,7 @@ def test_no_difference_gives_at_most_the_stated_false_positive_rate():
 def test_six_against_six_with_ties_gives_the_exact_permutation_p():
     a = np.array([1.0, 2.0, 2.0, 3.0, 3.0, 3.0])
     b = np.array([2.0, 3.0, 4.0, 4.0, 5.0, 5.0])
-    (row,) = stats.pairwise(frame_of({"a": a, "b": b}), "metric", PLAN)
+    (row,) = system_tests.pairwise(frame_of({"a": a, "b": b}), "metric", PLAN)
     # every one of the C(12, 6) = 924 splits of the pooled midranks, counted here
     ranks = rankdata(np.concatenate([a, b]))
     observed = abs(ranks[:6].sum() - 6 * 13 / 2)
@@ -71,16 +71,16 @@ def test_six_pairs_cannot_pass_holm_over_six_comparisons_and_say_so():
     p <= 0.05/6 first: not testable, whatever the data; 8 pairs would do (2/256 <= 0.05/6)."""
     rng = np.random.default_rng(0)
     values = {s: rng.normal(k, 0.1, 6) for k, s in enumerate("abcd")}  # clear differences
-    plan = stats.default_plan(scope="metric", resamples=100, permutations=500)
-    table = stats.paired_table(frame_of(values), ["metric"], plan)
+    plan = system_tests.default_plan(scope="metric", resamples=100, permutations=500)
+    table = system_tests.paired_table(frame_of(values), ["metric"], plan)
     assert len(table) == 6 and np.allclose(table["wilcoxon_min_p"], 1 / 32)
     assert np.allclose(table["wilcoxon_p"], 1 / 32)  # every difference of one sign
     assert not table["wilcoxon_testable"].any() and (table["wilcoxon_sessions_to_test"] == 8).all()
-    anova = stats.omnibus_table(frame_of(values), ["metric"], plan)
-    text = stats_summary.markdown_summary(
+    anova = system_tests.omnibus_table(frame_of(values), ["metric"], plan)
+    text = summary.markdown_summary(
         anova,
-        stats.posthoc_table(frame_of(values), anova, plan),
-        stats.pairwise_table(frame_of(values), ["metric"], plan),
+        system_tests.posthoc_table(frame_of(values), anova, plan),
+        system_tests.pairwise_table(frame_of(values), ["metric"], plan),
         table,
         pd.DataFrame(),
         "paired",
@@ -93,11 +93,11 @@ def test_a_system_without_spread_does_not_remove_the_metric(monkeypatch):
     """Welch's ANOVA is undefined when a system is constant; the recommended test falls back, with the reason."""
     rng = np.random.default_rng(2)
     frame = frame_of({"a": rng.normal(1, 0.3, 12), "b": rng.normal(1.2, 0.3, 12), "c": np.zeros(12)})
-    monkeypatch.setattr(stats, "_recommend", lambda *args: ("welch", "forced for the test"))
-    row = stats.omnibus(frame, "metric", PLAN)
+    monkeypatch.setattr(system_tests, "_recommend", lambda *args: ("welch", "forced for the test"))
+    row = system_tests.omnibus(frame, "metric", PLAN)
     assert math.isnan(row["welch_p"]) and row["recommended"] == "kruskal"
     assert row["recommended_p"] == row["kruskal_p"] < 0.05 and "Welch ANOVA is undefined" in row["recommended_because"]
-    table = stats.omnibus_table(frame, ["metric"], PLAN)
+    table = system_tests.omnibus_table(frame, ["metric"], PLAN)
     assert table.loc[0, "recommended_p_adj"] == pytest.approx(row["kruskal_p"])
 
 
@@ -105,18 +105,18 @@ def test_a_system_with_one_session_is_left_out_everywhere_with_the_reason():
     rng = np.random.default_rng(4)
     values = {"a": rng.normal(0, 1, 6), "b": rng.normal(1, 1, 6), "c": rng.normal(2, 1, 6)}
     frame = frame_of({**values, "d": [0.5, np.nan, np.nan, np.nan, np.nan, np.nan]})
-    anova = stats.omnibus_table(frame, ["metric"], PLAN)
+    anova = system_tests.omnibus_table(frame, ["metric"], PLAN)
     assert anova.loc[0, "systems"] == 3 and anova.loc[0, "n"] == 18
     assert anova.loc[0, "left_out"] == "d: 1 of 6 sessions have a value (fewer than 3)"
     assert anova.loc[0, "not_missing_at_random"] and anova.loc[0, "missing"] == "d 5/6"
     for table in (
-        stats.posthoc_table(frame, anova, PLAN),
-        stats.pairwise_table(frame, ["metric"], PLAN),
-        stats.paired_table(frame, ["metric"], PLAN),
+        system_tests.posthoc_table(frame, anova, PLAN),
+        system_tests.pairwise_table(frame, ["metric"], PLAN),
+        system_tests.paired_table(frame, ["metric"], PLAN),
     ):
         assert len(table) == 3 and "d" not in set(table["system_a"]) | set(table["system_b"])
     empty = pd.DataFrame()
-    text = stats_summary.markdown_summary(anova, empty, empty, empty, empty, "", PLAN)
+    text = summary.markdown_summary(anova, empty, empty, empty, empty, "", PLAN)
     assert "metric: left out of every test: d: 1 of 6 sessions have a value" in text
     assert "not missing at random" in text
 
@@ -124,13 +124,13 @@ def test_a_system_with_one_session_is_left_out_everywhere_with_the_reason():
 def test_the_rule_picks_the_test_and_says_which():
     rng = np.random.default_rng(7)
     skewed = pd.DataFrame([{"system": s, "metric": v} for s in ("a", "b") for v in rng.exponential(1.0, 40) ** 3])
-    row = stats.omnibus(skewed, "metric", PLAN)
+    row = system_tests.omnibus(skewed, "metric", PLAN)
     assert row["recommended"] == "kruskal" and row["posthoc"] == "Mann-Whitney"
     assert row["recommended_because"] == "residuals not normal (Shapiro-Wilk)"
-    small = stats.omnibus(synthetic(2, n=6), "metric", PLAN)
+    small = system_tests.omnibus(synthetic(2, n=6), "metric", PLAN)
     assert small["recommended"] == "permutation" and small["recommended_because"] == "fewer than 10 sessions per system"
     assert small["recommended_p"] == small["permutation_p"] >= small["permutation_min_p"]
-    assert stats.omnibus(pd.DataFrame({"system": ["a", "b"], "metric": [1.0, 2.0]}), "metric", PLAN)["note"]
+    assert system_tests.omnibus(pd.DataFrame({"system": ["a", "b"], "metric": [1.0, 2.0]}), "metric", PLAN)["note"]
 
 
 def test_paired_tests_use_the_same_sessions():
@@ -143,11 +143,11 @@ def test_paired_tests_use_the_same_sessions():
             for i in range(25)
         ]
     )
-    (row,) = stats.paired(frame, "metric", PLAN)
+    (row,) = system_tests.paired(frame, "metric", PLAN)
     assert row["pairs"] == 25 and row["mean_diff"] == pytest.approx(-0.3, abs=0.05)
     assert row["wilcoxon_p"] < 1e-3 and row["paired_t_p"] < 1e-10
     # unpaired, the session-to-session spread hides the same difference
-    assert stats.omnibus(frame, "metric", PLAN)["anova_p"] > 0.05
+    assert system_tests.omnibus(frame, "metric", PLAN)["anova_p"] > 0.05
 
 
 def test_model_metrics_names_and_explicit_types():
@@ -178,15 +178,15 @@ def test_model_metrics_names_and_explicit_types():
 def test_resamples_where_an_effect_is_undefined_are_counted_not_hidden():
     """Hedges' g is undefined in a resample where both systems draw only zeros (no spread): P = (3/4)^4 x 1."""
     frame = frame_of({"a": [0.0, 0.0, 0.0, 1.0], "b": [0.0, 0.0, 0.0, 0.0]})
-    plan = stats.default_plan(resamples=4000, permutations=200)
-    (row,) = stats.pairwise(frame, "metric", plan)
+    plan = system_tests.default_plan(resamples=4000, permutations=200)
+    (row,) = system_tests.pairwise(frame, "metric", plan)
     assert row["hedges_g_undefined_resamples"] / 4000 == pytest.approx(0.75**4, abs=0.03)
     assert row["cliffs_delta_undefined_resamples"] == 0
 
 
 def test_a_pair_without_any_spread_has_no_test_and_is_not_called_not_testable():
     frame = frame_of({"a": np.zeros(12), "b": np.zeros(12), "c": np.arange(12.0)})
-    table = stats.pairwise_table(frame, ["metric"], PLAN)
+    table = system_tests.pairwise_table(frame, ["metric"], PLAN)
     ab = table[(table.system_a == "a") & (table.system_b == "b")].iloc[0]
     assert math.isnan(ab["mannwhitney_p"]) and ab["mannwhitney_testable"] is None
     assert math.isnan(ab["mannwhitney_sessions_to_test"])

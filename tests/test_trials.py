@@ -1,4 +1,4 @@
-"""Repeated trials (crseval.analysis.trials): per-user means, pass^k and pass@k with their user bootstrap,
+"""Repeated trials (crseval.statistics.trials): per-user means, pass^k and pass@k with their user bootstrap,
 the between-trial share of the variance and the users x trials plan, by hand."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import comb
 
-from crseval.analysis import figures
-from crseval.analysis import trials as tr
-from crseval.analysis.intervals import expanded_tail
+from crseval.reports import figures
+from crseval.statistics import trials as tr
+from crseval.statistics.intervals import expanded_tail
 
 NAN = math.nan
 

@@ -9,7 +9,7 @@ import pandas as pd
 import yaml
 from conftest import planned_jobs, planned_outputs, run_snakemake
 
-from crseval.analysis import trials
+from crseval.statistics import trials
 
 
 def digests(folder):

@@ -1,6 +1,6 @@
 """The user audit counts how each profile's turns were worded and re-reads every turn against its ground truth."""
 
-from crseval.analysis.user_audit import audit_markdown, audit_table, misread, pools_table
+from crseval.checks.user_audit import audit_markdown, audit_table, misread, pools_table
 from crseval.language.concepts import ConceptMatcher
 
 

@@ -44,7 +44,7 @@ INVENTED_DIALOGUES = [
 
 
 def invented_voice(index):
-    from crseval.corpora.voice import learn_voice
+    from crseval.corpora.voice_learning import learn_voice
 
     dialogues = [
         {

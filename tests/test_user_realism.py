@@ -1,4 +1,4 @@
-"""User realism (crseval.analysis.user_realism) against values computed by hand."""
+"""User realism (crseval.checks.user_realism) against values computed by hand."""
 
 import hashlib
 import json
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crseval.analysis.user_realism import (
+from crseval.checks.user_realism import (
     FLOOR,
     Reference,
     UserTurns,
@@ -323,7 +323,7 @@ DIALOGUES = [_dialogue(i, _SAID[i % 4], f"u{i // 2}") for i in range(12)]
 
 
 def test_the_real_side_is_held_out_from_the_voices_part(tmp_path):
-    from crseval.corpora.voice import corpus_dialogues
+    from crseval.corpora.voice_learning import corpus_dialogues
     from crseval.simulate.voice import dialogue_part
 
     corpus = _corpus(tmp_path / "corpus.jsonl", DIALOGUES)
@@ -448,7 +448,7 @@ def test_a_long_turn_keeps_the_bootstrap_small_and_is_counted_as_the_longest_wor
     """A 20,000-word turn once made every bootstrap draw a histogram as wide as it (about 340 MB here)."""
     import tracemalloc
 
-    from crseval.analysis import user_realism
+    from crseval.checks import user_realism
 
     long = " ".join(["word"] * 20_000)
     simulated = UserTurns(
@@ -479,7 +479,7 @@ def test_a_long_turn_keeps_the_bootstrap_small_and_is_counted_as_the_longest_wor
 
 
 def test_the_report_says_how_many_turns_are_over_the_words_counted():
-    from crseval.analysis.user_realism import MAX_TURN_WORDS
+    from crseval.checks.user_realism import MAX_TURN_WORDS
 
     table = pd.concat(
         [
@@ -496,7 +496,7 @@ def test_many_sessions_are_drawn_a_block_at_a_time(monkeypatch):
     """Resamples x sessions indices once all drawn at once: 20,000 x 600 took about 290 MB here."""
     import tracemalloc
 
-    from crseval.analysis import user_realism
+    from crseval.checks import user_realism
 
     said = ["any comedy?", "seen it", "what is it about?", "ok thanks, I'll watch it", "something newer"]
     simulated = UserTurns("sim", said * 240, [f"s{i}" for i in range(600)] * 2)  # 600 sessions of two turns
@@ -516,7 +516,7 @@ def test_many_sessions_are_drawn_a_block_at_a_time(monkeypatch):
 def test_the_draws_do_not_depend_on_the_block_they_are_drawn_in(monkeypatch):
     """The same Generator draws the same indices in one block or in many: every statistic is the same, but
     for the variety of words, whose sums BLAS adds in an order that depends on the block's shape."""
-    from crseval.analysis import user_realism
+    from crseval.checks import user_realism
 
     rng = np.random.default_rng(4)
     words = ["film", "movie", "good", "watch", "tonight", "maybe", "comedy?", "seen", "it", "thanks"]
@@ -541,8 +541,8 @@ def test_the_draws_do_not_depend_on_the_block_they_are_drawn_in(monkeypatch):
 
 
 def test_a_reference_over_the_bytes_read_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    from crseval.analysis import user_realism
-    from crseval.corpora import voice
+    from crseval.checks import user_realism
+    from crseval.corpora import voice_learning
 
     corpus = _corpus(tmp_path / "corpus.jsonl", DIALOGUES)
     monkeypatch.setattr(user_realism, "MAX_REFERENCE_BYTES", corpus.stat().st_size - 1)
@@ -550,14 +550,14 @@ def test_a_reference_over_the_bytes_read_is_refused_before_it_is_read(tmp_path, 
     def unread(*_):
         raise AssertionError("the reference was read")
 
-    monkeypatch.setattr(voice, "corpus_dialogues", unread)
+    monkeypatch.setattr(voice_learning, "corpus_dialogues", unread)
     for call in (lambda: load_reference(corpus, "jsonl"), lambda: load_reference(corpus, "jsonl", {}, corpus)):
         with pytest.raises(user_realism.ReferenceTooLarge, match=rf"corpus\.jsonl: {corpus.stat().st_size:,} bytes"):
             call()
 
 
 def test_a_reference_over_the_dialogues_measured_is_refused(tmp_path, monkeypatch):
-    from crseval.analysis import user_realism
+    from crseval.checks import user_realism
 
     corpus = _corpus(tmp_path / "corpus.jsonl", DIALOGUES)
     monkeypatch.setattr(user_realism, "MAX_REFERENCE_DIALOGUES", 11)

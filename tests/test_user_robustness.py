@@ -1,4 +1,4 @@
-"""Do the conclusions depend on the simulated user (crseval.analysis.user_robustness): matched systems,
+"""Do the conclusions depend on the simulated user (crseval.statistics.user_robustness): matched systems,
 orders, tau-b with its session bootstrap, the best system and the pairs the tests tell apart, by hand."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import stats as scipy_stats
 
-from crseval.analysis import comparison
-from crseval.analysis import user_robustness as ur
+from crseval.statistics import comparison
+from crseval.statistics import user_robustness as ur
 
 MATCHED = {"a": {"x": "a-x", "y": "a-y"}, "b": {"x": "b-x", "y": "b-y"}, "c": {"x": "c-x", "y": "c-y"}}
 

@@ -1,4 +1,4 @@
-"""The session viewer's files (crseval.analysis.viewer) on a hand-written experiment: two systems that
+"""The session viewer's files (crseval.reports.viewer) on a hand-written experiment: two systems that
 meet the same three simulated users, and one imported dialogue whose texts hold markup.
 
 The per-turn TAS of turns.parquet is (user + 1) / 10 + turn / 100, plus 0.5 for the oracle: the oracle's
@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from crseval.analysis import viewer
 from crseval.core.session_records import load_schema, session_validator, write_sessions
+from crseval.reports import viewer
 
 SHA = "0" * 64
 INJECTION = "<img src=x onerror=alert(1)>"

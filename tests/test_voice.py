@@ -16,7 +16,7 @@ from conftest import REPO
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crseval.corpora.voice import (
+from crseval.corpora.voice_learning import (
     corpus_dialogues,
     fitted_knobs,
     learn_voice,

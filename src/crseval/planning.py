@@ -31,6 +31,7 @@ from pathlib import Path
 
 from crseval.core import config_checks
 from crseval.core.config_checks import ConfigError
+from crseval.core.experiment import imports_sessions, results_dir
 from crseval.core.shards import n_shards
 from crseval.corpora.formats import config_problems as format_problems
 from crseval.llm.backends import backend_kind
@@ -108,7 +109,7 @@ def plan_problems(config: dict, session_counts: dict[str, int] | None = None):
     trials, size = sessions.get("trials", 1), sessions.get("shard_size")
     if session_counts is None:
         systems, count = config.get("systems"), sessions.get("count")
-        if sessions.get("source") == "import" or not isinstance(systems, list) or not _whole(count):
+        if imports_sessions(config) or not isinstance(systems, list) or not _whole(count):
             return
         session_counts = {f"systems[{i}]": count for i in range(len(systems))}
         counted = f"{len(systems):,} systems x sessions.count {count:,} x sessions.trials {trials:,}"
@@ -142,22 +143,12 @@ def check_plan(config: dict, session_counts: dict[str, int]) -> None:
 # ------------------------------------------------------------------ the results layout
 
 
-def results_dir(config: dict) -> str:
-    """Every output of the experiment is under results/<experiment>/ of the working directory."""
-    return f"results/{config['experiment']}"
-
-
 def corpus_manifest(config: dict) -> str:
     """Where the workflow keeps the manifest of an imported corpus (crseval.corpora.manifest)."""
     return f"{results_dir(config)}/sessions/corpus_manifest.json"
 
 
 # ------------------------------------------------------------------ which LLMs each job calls
-
-
-def simulating(config: dict) -> bool:
-    """Sessions are simulated (not imported from logs)."""
-    return config.get("sessions", {}).get("source", "simulate") == "simulate"
 
 
 def system_backends(system: dict, config: dict) -> dict[str, dict]:
@@ -230,7 +221,7 @@ def judge_backends(config: dict) -> dict[str, dict]:
 def experiment_backends(config: dict) -> dict[str, dict]:
     """Every LLM the experiment calls, by the config key that uses it."""
     backends = {}
-    if simulating(config):
+    if not imports_sessions(config):
         for system in config.get("systems", []):
             backends.update(system_backends(system, config))
     return backends | scoring_backends(config) | judge_backends(config)
@@ -299,14 +290,14 @@ def simulate_concurrency(system: dict, config: dict) -> int:
 
 def realism_reference(config: dict) -> str | None:
     """The real dialogues the simulated user turns are compared with (the user_realism rule), if any."""
-    if not simulating(config):
+    if imports_sessions(config):
         return None
     return (config.get("simulator", {}).get("realism") or {}).get("reference")
 
 
 def voice_corpus(config: dict) -> str | None:
     """The corpus of real dialogues a learned voice learns from (the learn_voice rule), if any."""
-    if not simulating(config):
+    if imports_sessions(config):
         return None
     return (config.get("simulator", {}).get("voice") or {}).get("corpus")
 
@@ -330,7 +321,7 @@ def user_profiles_settings(config: dict) -> dict[str, dict]:
 
 def profiles_used(config: dict) -> list[str]:
     """The user profiles the experiment's simulated sessions use, in the order of the systems."""
-    if not simulating(config):
+    if imports_sessions(config):
         return []
     return list(dict.fromkeys(user_profile_of(system, config) for system in config.get("systems", [])))
 
@@ -350,13 +341,13 @@ def judge_concurrency(config: dict, name: str | None = None) -> int:
 # ------------------------------------------------------------------ figures
 
 
-# Drawn for every experiment (crseval.analysis.figures); the families and the judge add theirs.
+# Drawn for every experiment (crseval.reports.figures); the families and the judge add theirs.
 BASE_FIGURES = ("metric_bars", "correlation_heatmap", "recovery_delay_box", "distributions")
 
 
 def scatter_columns(config: dict) -> list[str]:
     """Per session, TAS against these: the selected families' and, when it runs, the judge's scores."""
-    from crseval.judge.columns import CRITERIA, score_column
+    from crseval.judge.judge_columns import CRITERIA, score_column
 
     judged = [score_column(criterion) for criterion in CRITERIA] if config["judge"]["enabled"] else []
     return families.scatter_columns(config["scoring"]) + judged
@@ -398,7 +389,7 @@ def config_inputs(config: dict) -> dict[str, str]:
         "catalog.path": config["catalog"]["path"],
         "catalog.non_genre_values": config["catalog"]["non_genre_values"],
     }
-    if simulating(config):
+    if not imports_sessions(config):
         inputs["simulator.templates"] = config["simulator"]["templates"]
         if reference := realism_reference(config):
             inputs["simulator.realism.reference"] = reference
@@ -415,7 +406,7 @@ def config_inputs(config: dict) -> dict[str, str]:
 def model_paths(config: dict) -> dict[str, str]:
     """Config key -> GGUF file, for the backends that name a model file by path (not an embedded model)."""
     sections = {}
-    if simulating(config):
+    if not imports_sessions(config):
         for i, system in enumerate(config.get("systems", [])):
             if kind_of(system).llm_backend:
                 sections[f"systems[{i}].backend.model"] = system["backend"]
@@ -442,7 +433,7 @@ def check_inputs(config: dict, workflow_dir: str | Path) -> None:
     for key, path in {**config_inputs(config), **model_paths(config)}.items():
         if not os.path.isfile(input_path(path, workflow_dir)):
             problems.append(f"{key}: {path} does not exist" + (" (or is not a file)" if os.path.exists(path) else ""))
-    if not simulating(config):
+    if imports_sessions(config):
         pattern = config["sessions"].get("import_paths")
         if pattern and not glob.glob(pattern):
             problems.append(f"sessions.import_paths: {pattern} matches no file")
@@ -477,7 +468,7 @@ def prompts_used(config: dict) -> dict[str, list[str]]:
     """Prompt file -> its users (systems.<name>, judge, the LLM topic extractors scoring.cas and
     scoring.adherence), for the prompts the config makes the workflow read."""
     prompts: dict[str, list[str]] = {}
-    if simulating(config):
+    if not imports_sessions(config):
         for system in config.get("systems", []):
             if key := system_prompt_key(system):
                 prompts.setdefault(system[key], []).append(f"systems.{system['name']}")
@@ -497,7 +488,7 @@ def model_files(config: dict) -> list[str]:
 def other_inputs(config: dict) -> dict[str, list[str]]:
     """Config key -> data files besides the catalog and prompts that shape the sessions."""
     inputs = {"catalog.non_genre_values": [config["catalog"]["non_genre_values"]]}
-    if simulating(config):
+    if not imports_sessions(config):
         inputs["simulator.templates"] = [config["simulator"]["templates"]]
         if reference := realism_reference(config):
             inputs["simulator.realism.reference"] = [reference]
@@ -522,7 +513,7 @@ def provenance_inputs(config: dict, workflow_dir: str | Path) -> dict[str, str |
         "templates": read(inputs.get("simulator.templates", [])),
         # an imported corpus is an input through its manifest (crseval.corpora.manifest), which changes
         # whenever a log does: listing every log would make planning grow with the corpus
-        "logs": [] if simulating(config) else [corpus_manifest(config)],
+        "logs": [] if not imports_sessions(config) else [corpus_manifest(config)],
         "votes": inputs.get("sessions.import_votes", []),
         "prompts": read(sorted(prompts_used(config))),
         "models": model_files(config),

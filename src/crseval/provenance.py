@@ -23,6 +23,7 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from crseval.core.experiment import imports_sessions
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.redact import redact_url
 from crseval.llm.backends import backend_kind
@@ -32,7 +33,6 @@ from crseval.planning import (
     input_path,
     other_inputs,
     prompts_used,
-    simulating,
     user_profiles_settings,
 )
 from crseval.simulate.kinds import kind_of, system_prompt_key
@@ -145,7 +145,7 @@ def redact(value):
 def external_systems(config: dict, workflow_dir: str | Path) -> list[dict]:
     """What each recommender under test from outside (an external agent kind: it answers the conversation
     itself) says it is: its describe(), which names no secret (crseval.simulate.agent_kind)."""
-    if not simulating(config):
+    if imports_sessions(config):
         return []
     described = []
     for system in config.get("systems", []):

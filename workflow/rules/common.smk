@@ -12,7 +12,8 @@ from crseval.core import session_records
 from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha, without_runtime
 from crseval.core.config_files import load_config_file
-from crseval.corpora import voice as voice_learning
+from crseval.core.experiment import imports_sessions, results_dir
+from crseval.corpora import voice_learning
 from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.core.io import sha256_file
 from crseval.core.shards import n_shards, parse_shard_name, shard_indices, shard_name
@@ -23,7 +24,7 @@ EXPERIMENT = config["experiment"]
 # Outputs, caches and the files a user names are relative to the working directory; the workflow's
 # own files (rule scripts, envs, report captions) to the rule files, the shipped resources to the
 # workflow's folder WORKFLOW_DIR (set by the Snakefile) through input_path.
-RESULTS = planning.results_dir(config)
+RESULTS = results_dir(config)
 ENV = "../../envs/crseval.yaml"  # relative to the rule files
 SESSION_SCHEMA = str(session_records.SESSION_SCHEMA)  # package data of the library
 # A shard of sessions, simulated or imported: the {system}/{shard} every per-shard rule shares.
@@ -92,7 +93,7 @@ def llm_slots(concurrency):
 # docs/importing.md). No job lists the corpus files: planning writes the corpus manifest (what
 # each file holds, cached by size and modification time) and one slice file per shard, rewritten
 # only when its sessions change; an import job depends on its slice (crseval.corpora.manifest).
-IMPORTING = config["sessions"]["source"] == "import"
+IMPORTING = imports_sessions(config)
 SHARD_SIZE = config["sessions"]["shard_size"]
 VOTES_FILE = None  # the votes of an imported corpus (sessions.import_votes), when it has them
 CORPUS_MANIFEST = planning.corpus_manifest(config)
@@ -264,7 +265,7 @@ SYSTEMS_WITH_VOICE = (
     if VOICE_CORPUS
     else {}
 )
-# The corpus's content and the voice's settings name the pools (crseval.corpora.voice.voice_key).
+# The corpus's content and the voice's settings name the pools (crseval.corpora.voice_learning.voice_key).
 VOICE_CORPUS_SHA256 = sha256_file(VOICE_CORPUS) if VOICE_CORPUS else None
 VOICE_KEY = voice_learning.voice_key(VOICE_CORPUS_SHA256, config["simulator"]["voice"]) if VOICE_CORPUS else None
 
@@ -303,7 +304,7 @@ def calibration_module_config():
 # The calibration verdicts the scorecard joins: a finished table, or the one the calibration module writes.
 CALIBRATION_CONFIG = calibration_module_config()
 if CALIBRATION_CONFIG is not None:
-    VALIDITY_TABLE = f"results/{CALIBRATION_CONFIG['experiment']}/stats/validity.csv"
+    VALIDITY_TABLE = f"{results_dir(CALIBRATION_CONFIG)}/stats/validity.csv"
 else:
     VALIDITY_TABLE = config.get("human_agreement", {}).get("validity_table")
 

@@ -1,6 +1,6 @@
 """What a reader opens first: the findings page (systems ranked, which differences hold, how much each
-metric was checked; crseval.analysis.findings) and the session viewer (every conversation, systems side by
-side on the same simulated user; crseval.analysis.viewer). Both are static pages under results/<experiment>/,
+metric was checked; crseval.reports.findings) and the session viewer (every conversation, systems side by
+side on the same simulated user; crseval.reports.viewer). Both are static pages under results/<experiment>/,
 opened from file:// or in the report (`snakemake --report report.zip`)."""
 
 # The readable summaries of this run the findings page links to, as the rules name them (each is a report item

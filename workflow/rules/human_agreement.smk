@@ -1,5 +1,5 @@
 """Agreement with real users: every metric against the users' verdicts and votes of an imported corpus
-(crseval.analysis.human_agreement). In the experiment whenever the imported sessions carry verdicts."""
+(crseval.checks.human_agreement). In the experiment whenever the imported sessions carry verdicts."""
 
 if HUMAN_LABELS:
 

@@ -1,5 +1,5 @@
 """How real is the simulated user: its turns against the user turns of a corpus of real dialogues, per user
-profile and per system it talked to (crseval.analysis.user_realism). In the experiment when
+profile and per system it talked to (crseval.checks.user_realism). In the experiment when
 `simulator.realism.reference` names the corpus; when it is the learned voice's corpus, against the
 dialogues the voice did not learn from (simulator.voice)."""
 

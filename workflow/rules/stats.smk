@@ -1,10 +1,10 @@
 """Statistics: the comparison of systems on the experiment's tables (tests, effects, power, judge reliability,
 and whether the conclusions change with the simulated user)."""
 
-from crseval.analysis import user_robustness
+from crseval.statistics import user_robustness
 
 # The same systems under several user profiles: {label: {profile: system name}} for the config's entries
-# identical except for `name` and `profile` (crseval.analysis.user_robustness.matched_systems). With two such
+# identical except for `name` and `profile` (crseval.statistics.user_robustness.matched_systems). With two such
 # systems or more, under two profiles or more, `stats` also says whether the conclusions change with the user.
 USER_PROFILE_GROUPS = (
     user_robustness.matched_systems(
@@ -21,7 +21,7 @@ if TRIALS > 1:
     rule reliability_trials:
         """Each simulated user met each system several times (sessions.trials): pass^k and pass@k of session
         success, and the share of each metric's variance between trials of the same user
-        (crseval.analysis.trials)."""
+        (crseval.statistics.trials)."""
         input:
             sessions=rules.aggregate.output.sessions,
         output:

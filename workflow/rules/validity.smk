@@ -1,4 +1,4 @@
-"""Metric validity: how each metric orders the calibration systems (crseval.analysis.validity), as a table
+"""Metric validity: how each metric orders the calibration systems (crseval.checks.validity), as a table
 and a figure (measured vs expected rank per metric).
 
 Runs when the experiment has at least three calibration systems (config/calibration.yaml)."""

@@ -6,8 +6,8 @@ import json
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis.aggregate import check_complete, model_metrics, to_table, write_shard_tables
 from crseval.core.io import atomic_path, log_to, write_parquet
+from crseval.statistics.aggregate import check_complete, model_metrics, to_table, write_shard_tables
 
 
 def read_shards(paths, shards, trials=None):

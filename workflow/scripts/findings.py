@@ -1,4 +1,4 @@
-"""Rule findings: the page that opens the report (crseval.analysis.findings), written twice into the rule's
+"""Rule findings: the page that opens the report (crseval.reports.findings), written twice into the rule's
 directory: index.html with links within the results folder (`../viewer/index.html`, `../stats/summary.md`),
 and params.report_page, the report's entry (htmlindex), with links to where `snakemake --report report.zip`
 puts each file. The zip holds every report item as data/raw/<id>/<file name>, <id> the first 16 hex digits of
@@ -12,8 +12,9 @@ from pathlib import Path
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis import findings, registry
 from crseval.core.io import atomic_path, log_to
+from crseval.reports import findings
+from crseval.statistics import column_registry
 
 log = log_to(snakemake.log[0])
 
@@ -38,7 +39,7 @@ def in_report(path: str) -> str:
 
 output = Path(snakemake.output[0])
 sessions = pd.read_parquet(snakemake.input.sessions)
-judges = [c for c in registry.JUDGE_SCORES if c in sessions] if snakemake.params.judged else []
+judges = [c for c in column_registry.JUDGE_SCORES if c in sessions] if snakemake.params.judged else []
 tables = dict(
     experiment=snakemake.params.experiment,
     model_metrics=pd.read_csv(snakemake.input.model_metrics),

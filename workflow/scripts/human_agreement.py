@@ -6,8 +6,10 @@ from pathlib import Path
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis import figures, human_agreement, registry, scorecard
+from crseval.checks import human_agreement, scorecard
 from crseval.core.io import atomic_path, log_to
+from crseval.reports import figures
+from crseval.statistics import column_registry
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.stats)
@@ -25,7 +27,7 @@ card = scorecard.scorecard(validity, dialogues)
 with atomic_path(snakemake.output.scorecard) as temporary:
     card.to_csv(temporary, index=False)
 with atomic_path(snakemake.output.scorecard_summary) as temporary:
-    labels = {name: registry.label(name) for name in card["metric"]}
+    labels = {name: column_registry.label(name) for name in card["metric"]}
     Path(temporary).write_text(scorecard.markdown(card, labels))
 figures.human_agreement_figure(dialogues, systems, Path(snakemake.output.png).with_suffix(""))
 skipped = human_agreement.unmeasured(sessions)

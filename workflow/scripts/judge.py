@@ -10,7 +10,7 @@ import source_tree  # noqa: F401  (crseval from this source tree)
 from crseval.catalog.index import CatalogIndex
 from crseval.core.io import log_to, write_parquet
 from crseval.core.session_records import read_sessions
-from crseval.judge.columns import CRITERIA, column, geval_column
+from crseval.judge.judge_columns import CRITERIA, column, geval_column
 from crseval.judge.llm_judge import Judge
 from crseval.language.concepts import ConceptMatcher
 from crseval.llm.client import make_client

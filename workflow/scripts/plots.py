@@ -5,9 +5,9 @@ from pathlib import Path
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis import figures
 from crseval.core.io import atomic_path, log_to
 from crseval.metrics import tas_weights
+from crseval.reports import figures
 
 log = log_to(snakemake.log[0])
 sessions = pd.read_parquet(snakemake.input.sessions)

@@ -1,6 +1,6 @@
 """Rule reliability_trials: with repeated trials of every simulated user (sessions.trials), pass^k and pass@k
 of session success per system, and the share of each metric's variance between trials of the same user
-(crseval.analysis.trials)."""
+(crseval.statistics.trials)."""
 
 import json
 from pathlib import Path
@@ -8,13 +8,14 @@ from pathlib import Path
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis import figures, registry, trials
 from crseval.core.io import atomic_path, log_to
+from crseval.reports import figures
+from crseval.statistics import column_registry, trials
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.stats)
 sessions = pd.read_parquet(snakemake.input.sessions)
-judges = [c for c in registry.JUDGE_SCORES if c in sessions] if snakemake.params.judged else []
+judges = [c for c in column_registry.JUDGE_SCORES if c in sessions] if snakemake.params.judged else []
 metrics = [m for m in settings["metrics"] if m in sessions] + judges
 bootstrap = {"resamples": settings["bootstrap_resamples"], "seed": settings["seed"]}
 passes = trials.pass_table(sessions, trials.SUCCESS, **bootstrap) if trials.SUCCESS in sessions else None

@@ -1,16 +1,16 @@
 """Rule stats: omnibus tests, the post-hoc comparisons of the recommended one, pairwise tests with effect sizes
 and adjusted p-values, paired tests where sessions pair, judge correlations, sample-size planning and, when the
 same systems met several user profiles, whether the conclusions change with the user
-(crseval.analysis.comparison)."""
+(crseval.statistics.comparison)."""
 
 import json
 
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis import comparison
 from crseval.core.io import log_to
 from crseval.judge import reliability
+from crseval.statistics import comparison
 
 log = log_to(snakemake.log[0])
 sessions = pd.read_parquet(snakemake.input.sessions)

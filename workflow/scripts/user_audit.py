@@ -4,8 +4,8 @@ from pathlib import Path
 
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis.user_audit import audit_markdown, audit_table, pools_table
 from crseval.catalog.index import CatalogIndex
+from crseval.checks.user_audit import audit_markdown, audit_table, pools_table
 from crseval.core.io import atomic_path, log_to
 from crseval.core.session_records import read_shards
 from crseval.language.concepts import ConceptMatcher

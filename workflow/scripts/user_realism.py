@@ -1,5 +1,5 @@
 """Rule user_realism: the simulated users' turns against the real users' turns of the reference corpus,
-held out from the learned voice when the voice learned from the reference (crseval.analysis.user_realism)."""
+held out from the learned voice when the voice learned from the reference (crseval.checks.user_realism)."""
 
 import json
 import time
@@ -8,19 +8,19 @@ from pathlib import Path
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis import figures
-from crseval.analysis.user_realism import (
+from crseval.catalog.index import CatalogIndex
+from crseval.checks.user_realism import (
     load_reference,
     realism_markdown,
     realism_table,
     simulated_turns,
     turn_statistics,
 )
-from crseval.catalog.index import CatalogIndex
 from crseval.core.io import atomic_path, log_to
 from crseval.core.session_records import read_shards
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.user_acts import read_turn
+from crseval.reports import figures
 
 log = log_to(snakemake.log[0])
 started = time.perf_counter()

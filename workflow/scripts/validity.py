@@ -5,9 +5,9 @@ import json
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis.trials import per_user
-from crseval.analysis.validity import validity_by_profile, validity_markdown
+from crseval.checks.validity import validity_by_profile, validity_markdown
 from crseval.core.io import atomic_path, log_to
+from crseval.statistics.trials import per_user
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.stats)

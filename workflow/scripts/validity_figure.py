@@ -5,8 +5,8 @@ from pathlib import Path
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis import figures
 from crseval.core.io import log_to
+from crseval.reports import figures
 
 log = log_to(snakemake.log[0])
 table = pd.read_csv(snakemake.input.table)

@@ -1,9 +1,9 @@
-"""Rule viewer: every session of the experiment as a static page (crseval.analysis.viewer)."""
+"""Rule viewer: every session of the experiment as a static page (crseval.reports.viewer)."""
 
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.analysis.viewer import write_viewer
 from crseval.core.io import log_to
+from crseval.reports.viewer import write_viewer
 
 log = log_to(snakemake.log[0])
 counts = write_viewer(

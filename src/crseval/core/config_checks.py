@@ -33,6 +33,7 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError, best_match
 
 from crseval.core.config_files import ConfigError, load_config_file, size_problems
+from crseval.core.experiment import imports_sessions
 from crseval.core.names import NAME_PATTERN, NAME_RULE
 from crseval.core.registry import did_you_mean
 
@@ -307,7 +308,7 @@ def _one_calibration_source(config: Any) -> Iterator[str]:
 def _trials_of_simulated_users(config: Any) -> Iterator[str]:
     """A trial is a simulated user meeting a system again: an imported dialogue happened once."""
     section = _at(config, ("sessions",))
-    if isinstance(section, dict) and section.get("source") == "import" and section.get("trials", 1) != 1:
+    if imports_sessions(config) and section.get("trials", 1) != 1:
         yield (
             f"sessions.trials: {section['trials']} repeats simulated users; imported dialogues "
             "(sessions.source: import) happened once, so leave trials at 1"
@@ -320,7 +321,7 @@ def _last_shift_on_last_turn(config: Any) -> Iterator[str]:
     `turns_to_success` (crseval.metrics.goals) are NaN for every session that plays every turn."""
     turns, every = _at(config, ("sessions", "turns")), _at(config, ("simulator", "shift_every"))
     if (
-        _at(config, ("sessions", "source")) == "import"
+        imports_sessions(config)
         or not all(isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in (turns, every))
         or turns < 2
         or (turns - 1) % every

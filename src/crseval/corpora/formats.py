@@ -15,6 +15,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Iterator, Protocol
 
+from crseval.core.experiment import imports_sessions
 from crseval.core.registry import look_up
 from crseval.corpora import crsarena, jsonl, thesis_logs
 from crseval.corpora.dialogue import CorpusError
@@ -78,7 +79,7 @@ def config_problems(config: dict) -> Iterator[str]:
     if not isinstance(sessions, dict) or sessions.get("import_votes") is None:
         return
     chosen = FORMATS.get(sessions.get("import_format"))
-    if sessions.get("source") != "import":
+    if not imports_sessions(config):
         yield "sessions.import_votes: votes are read only with `source: import` (they are votes on imported dialogues)"
     elif chosen is not None and not chosen.HAS_VOTES:
         with_votes = " or ".join(f"`{name}`" for name, module in FORMATS.items() if module.HAS_VOTES)

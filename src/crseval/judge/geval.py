@@ -25,7 +25,7 @@ import math
 import re
 from json.decoder import scanstring
 
-from crseval.judge.columns import CRITERIA
+from crseval.judge.judge_columns import CRITERIA
 
 SCORES = (1, 2, 3, 4, 5)
 _WHITESPACE = re.compile(r"[ \t\n\r]*")

@@ -12,7 +12,7 @@ the raw reply and the reason. No score is ever filled in.
 
 Where the backend gives token probabilities (`top_logprobs` > 0), each criterion also gets its
 G-Eval score (crseval.judge.geval), or the reason it has none. Several judges (`judge.panel`) are
-several Judge objects, each named and writing its own columns (crseval.judge.columns).
+several Judge objects, each named and writing its own columns (crseval.judge.judge_columns).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ from dataclasses import dataclass
 import jsonschema
 
 from crseval.core.fields import display
-from crseval.judge.columns import (
+from crseval.judge.geval import geval_scores
+from crseval.judge.judge_columns import (
     CRITERIA,
     column,
     geval_column,
@@ -35,7 +36,6 @@ from crseval.judge.columns import (
     score_column,
     spread_column,
 )
-from crseval.judge.geval import geval_scores
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.tracker import ConstraintTracker
 from crseval.llm import LLMClient, LLMRequest, LLMResponse

@@ -21,7 +21,7 @@ and whether each judge separates the systems.
   its own phrasing; the report opens with a warning naming those systems (`judged_by_own_model`).
 
 The judges are read from the columns of the sessions table: the first judge's `judge_<criterion>`
-and each panel judge's `judge_<name>_<criterion>` (crseval.judge.columns).
+and each panel judge's `judge_<name>_<criterion>` (crseval.judge.judge_columns).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from crseval.judge.columns import CRITERIA, column, panel_judges, samples_column, score_column
+from crseval.judge.judge_columns import CRITERIA, column, panel_judges, samples_column, score_column
 from crseval.llm.backends import identities
 
 NAN = math.nan

@@ -5,5 +5,5 @@ Reads a session shard, the catalog index and (legacy CAS with LDA topics) the to
 (`grounded`), legacy CAS (`legacy_cas`), topic adherence (`adherence`), response statistics
 (`response_stats`), behind one interface (`family`) and run together by `scorer`. Each family
 declares every column it writes (label, range, direction, ground truth, thesis name) with
-crseval.core.columns.Column; crseval.analysis.registry gathers the declarations.
+crseval.core.columns.Column; crseval.statistics.column_registry gathers the declarations.
 """

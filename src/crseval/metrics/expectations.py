@@ -8,7 +8,7 @@ system opening each reply with its own prompt's first line). An expected order l
 for roles expected to tie, and `LAGS` for every lagging system present, ordered by k (lag1 before
 lag2 before lag3 ...), so that one order holds whichever lags an experiment runs. Whoever declares
 a column declares what its calibration should show (a metric family's `FamilyKind.expectations`,
-the judge's crseval.judge.columns.EXPECTATIONS), each with its reason; crseval.analysis.validity
+the judge's crseval.judge.judge_columns.EXPECTATIONS), each with its reason; crseval.checks.validity
 tests them.
 """
 

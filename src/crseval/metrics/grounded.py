@@ -399,10 +399,11 @@ def _recommended_overlap(
     carried = set().union(*(space.film_concepts(t) for t in recommended)) if recommended else set()
     if space.settings.include_titles:
         carried |= {("title", t) for t in recommended}
-    kept = (concepts.system | concepts.user) & carried
+    # sorted: a set's order follows the process's string hashing, and the norm's sum would follow it by a bit
+    kept = sorted((concepts.system | concepts.user) & carried)
     vector = space.vector({c: s_counts.get(c) or 1 for c in kept})
     own = vector if own_counts is s_counts else space.vector({c: own_counts.get(c) or 1 for c in kept})
-    return jaccard(concepts.user, kept), cosine_credited(concepts.user_vector, vector, own)
+    return jaccard(concepts.user, set(kept)), cosine_credited(concepts.user_vector, vector, own)
 
 
 def _against_gold(turn: dict, space: ConceptSpace, concepts: TurnConcepts, recommended: list, unsupported: set) -> dict:

@@ -1,7 +1,7 @@
 """Calibration systems: LLM-free CRS agents whose behaviour is known by construction.
 
 A metric that measures adaptation must order these systems as their construction says (the
-expected orders are in `crseval.analysis.validity`). To behave exactly as designed, every agent here
+expected orders are in `crseval.checks.validity`). To behave exactly as designed, every agent here
 READS THE SIMULATOR'S GROUND TRUTH (the gold constraints of each user turn), which no system
 under test may do: the session runner hands it over only to agents whose class sets
 `reads_ground_truth = True`, and only the agents of this module do.
@@ -14,7 +14,7 @@ under test may do: the session runner hands it over only to agents whose class s
 - `literal`: serves the gold constraints the user has said so far (`user_meta.said`), never asks;
 - `flaky` (`reliability: p`): the oracle in a share p of sessions; in the others it recommends only films
   that miss a current wish. Whether a session fails is drawn from the trial's sampling seed, so the
-  same user meets it again with a fresh chance: its pass^k must be about p^k (crseval.analysis.trials);
+  same user meets it again with a fresh chance: its pass^k must be about p^k (crseval.statistics.trials);
 - `asker`: as `literal`, but first asks about the field of each gold constraint the user has not said
   (one question a reply, each constraint once), and recommends when nothing is left to ask;
 - `prompt_echo` (`prompt`: a template such as an `llm` system's): the stubborn system with a prompt that

@@ -38,7 +38,7 @@ def system_prompt_key(system: dict) -> str | None:
 
 def calibration_roles(systems: list[dict]) -> dict[str, str]:
     """System name -> calibration role for the calibration systems among `systems` (config['systems']):
-    oracle, lag<k>, stubborn, random or parrot, the names the expected orders of crseval.analysis.validity
+    oracle, lag<k>, stubborn, random or parrot, the names the expected orders of crseval.checks.validity
     rank. Systems under test have no role."""
     return {
         system["name"]: kind.calibration_role(system)

@@ -18,7 +18,7 @@ every system meets the same user.
 A config may define profiles of its own under `simulator.profiles` (docs/simulation.md, "Defining a
 profile"): each starts from a built-in (`based_on`) and sets any of its fields; `resolve_profile` gives
 the profile a name stands for, built-in or defined. A defined profile may take some knobs (`fit`) from
-the values the learned voice fitted to its corpus (crseval.corpora.voice.fitted_knobs): `with_fitted`
+the values the learned voice fitted to its corpus (crseval.corpora.voice_learning.fitted_knobs): `with_fitted`
 sets them and records each with the statistic behind it. A simulate job carries a profile as its
 settings (`UserProfile.settings`); `profile_from_settings` turns them back into the profile.
 """

@@ -28,6 +28,7 @@ import yaml
 
 from crseval.catalog.index import CatalogIndex
 from crseval.core.config_checks import schema_defaults
+from crseval.core.experiment import imports_sessions
 from crseval.core.fields import CONCEPT_FIELDS, display
 from crseval.language.asks import OPEN
 from crseval.language.concepts import ConceptMatcher
@@ -163,8 +164,7 @@ def template_problems(config: dict, locate: Callable[[str], str | Path]) -> Iter
     The file is read where `locate` (path -> where the workflow reads it: crseval.planning.input_path) says;
     one that does not exist is left to the check of the inputs, values of the wrong shape to the schema."""
     simulator = config.get("simulator") if isinstance(config, dict) else None
-    sessions = config.get("sessions") if isinstance(config, dict) else None
-    if not isinstance(simulator, dict) or (isinstance(sessions, dict) and sessions.get("source") == "import"):
+    if not isinstance(simulator, dict) or imports_sessions(config):
         return
     path = simulator.get("templates")
     if not isinstance(path, str) or not path:

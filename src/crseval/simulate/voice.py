@@ -5,7 +5,7 @@
 value and title with a typed slot and keeps, per act and slot signature, a pool of templates; a turn
 that names something the rules cannot type (a film or person outside the catalog) is left out, counted
 by reason. The pools are a build artefact (the `learn_voice` rule writes them under results/, with
-crseval.corpora.voice), never part of the repository.
+crseval.corpora.voice_learning), never part of the repository.
 
 Held out by construction: the dialogues are split into `parts` by a hash of their user's id where the
 corpus names users, else of the id the importer gives each dialogue (`dialogue_part`); the voice learns

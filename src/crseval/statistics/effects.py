@@ -25,7 +25,7 @@ from typing import NamedTuple
 import numpy as np
 from scipy.stats import rankdata
 
-from crseval.analysis.intervals import chunks, draw_counts
+from crseval.statistics.intervals import chunks, draw_counts
 
 NAN = math.nan
 

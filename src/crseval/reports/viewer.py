@@ -38,11 +38,11 @@ from pathlib import Path
 import pandas as pd
 import pyarrow.parquet as pq
 
-from crseval.analysis import registry
 from crseval.core.io import atomic_path
 from crseval.core.session_records import read_sessions
-from crseval.judge import columns as judge_columns
+from crseval.judge import judge_columns
 from crseval.metrics import families
+from crseval.statistics import column_registry
 
 ASSETS = Path(__file__).with_name("viewer_assets")
 CHUNK_SIZE = 100  # sessions per data file, at least: a session index is never split
@@ -92,7 +92,7 @@ def write_viewer(
         "profiles": any(r.get("profile") for r in records),
         "chunks": len(chunks),
         "turn_metrics": [
-            {"name": n, "label": registry.TURN_COLUMNS[n].label}
+            {"name": n, "label": column_registry.TURN_COLUMNS[n].label}
             for n in TURN_METRICS
             if any(n in m for m in per_turn.values())
         ],
@@ -180,7 +180,7 @@ def _metric_columns(table: pd.DataFrame) -> list[str]:
     numeric = []
     for name in table.columns:
         try:
-            column = registry.session_column(name)
+            column = column_registry.session_column(name)
         except KeyError:
             continue
         if column.metric and pd.api.types.is_numeric_dtype(table[name]) and not pd.api.types.is_bool_dtype(table[name]):
@@ -194,7 +194,7 @@ def _metric_columns(table: pd.DataFrame) -> list[str]:
 
 
 def _describe(name: str, visible: bool) -> dict:
-    column = registry.session_column(name)
+    column = column_registry.session_column(name)
     better = {True: 1, False: -1, None: 0}[column.higher_is_better]
     return {"name": name, "label": column.label, "unit": column.unit, "better": better, "visible": visible}
 

@@ -3,11 +3,11 @@
 - sessions.parquet: one row per session (system, seed, shard, every metric, judge scores);
 - turns.parquet: one row per turn;
 - model_metrics.csv: one row per system, the mean of each metric with its 95% confidence interval
-  (crseval.analysis.intervals: Wilson for 0/1 shares, else a seeded expanded percentile bootstrap,
+  (crseval.statistics.intervals: Wilson for 0/1 shares, else a seeded expanded percentile bootstrap,
   so it stays inside the metric's range), how that interval was computed and why it has no width or
   none, with the thesis table's column names where they exist (`model`, `proactiveness`...).
 The Parquet schemas are declared, not inferred: every column's type comes from its declaration
-(crseval.analysis.registry), so a column that is all-NaN in one run has the same type in every run,
+(crseval.statistics.column_registry), so a column that is all-NaN in one run has the same type in every run,
 and a column nobody declared stops the rule.
 """
 
@@ -19,9 +19,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crseval.analysis import registry, trials
-from crseval.analysis.intervals import mean_interval
 from crseval.core.io import atomic_path
+from crseval.statistics import column_registry, trials
+from crseval.statistics.intervals import mean_interval
 
 ARROW_TYPES = {
     "float64": pa.float64(),
@@ -33,11 +33,11 @@ ARROW_TYPES = {
 
 
 def schema_for(frame: pd.DataFrame, table: str = "sessions") -> pa.Schema:
-    """The declared type of every column (crseval.analysis.registry); a column nobody declared stops here."""
-    unknown = registry.undeclared(frame.columns, table)
+    """The declared type of every column (crseval.statistics.column_registry); a column nobody declared stops here."""
+    unknown = column_registry.undeclared(frame.columns, table)
     if unknown:
         raise ValueError(f"{table} table: columns declared by no metric family, the scorer or the judge: {unknown}")
-    declared = registry.SESSION_COLUMNS if table == "sessions" else registry.TURN_COLUMNS
+    declared = column_registry.SESSION_COLUMNS if table == "sessions" else column_registry.TURN_COLUMNS
     return pa.schema([pa.field(name, ARROW_TYPES[declared[name].dtype]) for name in frame.columns])
 
 
@@ -90,13 +90,13 @@ def write_shard_tables(
 
 def metric_columns(frame: pd.DataFrame) -> list[str]:
     """The declared metrics among the frame's numeric columns, in the frame's order."""
-    return [c for c in registry.metric_names(frame.columns) if pd.api.types.is_numeric_dtype(frame[c])]
+    return [c for c in column_registry.metric_names(frame.columns) if pd.api.types.is_numeric_dtype(frame[c])]
 
 
 def interval_kind(metric: str) -> str:
     """The interval kind of a metric: `proportion` where it is declared in 0-1 (a share, a rate, a
     precision), so that sessions that are all 0 or 1 count successes; `mean` for any other range or unit."""
-    return "proportion" if registry.session_column(metric).unit == "0-1" else "mean"
+    return "proportion" if column_registry.session_column(metric).unit == "0-1" else "mean"
 
 
 def model_metrics(sessions: pd.DataFrame, *, resamples: int, seed: int) -> pd.DataFrame:
@@ -105,7 +105,7 @@ def model_metrics(sessions: pd.DataFrame, *, resamples: int, seed: int) -> pd.Da
     interval, or why it has no width; empty otherwise). Every cell is bootstrapped with the same seed.
 
     With repeated trials (a `trial` column), every cell is over the users' means over their trials
-    (crseval.analysis.trials.per_user): `sessions` counts the users, `trials_per_user` says how often
+    (crseval.statistics.trials.per_user): `sessions` counts the users, `trials_per_user` says how often
     each met the system, and the interval resamples users, not sessions of the same user."""
     rows = []
     repeated = trials.has_trials(sessions)
@@ -119,7 +119,7 @@ def model_metrics(sessions: pd.DataFrame, *, resamples: int, seed: int) -> pd.Da
         if "judge_valid_samples" in group:
             row["judge_missing_share"] = float((group["judge_valid_samples"] == 0).mean())
         for metric in metrics:
-            name = registry.thesis_name(metric)
+            name = column_registry.thesis_name(metric)
             cell = mean_interval(group[metric], kind=interval_kind(metric), resamples=resamples, seed=seed)
             row.update(
                 {

@@ -3,7 +3,7 @@
 Inputs are the experiment's tables: sessions (one row per dialogue, with the user's verdict in
 `satisfied`), turns (for the reference predictors) and, when the corpus has them, votes.
 - `dialogue_table`: per metric, the AUC with which it separates satisfied from frustrated
-  dialogues (crseval.analysis.agreement), oriented by the metric's declared direction; the same for
+  dialogues (crseval.checks.agreement), oriented by the metric's declared direction; the same for
   reference predictors that need no metric (words per reply, turns per dialogue, films named per
   reply); Holm's correction over every row; the margin over reply length with a paired bootstrap
   CI; and one plain verdict per row;
@@ -22,12 +22,12 @@ import numpy as np
 import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
-from crseval.analysis import agreement
-from crseval.analysis.intervals import chunks, draw_counts
+from crseval.checks import agreement
+from crseval.statistics.intervals import chunks, draw_counts
 
 NAN = math.nan
 # Bradley-Terry: one virtual tie of every system against the average system keeps strengths finite
-# in bootstrap resamples where a system never wins (crseval.analysis.agreement.bradley_terry).
+# in bootstrap resamples where a system never wins (crseval.checks.agreement.bradley_terry).
 BT_PRIOR = 1.0
 LENGTH = "reference: words per reply"
 # Reference predictors: what a user's verdict may follow without any metric.
@@ -385,10 +385,12 @@ def markdown(dialogues: pd.DataFrame, systems: pd.DataFrame, rankings: pd.DataFr
 def _metric_columns(sessions: pd.DataFrame) -> dict:
     """The table's columns the registry declares as metrics (named, or by pattern as a panel judge's), in
     the registry's order, then the table's."""
-    from crseval.analysis import registry
+    from crseval.statistics import column_registry
 
-    names = [*(n for n in registry.SESSION_COLUMNS if n in sessions), *sessions.columns]
-    columns = {n: registry.SESSION_COLUMNS[n] for n in dict.fromkeys(names) if n in registry.SESSION_COLUMNS}
+    names = [*(n for n in column_registry.SESSION_COLUMNS if n in sessions), *sessions.columns]
+    columns = {
+        n: column_registry.SESSION_COLUMNS[n] for n in dict.fromkeys(names) if n in column_registry.SESSION_COLUMNS
+    }
     return {n: c for n, c in columns.items() if c.metric}
 
 

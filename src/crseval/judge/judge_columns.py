@@ -84,7 +84,7 @@ def session_columns(judge: str | None = None) -> tuple[Column, ...]:
 
 
 SESSION_COLUMNS = session_columns()
-# What the calibration systems should show on the first judge's scores (crseval.analysis.validity).
+# What the calibration systems should show on the first judge's scores (crseval.checks.validity).
 EXPECTATIONS = (
     Expectation(
         column_named(SESSION_COLUMNS, score_column("personalization")),

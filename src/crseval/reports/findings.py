@@ -33,7 +33,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
-from crseval.analysis import registry
+from crseval.statistics import column_registry
 
 VIEWER = "../viewer/index.html"
 STYLE = """
@@ -80,14 +80,14 @@ def _finite(values) -> pd.Series:
 
 def _label(metric: str) -> str:
     try:
-        return registry.label(metric)
+        return column_registry.label(metric)
     except KeyError:
         return metric
 
 
 def _higher_is_better(metric: str) -> bool | None:
     try:
-        return registry.session_column(metric).higher_is_better
+        return column_registry.session_column(metric).higher_is_better
     except KeyError:
         return None
 
@@ -96,7 +96,7 @@ def ranking(model_metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The systems by their mean of `metric`, best first in the metric's declared direction (highest first
     for a metric without one): columns system, mean, ci_low, ci_high, rank (ties share the better rank; a
     mean that is missing or no finite number has no rank and comes last)."""
-    name = registry.thesis_name(metric)
+    name = column_registry.thesis_name(metric)
     if name not in model_metrics:
         return pd.DataFrame(columns=["system", "mean", "ci_low", "ci_high", "rank"])
     table = pd.DataFrame(
@@ -273,7 +273,7 @@ def findings_page(
         if "trials_per_user" in model_metrics:
             most = _count(_finite(model_metrics["trials_per_user"]).max())
             size = f"{fewest} users per system, each met {most} times"
-    headline = [m for m in headline if registry.thesis_name(m) in model_metrics]
+    headline = [m for m in headline if column_registry.thesis_name(m) in model_metrics]
     rankings = {m: ranking(model_metrics, m) for m in headline}
     pairs = {m: pair_verdicts(m, posthoc, paired, alpha) for m in headline}
     parts = [

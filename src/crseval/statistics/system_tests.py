@@ -1,4 +1,4 @@
-"""Statistical comparison of systems, per metric, under one analysis plan (crseval.analysis.plan).
+"""Statistical comparison of systems, per metric, under one analysis plan (crseval.statistics.plan).
 
 Per metric, on the systems with at least `min_sessions` values (the others are left out of every
 test of that metric, with the reason; missingness that differs by system is flagged as not missing
@@ -18,7 +18,7 @@ at random):
 - Every p-value column is adjusted over its family by the plan's method; every permutation test
   reports the smallest p it could reach, and a comparison that cannot pass its correction at this n
   is `not testable` with the sessions per system that would make it testable.
-Differences are a - b everywhere. CSVs keep full precision; only summary.md (crseval.analysis.stats_summary) rounds.
+Differences are a - b everywhere. CSVs keep full precision; only summary.md (crseval.statistics.summary) rounds.
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.oneway import anova_oneway
 
-from crseval.analysis import effects, exact, posthoc
-from crseval.analysis.plan import Plan
+from crseval.statistics import effects, exact, posthoc
+from crseval.statistics.plan import Plan
 
 ALPHA = 0.05
 EXACT_SPLITS = 200_000  # Mann-Whitney: every split enumerated up to this many (6 vs 6: 924; 9 vs 9: 48,620)

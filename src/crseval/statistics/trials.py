@@ -32,9 +32,9 @@ import numpy as np
 import pandas as pd
 from pandas.api.types import is_numeric_dtype
 
-from crseval.analysis.intervals import chunks, draw_counts, expanded_tail
-from crseval.analysis.power import sessions_needed
 from crseval.core.columns import SESSION_ID_COLUMNS
+from crseval.statistics.intervals import chunks, draw_counts, expanded_tail
+from crseval.statistics.power import sessions_needed
 
 TRIAL = "trial"
 SUCCESS = "success"  # the binary metric pass^k counts by default

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from crseval.analysis.intervals import chunks
+from crseval.statistics.intervals import chunks
 
 NAN = math.nan
 LEVEL = 0.95

@@ -57,9 +57,9 @@ import numpy as np
 import pandas as pd
 from scipy import sparse
 
-from crseval.analysis.intervals import draw_counts
 from crseval.core.io import sha256_file
 from crseval.language.user_acts import ACTS, TurnReading, act_flags
+from crseval.statistics.intervals import draw_counts
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
 _LETTERS = re.compile(r"\b[a-z]{3,}\b")
@@ -183,19 +183,19 @@ def _turns(records: list[dict], name: str) -> UserTurns:
 def _reference_dialogues(path: str | Path, import_format: str) -> list[dict]:
     """The dialogues of a reference as the importer reads them, refused (ReferenceTooLarge) over
     MAX_REFERENCE_BYTES before the file is read, or over MAX_REFERENCE_DIALOGUES once read."""
-    from crseval.corpora.voice import corpus_dialogues
+    from crseval.corpora.voice_learning import corpus_dialogues
 
     size = Path(path).stat().st_size
     if size > MAX_REFERENCE_BYTES:
         raise ReferenceTooLarge(
             f"realism reference {path}: {size:,} bytes, over the {MAX_REFERENCE_BYTES:,} bytes the user_realism "
-            "rule reads (crseval.analysis.user_realism.MAX_REFERENCE_BYTES); name a sample of its dialogues"
+            "rule reads (crseval.checks.user_realism.MAX_REFERENCE_BYTES); name a sample of its dialogues"
         )
     records = corpus_dialogues(path, import_format)
     if len(records) > MAX_REFERENCE_DIALOGUES:
         raise ReferenceTooLarge(
             f"realism reference {path}: {len(records):,} dialogues, over the {MAX_REFERENCE_DIALOGUES:,} the "
-            "user_realism rule measures against (crseval.analysis.user_realism.MAX_REFERENCE_DIALOGUES); name a "
+            "user_realism rule measures against (crseval.checks.user_realism.MAX_REFERENCE_DIALOGUES); name a "
             "sample of its dialogues"
         )
     return records
@@ -230,7 +230,7 @@ def load_reference(
 
     A reference over MAX_REFERENCE_BYTES is refused (ReferenceTooLarge) before it is read, one over
     MAX_REFERENCE_DIALOGUES before anything is measured."""
-    from crseval.corpora.voice import corpus_dialogues
+    from crseval.corpora.voice_learning import corpus_dialogues
     from crseval.simulate.voice import dialogue_part
 
     records = _reference_dialogues(path, import_format)

@@ -20,9 +20,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from crseval.analysis import registry
-from crseval.analysis.intervals import draw_counts
 from crseval.core.canonical import canonical_json, without_runtime
+from crseval.statistics import column_registry
+from crseval.statistics.intervals import draw_counts
 
 # The adjusted p-value columns that decide "the tests call this pair different", in order of preference:
 # the paired table's Wilcoxon test (sessions pair), else the pairwise table's Mann-Whitney test.
@@ -90,7 +90,7 @@ def _profiles(matched: dict[str, dict[str, str]]) -> list[str]:
 def direction(metric: str) -> bool | None:
     """The declared direction of a metric (True: higher is better), None where it has none or is undeclared."""
     try:
-        return registry.session_column(metric).higher_is_better
+        return column_registry.session_column(metric).higher_is_better
     except KeyError:
         return None
 

@@ -2,7 +2,7 @@
 
 The expected orders are declared beside the columns they are about, each with its reason: by each
 metric family (crseval.metrics.families, `FamilyKind.expectations`) and by the judge
-(crseval.judge.columns.EXPECTATIONS), as orders over the calibration roles
+(crseval.judge.judge_columns.EXPECTATIONS), as orders over the calibration roles
 (crseval.metrics.expectations: every lagging system present ordered by its lag). An order lists the
 systems best first, in the metric's direction as its writer declares it. A metric's measured order
 is the order of the systems' mean values; agreement with the expected order is Kendall's tau over
@@ -21,8 +21,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 
-from crseval.analysis.effects import cliffs_delta
-from crseval.judge import columns as judge_columns
+from crseval.judge import judge_columns
 from crseval.metrics import families
 from crseval.metrics.expectations import (
     ADAPTATION,
@@ -32,6 +31,7 @@ from crseval.metrics.expectations import (
     Expectation,
     expand,
 )
+from crseval.statistics.effects import cliffs_delta
 
 DECLARED = (*families.expectations(), *judge_columns.EXPECTATIONS)
 

@@ -1,10 +1,10 @@
 """The `stats` stage as one function: every comparison of the systems an experiment's tables allow.
 
-`compare_systems` runs, on sessions.parquet and under the config's analysis plan (crseval.analysis.plan),
+`compare_systems` runs, on sessions.parquet and under the config's analysis plan (crseval.statistics.plan),
 the omnibus tests, the post-hoc comparisons of the recommended omnibus test, the pairwise and the
 paired tests, the judge correlations (pooled and within system), sample-size planning, (when the
 judge ran) the judge's reliability and (when the same systems met several user profiles) whether the
-conclusions change with the user (crseval.analysis.user_robustness); `write` puts each table and
+conclusions change with the user (crseval.statistics.user_robustness); `write` puts each table and
 summary at its output path, atomically. The rule script only connects paths.
 """
 
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from crseval.analysis import correlation, power, registry, stats, stats_summary, trials, user_robustness
-from crseval.analysis.plan import Plan
 from crseval.core.io import atomic_path
 from crseval.judge import reliability
+from crseval.statistics import column_registry, correlation, power, summary, system_tests, trials, user_robustness
+from crseval.statistics.plan import Plan
 
 TABLES = ("anova", "posthoc", "pairwise", "paired", "correlations", "power_table")
 
@@ -50,7 +50,7 @@ def compare_systems(
     comparison of the conclusions under each profile is added.
 
     With repeated trials (a `trial` column, sessions.trials), the user is the unit: every test, interval
-    and plan runs on each user's mean over its trials (crseval.analysis.trials.per_user), paired tests pair
+    and plan runs on each user's mean over its trials (crseval.statistics.trials.per_user), paired tests pair
     users, and the summary says so; `chance` (trials.chance_table, from the reliability_trials rule) lets
     the power plan weigh more users against more trials."""
     plan = Plan.from_settings(settings)
@@ -58,16 +58,16 @@ def compare_systems(
     if trials.has_trials(sessions):
         trials_sentence = trials.nesting_sentence(sessions)
         sessions = trials.per_user(sessions)
-    judges = [c for c in registry.JUDGE_SCORES if c in sessions] if judged else []
+    judges = [c for c in column_registry.JUDGE_SCORES if c in sessions] if judged else []
     metrics = [m for m in settings["metrics"] if m in sessions]
     not_computed = sorted(set(settings["metrics"]) - set(metrics))
     compared = metrics + judges
-    anova = stats.omnibus_table(sessions, compared, plan)
-    pairwise = stats.pairwise_table(sessions, compared, plan)
-    posthoc = stats.posthoc_table(sessions, anova, plan, pairwise)
-    pairs, pairing_reason = stats.pairing(sessions)
+    anova = system_tests.omnibus_table(sessions, compared, plan)
+    pairwise = system_tests.pairwise_table(sessions, compared, plan)
+    posthoc = system_tests.posthoc_table(sessions, anova, plan, pairwise)
+    pairs, pairing_reason = system_tests.pairing(sessions)
     if pairs:
-        paired = stats.paired_table(sessions, compared, plan)
+        paired = system_tests.paired_table(sessions, compared, plan)
     else:
         paired = pd.DataFrame(columns=["metric", "system_a", "system_b", "pairs", "note"])
     correlations = plan.adjust(
@@ -93,7 +93,7 @@ def compare_systems(
         )
         sentence = user_robustness.robustness_sentence(tables["robustness"], tables["robustness_orders"])
     texts = {
-        "summary": stats_summary.markdown_summary(
+        "summary": summary.markdown_summary(
             anova,
             posthoc,
             pairwise,

@@ -1,4 +1,4 @@
-/* crseval session viewer (crseval.analysis.viewer): plain DOM, no framework, no network.
+/* crseval session viewer (crseval.reports.viewer): plain DOM, no framework, no network.
    Data arrive through window.crsevalData(payload) from list.js and data/<n>.js (script tags).
    Every string of a session is set with textContent or as a text node, never parsed as markup. */
 (function () {

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy.stats import kendalltau, mannwhitneyu, norm, rankdata
 
-from crseval.analysis.intervals import chunks, draw_counts
+from crseval.statistics.intervals import chunks, draw_counts
 
 NAN = math.nan
 

@@ -16,13 +16,13 @@ import seaborn as sns  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import AutoMinorLocator, MaxNLocator  # noqa: E402
 
-from crseval.analysis import registry
+from crseval.statistics import column_registry
 
-JUDGE_SCORES = registry.JUDGE_SCORES
+JUDGE_SCORES = column_registry.JUDGE_SCORES
 
 
 def label(metric: str) -> str:
-    return registry.label(metric)
+    return column_registry.label(metric)
 
 
 def palette(systems: list[str]) -> dict[str, tuple]:
@@ -47,7 +47,7 @@ def metric_bars(model_metrics: pd.DataFrame, metrics: list[str], colours: dict, 
 
     A system with one session (or none) has no interval and gets no error bar, not one of zero width;
     it is marked n=1 (n/a) instead. Sessions that all agree keep their zero-width interval: a cap."""
-    names = [registry.thesis_name(m) for m in metrics if registry.thesis_name(m) in model_metrics]
+    names = [column_registry.thesis_name(m) for m in metrics if column_registry.thesis_name(m) in model_metrics]
     columns = 4
     rows = math.ceil(len(names) / columns)
     figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.0 * rows), squeeze=False)
@@ -83,7 +83,7 @@ def _interval_bars(ax, positions: np.ndarray, low: np.ndarray, high: np.ndarray,
 
 
 def judge_radar(model_metrics: pd.DataFrame, colours: dict, stem: Path) -> None:
-    criteria = [registry.thesis_name(c) for c in JUDGE_SCORES if registry.thesis_name(c) in model_metrics]
+    criteria = [column_registry.thesis_name(c) for c in JUDGE_SCORES if column_registry.thesis_name(c) in model_metrics]
     angles = np.linspace(0, 2 * np.pi, len(criteria), endpoint=False).tolist()
     figure = plt.figure(figsize=(5.5, 5.5))
     ax = figure.add_subplot(polar=True)
@@ -353,7 +353,7 @@ def restrict_order(order: str, systems: set[str]) -> str:
 
 def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:
     """Measured against expected rank of each calibration system, one panel per measured metric
-    of the validity table (crseval.analysis.validity), with the diagonal of perfect agreement; Kendall's tau,
+    of the validity table (crseval.checks.validity), with the diagonal of perfect agreement; Kendall's tau,
     its CI and the verdict in the title. Metrics without a measured order are listed below the
     panels. Expected ranks are over the systems the experiment has. Returns the metrics drawn."""
     measured = table[table["measured_order"].notna() & (table["measured_order"].astype(str).str.strip() != "")]
@@ -504,7 +504,7 @@ def user_realism_figure(words: dict[str, list[int]], shares: pd.DataFrame, stem:
 
 
 def pass_k_figure(passes: pd.DataFrame | None, stem: Path) -> None:
-    """pass^k against k per system (crseval.analysis.trials.pass_table), with its bootstrap interval as a
+    """pass^k against k per system (crseval.statistics.trials.pass_table), with its bootstrap interval as a
     band where it has one: how fast the chance of succeeding on every one of k tries at the same user falls.
     Without a table (no success metric) or without rows, an empty panel that says so."""
     passes = passes if passes is not None else pd.DataFrame(columns=["system", "k", "pass_hat_k"])

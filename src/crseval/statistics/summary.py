@@ -1,4 +1,4 @@
-"""stats/summary.md: the tables of crseval.analysis.stats as Markdown for a reader, rounded to three
+"""stats/summary.md: the tables of crseval.statistics.system_tests as Markdown for a reader, rounded to three
 significant digits (the CSVs beside it keep full precision), opening on the analysis plan."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import pandas as pd
 
-from crseval.analysis.plan import Plan
-from crseval.analysis.stats import EXACT_FLIPS, EXACT_SPLITS, OMNIBUS
+from crseval.statistics.plan import Plan
+from crseval.statistics.system_tests import EXACT_FLIPS, EXACT_SPLITS, OMNIBUS
 
 
 def _fmt(value) -> str:
@@ -33,9 +33,9 @@ def markdown_summary(
     trials_sentence: str = "",
 ) -> str:
     """The readable summary (rounded to 3 significant digits; the CSVs keep full precision).
-    `robustness_sentence` (crseval.analysis.user_robustness), when the same systems met several user
+    `robustness_sentence` (crseval.statistics.user_robustness), when the same systems met several user
     profiles, follows the plan: whether the conclusions hold for another user belongs before them;
-    `trials_sentence` (crseval.analysis.trials), with repeated trials, says the tests run on users' means."""
+    `trials_sentence` (crseval.statistics.trials), with repeated trials, says the tests run on users' means."""
     lines = [
         "# Statistical comparison of systems",
         "",

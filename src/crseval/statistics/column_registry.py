@@ -1,7 +1,7 @@
 """The metric registry: every column of sessions.parquet and turns.parquet, as declared by its writer.
 
 The identifier columns (crseval.core.columns), the scorer and each metric family of
-crseval.metrics.families.FAMILY_KINDS, and the judge (crseval.judge.columns) declare their columns once;
+crseval.metrics.families.FAMILY_KINDS, and the judge (crseval.judge.judge_columns) declare their columns once;
 aggregate, statistics, validity, figures and the reports read label, range, direction, ground
 truth and thesis name from here. A column nobody declared is an error, not a float by default.
 The panel judges' columns carry names from the config (`judge_<name>_<criterion>`): the judge
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 
 from crseval.core.columns import LABEL_COLUMNS, SESSION_ID_COLUMNS, TURN_ID_COLUMNS, Column
-from crseval.judge import columns as judge_columns
+from crseval.judge import judge_columns
 from crseval.metrics import families, scorer
 
 
@@ -131,7 +131,7 @@ def with_reference(document: str) -> str:
     return f"{head}{DOCS_START}\n{markdown_reference()}{DOCS_END}{tail}"
 
 
-if __name__ == "__main__":  # python -m crseval.analysis.registry docs/metrics.md: rewrite the column reference
+if __name__ == "__main__":  # python -m crseval.statistics.column_registry docs/metrics.md: rewrite the column reference
     import sys
     from pathlib import Path
 
