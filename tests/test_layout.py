@@ -141,6 +141,51 @@ def test_no_modules_import_each_other_in_a_circle():
     assert circles == []
 
 
+def unexplained_imports(path: Path) -> list[int]:
+    """The lines of `path`'s imports inside a function with no reason given: a comment on the import's
+    lines, on those of the imports right above it, or on the line above that group."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    nodes = {
+        sub.lineno: sub
+        for node in ast.walk(ast.parse("\n".join(lines)))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for sub in ast.walk(node)
+        if isinstance(sub, (ast.Import, ast.ImportFrom))
+    }.values()
+    group_of = {}  # an import's first line -> the first line of the run of imports it belongs to
+    for node in sorted(nodes, key=lambda n: n.lineno):
+        above = node.lineno - 1
+        group_of[node.lineno] = (
+            group_of.get(above, node.lineno) if above in {n.end_lineno for n in nodes} else node.lineno
+        )
+    explained = set()
+    for node in nodes:
+        start = group_of[node.lineno]
+        if "#" in "".join(lines[node.lineno - 1 : node.end_lineno]) or lines[start - 2].strip().startswith("#"):
+            explained.add(start)
+    return sorted({n.lineno for n in nodes if group_of[n.lineno] not in explained})
+
+
+def test_every_function_level_import_says_why():
+    """An import inside a function is a choice (a heavy library loaded only where it is used, a circle
+    avoided): the comment beside it says which, so nobody moves it up without knowing the cost."""
+    unexplained = [
+        f"{path.relative_to(PACKAGE)}:{line}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for line in unexplained_imports(path)
+    ]
+    assert unexplained == []
+
+
+def test_the_import_reason_check_finds_an_unexplained_import(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "def f():\n    import json\n\n\ndef g():\n    # why\n    import os\n    import re\n"
+        "\n\ndef h():\n    import sys  # why\n"
+    )
+    assert unexplained_imports(module) == [2]
+
+
 def test_the_circle_check_finds_a_circle(tmp_path, monkeypatch):
     package = tmp_path / "crseval" / "p"
     package.mkdir(parents=True)

@@ -31,7 +31,6 @@ write_json(
         "vocabulary_size": len(model.dictionary),
         "coherence": {"measure": settings.coherence, "value": coherence},
         "topics": [{"topic": t, "words": words} for t, words in enumerate(model.topic_words)],
-        "training_seconds": round(trained, 2),
     },
     snakemake.output.summary,
 )

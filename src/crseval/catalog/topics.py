@@ -265,6 +265,10 @@ class TopicModel:
     def save(self, directory: str | Path) -> None:
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
+        # gensim records each object's history with the date and the machine ("lifecycle events") in the files
+        # it saves: without it the same training writes the same bytes on every run
+        for saved in (self.model, self.model.state, self.model.id2word):
+            saved.lifecycle_events = None
         self.model.save(str(directory / MODEL_FILE))
         (directory / SETTINGS_FILE).write_text(json.dumps(asdict(self.settings), indent=2, sort_keys=True))
 

@@ -23,6 +23,7 @@ import pandas as pd
 from statsmodels.stats.multitest import multipletests
 
 from crseval.checks import agreement
+from crseval.statistics import column_registry
 from crseval.statistics.intervals import chunks, draw_counts
 
 NAN = math.nan
@@ -385,8 +386,6 @@ def markdown(dialogues: pd.DataFrame, systems: pd.DataFrame, rankings: pd.DataFr
 def _metric_columns(sessions: pd.DataFrame) -> dict:
     """The table's columns the registry declares as metrics (named, or by pattern as a panel judge's), in
     the registry's order, then the table's."""
-    from crseval.statistics import column_registry
-
     names = [*(n for n in column_registry.SESSION_COLUMNS if n in sessions), *sessions.columns]
     columns = {
         n: column_registry.SESSION_COLUMNS[n] for n in dict.fromkeys(names) if n in column_registry.SESSION_COLUMNS

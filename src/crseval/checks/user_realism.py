@@ -58,7 +58,9 @@ import pandas as pd
 from scipy import sparse
 
 from crseval.core.io import sha256_file
+from crseval.corpora import voice_learning
 from crseval.language.user_acts import ACTS, TurnReading, act_flags
+from crseval.simulate.voice import dialogue_part
 from crseval.statistics.intervals import draw_counts
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -79,7 +81,7 @@ TURN_STATISTICS = (
 
 @lru_cache(maxsize=200_000)
 def _unknown(word: str) -> bool:
-    from wordfreq import zipf_frequency
+    from wordfreq import zipf_frequency  # a large word list, loaded only where turns are measured
 
     return zipf_frequency(word, "en") == 0
 
@@ -183,15 +185,13 @@ def _turns(records: list[dict], name: str) -> UserTurns:
 def _reference_dialogues(path: str | Path, import_format: str) -> list[dict]:
     """The dialogues of a reference as the importer reads them, refused (ReferenceTooLarge) over
     MAX_REFERENCE_BYTES before the file is read, or over MAX_REFERENCE_DIALOGUES once read."""
-    from crseval.corpora.voice_learning import corpus_dialogues
-
     size = Path(path).stat().st_size
     if size > MAX_REFERENCE_BYTES:
         raise ReferenceTooLarge(
             f"realism reference {path}: {size:,} bytes, over the {MAX_REFERENCE_BYTES:,} bytes the user_realism "
             "rule reads (crseval.checks.user_realism.MAX_REFERENCE_BYTES); name a sample of its dialogues"
         )
-    records = corpus_dialogues(path, import_format)
+    records = voice_learning.corpus_dialogues(path, import_format)
     if len(records) > MAX_REFERENCE_DIALOGUES:
         raise ReferenceTooLarge(
             f"realism reference {path}: {len(records):,} dialogues, over the {MAX_REFERENCE_DIALOGUES:,} the "
@@ -230,8 +230,6 @@ def load_reference(
 
     A reference over MAX_REFERENCE_BYTES is refused (ReferenceTooLarge) before it is read, one over
     MAX_REFERENCE_DIALOGUES before anything is measured."""
-    from crseval.corpora.voice_learning import corpus_dialogues
-    from crseval.simulate.voice import dialogue_part
 
     records = _reference_dialogues(path, import_format)
     if not voice_corpus:
@@ -259,7 +257,7 @@ def load_reference(
             same_users=sum(_user(r) in users for r in held),
             echoed=sum(_said(r) in said for r in held),
         )
-    learned = [record for record in corpus_dialogues(voice_corpus, voice_format) if in_part(record)]
+    learned = [record for record in voice_learning.corpus_dialogues(voice_corpus, voice_format) if in_part(record)]
     ids, said = {r["session_id"] for r in learned}, {_said(r) for r in learned} - {()}
     shared = sum(r["session_id"] in ids or _said(r) in said for r in records)
     return Reference(_turns(records, "real users"), shared=shared, voice_part=voice_part)
@@ -581,7 +579,7 @@ def _compare(simulated: "_Sessions", real: "_Sessions", resamples: int, seed: in
 
 
 def _features(kind: str, texts: list[str]):
-    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.feature_extraction.text import TfidfVectorizer  # scikit-learn: seconds to load, for this rule only
 
     if kind == "statistics":
         values = turn_statistics(texts)
@@ -599,7 +597,7 @@ def _features(kind: str, texts: list[str]):
 def _placements(labels: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """DeLong's placement values: per positive, the share of negatives it outscores (ties count half);
     per negative, the share of positives that outscore it."""
-    from scipy.stats import rankdata
+    from scipy.stats import rankdata  # scipy.stats: seconds to load, for this rule only
 
     positive, negative = scores[labels == 1], scores[labels == 0]
     both = rankdata(np.concatenate([positive, negative]))
@@ -625,6 +623,7 @@ def discriminator(simulated: list[str], real: list[str], kind: str = "word", fol
     the out-of-fold ROC AUC over `folds` stratified folds (shuffled with `seed`), its 95% CI from DeLong's
     variance of the out-of-fold scores, and the features that give each side away most (largest weights
     of a fit on all turns)."""
+    # scikit-learn: seconds to load, paid only by the rule that discriminates
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import StratifiedKFold, cross_val_predict
     from sklearn.pipeline import make_pipeline

@@ -38,7 +38,7 @@ from crseval.llm.models import EMBEDDED_MODELS, model_path
 
 @lru_cache(maxsize=4)
 def _load(path: str, n_ctx: int, threads: int, chat_format: str | None):
-    from llama_cpp import Llama
+    from llama_cpp import Llama  # only a job that runs an embedded model loads llama.cpp
 
     return Llama(
         model_path=path,

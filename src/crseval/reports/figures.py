@@ -1,4 +1,8 @@
-"""Figures of an experiment (seaborn/matplotlib, PNG and SVG), one colour per system throughout."""
+"""Figures of an experiment (seaborn/matplotlib, PNG and SVG), one colour per system throughout.
+
+The same tables draw the same bytes: SVG ids come from a fixed salt rather than a random one, no file
+carries the date it was drawn, and the dots jittered over a box are jittered from a fixed seed.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +21,9 @@ from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import AutoMinorLocator, MaxNLocator  # noqa: E402
 
 from crseval.statistics import column_registry
+
+plt.rcParams["svg.hashsalt"] = "crseval"  # SVG element ids: the same from run to run
+JITTER_SEED = 0  # seaborn jitters strip plots from numpy's global generator
 
 JUDGE_SCORES = column_registry.JUDGE_SCORES
 
@@ -38,7 +45,7 @@ def integer_ticks(ax, axis: str = "x") -> None:
 def save(figure, stem: Path) -> None:
     stem.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(stem.with_suffix(".png"), dpi=130, bbox_inches="tight")
-    figure.savefig(stem.with_suffix(".svg"), bbox_inches="tight")
+    figure.savefig(stem.with_suffix(".svg"), bbox_inches="tight", metadata={"Date": None})
     plt.close(figure)
 
 
@@ -137,6 +144,7 @@ def recovery_box(sessions: pd.DataFrame, colours: dict, stem: Path) -> None:
             fliersize=0,
             boxprops={"alpha": 0.4},
         )
+        np.random.seed(JITTER_SEED)  # the dots' jitter, the same from run to run
         sns.stripplot(
             **layout,
             dodge=True,
