@@ -1,7 +1,9 @@
 """What the stages share: the experiment's systems and shards, paths, and every helper function.
 
-Included first by the Snakefile. The stage files define rules only; a rule refers to the files
-of a rule defined before it as `rules.<name>.output`.
+Included first by the Snakefile. A stage file defines its rules and the few values only its rules
+read (stats.smk: the systems matched across user profiles; findings.smk: the pages the findings page
+links to, which need the other stages' rules); a rule refers to the files of a rule defined before it as
+`rules.<name>.output`.
 """
 
 import glob as _glob
