@@ -11,11 +11,12 @@ from conftest import REPO, copy_workflow, run_snakemake, write_config
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.patches import Rectangle
 
-from crseval.checks.validity import validity_table
+from crseval.checks.validity import order_ranks, restrict_order, validity_table
 from crseval.core.config_checks import effective_config
 from crseval.metrics import tas_weights
 from crseval.metrics.grounded import TasSettings, session_means, tas_value
 from crseval.reports import figures
+from crseval.statistics import correlation
 from crseval.statistics.aggregate import model_metrics
 
 SYSTEMS = ["alpha", "beta", "gamma"]
@@ -204,7 +205,7 @@ def test_scatter_draws_the_scores_it_has(tmp_path, sessions, captured):
     assert shown == ["context_adaptation_score", "judge_proactiveness", "judge_coherence"]
     panels = [ax for ax in captured[-1].axes if ax.axison]
     assert len(panels) == 3
-    rho, n = figures.spearman(sessions["context_adaptation_score"], sessions["tas"])
+    rho, n = correlation.spearman(sessions["context_adaptation_score"], sessions["tas"])
     assert panels[0].get_xlabel() == figures.label("context_adaptation_score") and n == len(sessions)
     assert panels[0].get_title() == f"Spearman rho = {rho:.2f} (n = {n})"
     assert all(len(ax.collections) == len(SYSTEMS) for ax in panels)  # one colour per system
@@ -267,21 +268,21 @@ def test_metric_bars_draw_each_interval_within_the_values_it_summarises(tmp_path
 def test_spearman_matches_scipy(sessions):
     from scipy.stats import spearmanr
 
-    rho, n = figures.spearman(sessions["judge_coherence"], sessions["tas"])
+    rho, n = correlation.spearman(sessions["judge_coherence"], sessions["tas"])
     assert n == len(sessions) and rho == pytest.approx(spearmanr(sessions["judge_coherence"], sessions["tas"])[0])
-    assert np.isnan(figures.spearman(sessions["judge_personalization"], sessions["tas"])[0])
-    assert np.isnan(figures.spearman(pd.Series([1.0] * 5), pd.Series(range(5), dtype=float))[0])
+    assert np.isnan(correlation.spearman(sessions["judge_personalization"], sessions["tas"])[0])
+    assert np.isnan(correlation.spearman(pd.Series([1.0] * 5), pd.Series(range(5), dtype=float))[0])
 
 
 def test_order_ranks_share_tied_positions():
-    assert figures.order_ranks("oracle > lag1 > stubborn=random") == {
+    assert order_ranks("oracle > lag1 > stubborn=random") == {
         "oracle": 1,
         "lag1": 2,
         "stubborn": 3.5,
         "random": 3.5,
     }
-    assert figures.order_ranks("parrot > oracle=lag1=lag2") == {"parrot": 1, "oracle": 3, "lag1": 3, "lag2": 3}
-    assert figures.restrict_order("oracle > lag1 > lag2 > stubborn=random", {"oracle", "random", "lag2"}) == (
+    assert order_ranks("parrot > oracle=lag1=lag2") == {"parrot": 1, "oracle": 3, "lag1": 3, "lag2": 3}
+    assert restrict_order("oracle > lag1 > lag2 > stubborn=random", {"oracle", "random", "lag2"}) == (
         "oracle > lag2 > random"
     )
 

@@ -23,20 +23,34 @@ def stem(name):
     return Path(snakemake.output[name]).with_suffix("")
 
 
-wanted = set(snakemake.output.keys())
-figures.metric_bars(model_metrics, metrics, colours, stem("metric_bars"))
-figures.correlation_heatmap(sessions, metrics, stem("correlation_heatmap"))
-figures.recovery_box(sessions, colours, stem("recovery_delay_box"))
-figures.distributions(sessions, list(snakemake.params.distributions), colours, stem("distributions"))
-if "tas_over_turns" in wanted:
-    figures.tas_over_turns(turns, colours, stem("tas_over_turns"), snakemake.params.seed)
-    table = tas_weights.sensitivity_table(turns, snakemake.params.figure_params["weight_sensitivity"])
-    figures.weight_sensitivity(table, stem("weight_sensitivity"))
+def weight_sensitivity(name):
+    """The TAS weight grid: its table beside its figure."""
+    table = tas_weights.sensitivity_table(turns, snakemake.params.figure_params[name])
+    figures.weight_sensitivity(table, stem(name))
     with atomic_path(snakemake.output.sensitivity) as temporary:
         table.to_csv(temporary, index=False)
-if "tas_scatter" in wanted:
-    shown = figures.tas_scatter(sessions, list(snakemake.params.scatter), colours, stem("tas_scatter"))
+
+
+def tas_scatter(name):
+    shown = figures.tas_scatter(sessions, list(snakemake.params.scatter), colours, stem(name))
     log.info("TAS scatter against %s", ", ".join(shown) or "nothing (no values)")
-if "judge_radar" in wanted:
-    figures.judge_radar(model_metrics, colours, stem("judge_radar"))
+
+
+# How each figure is drawn; which figures the experiment has is the planner's (crseval.planning.figures),
+# given here as the rule's outputs
+DRAW = {
+    "metric_bars": lambda name: figures.metric_bars(model_metrics, metrics, colours, stem(name)),
+    "correlation_heatmap": lambda name: figures.correlation_heatmap(sessions, metrics, stem(name)),
+    "recovery_delay_box": lambda name: figures.recovery_box(sessions, colours, stem(name)),
+    "distributions": lambda name: figures.distributions(
+        sessions, list(snakemake.params.distributions), colours, stem(name)
+    ),
+    "tas_over_turns": lambda name: figures.tas_over_turns(turns, colours, stem(name), snakemake.params.seed),
+    "weight_sensitivity": weight_sensitivity,
+    "tas_scatter": tas_scatter,
+    "judge_radar": lambda name: figures.judge_radar(model_metrics, colours, stem(name)),
+}
+for name in snakemake.output.keys():
+    if name in DRAW:
+        DRAW[name](name)
 log.info("figures written for %d systems", len(colours))

@@ -55,6 +55,30 @@ EXPECTATIONS: tuple[Expectation, ...] = tuple(
 )
 
 
+def order_string(groups: list[str]) -> str:
+    """An order as the validity table writes it: groups best first, systems tied within a group by "="
+    ("oracle > lag1 > stubborn=random"); `order_ranks` and `restrict_order` read it back."""
+    return " > ".join(groups)
+
+
+def order_ranks(order: str) -> dict[str, float]:
+    """System -> rank from an order string such as "oracle > lag1 > stubborn=random": position
+    1 is best; systems tied by "=" share the mean of the positions they take (2.5 above)."""
+    ranks, position = {}, 1
+    for group in order.split(">"):
+        systems = [s.strip() for s in group.split("=") if s.strip()]
+        for system in systems:
+            ranks[system] = position + (len(systems) - 1) / 2
+        position += len(systems)
+    return ranks
+
+
+def restrict_order(order: str, systems: set[str]) -> str:
+    """The order string with only `systems` kept (empty groups dropped)."""
+    groups = ["=".join(s.strip() for s in group.split("=") if s.strip() in systems) for group in order.split(">")]
+    return order_string([g for g in groups if g])
+
+
 def kendall_tau(expected_rank: list[float], measured: list[float]) -> float:
     """Kendall's tau over the pairs the construction orders: (concordant - discordant) / ordered
     pairs, between expected ranks (1 = best) and measured scores (higher = better). Pairs the
@@ -97,7 +121,7 @@ def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000,
     row = {
         "metric": expectation.metric,
         "check": expectation.check,
-        "expected_order": " > ".join(expectation.expected_order(roles)),
+        "expected_order": order_string(expectation.expected_order(roles)),
         "reason": expectation.reason,
     }
     # three systems at least, or every one of an order that names fewer (the asker over the literal system)
@@ -129,7 +153,7 @@ def assess(frame: pd.DataFrame, expectation: Expectation, resamples: int = 1000,
     verdict = "pass" if tau >= 0.8 and low > 0 and not above_twin(expectation, values, sign) else "fail"
     return {
         **row,
-        "measured_order": " > ".join(measured),
+        "measured_order": order_string(measured),
         "tau": tau,
         "tau_ci_low": float(low),
         "tau_ci_high": float(high),
@@ -164,7 +188,7 @@ def validity_table(frame: pd.DataFrame, resamples: int = 1000, seed: int = 0, wi
             row = {
                 "metric": e.metric,
                 "check": e.check,
-                "expected_order": " > ".join(e.expected_order(set())),
+                "expected_order": order_string(e.expected_order(set())),
                 "reason": e.reason,
                 **NOT_MEASURED,
                 "verdict": "not measured (the user says every wish)",

@@ -20,7 +20,8 @@ import seaborn as sns  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 from matplotlib.ticker import AutoMinorLocator, MaxNLocator  # noqa: E402
 
-from crseval.statistics import column_registry
+from crseval.checks.validity import order_ranks, restrict_order
+from crseval.statistics import column_registry, correlation
 
 plt.rcParams["svg.hashsalt"] = "crseval"  # SVG element ids: the same from run to run
 JITTER_SEED = 0  # seaborn jitters strip plots from numpy's global generator
@@ -297,15 +298,6 @@ def weight_sensitivity(table: pd.DataFrame, stem: Path) -> None:
     save(figure, stem)
 
 
-def spearman(x: pd.Series, y: pd.Series) -> tuple[float, int]:
-    """Spearman's rho over the sessions with both values, and their number (rho is NaN below
-    three pairs or when either side is constant)."""
-    pairs = pd.DataFrame({"x": x, "y": y}).dropna()
-    if len(pairs) < 3 or pairs["x"].nunique() < 2 or pairs["y"].nunique() < 2:
-        return float("nan"), len(pairs)
-    return float(pairs["x"].rank().corr(pairs["y"].rank())), len(pairs)
-
-
 def tas_scatter(sessions: pd.DataFrame, others: list[str], colours: dict, stem: Path) -> list[str]:
     """One point per session: grounded TAS against each of `others` (the legacy CAS, the judge's
     criteria), coloured by system, Spearman rho over all sessions in each panel's title. A column
@@ -322,7 +314,7 @@ def tas_scatter(sessions: pd.DataFrame, others: list[str], colours: dict, stem: 
             if column in JUDGE_SCORES:  # whole-point scores: spread the dots sideways so that equal scores stay visible
                 x = x + rng.uniform(-0.15, 0.15, len(x))
             ax.scatter(x, points["tas"], s=18, alpha=0.7, color=colours[system], label=system, edgecolors="none")
-        rho, n = spearman(sessions[column], sessions["tas"])
+        rho, n = correlation.spearman(sessions[column], sessions["tas"])
         ax.set_title(f"Spearman rho = {'n/a' if rho != rho else f'{rho:.2f}'} (n = {n})", fontsize=10)
         ax.set_xlabel(label(column))
         ax.set_ylabel(label("tas"))
@@ -339,24 +331,6 @@ def tas_scatter(sessions: pd.DataFrame, others: list[str], colours: dict, stem: 
     figure.tight_layout()
     save(figure, stem)
     return shown
-
-
-def order_ranks(order: str) -> dict[str, float]:
-    """System -> rank from an order string such as "oracle > lag1 > stubborn=random": position
-    1 is best; systems tied by "=" share the mean of the positions they take (2.5 above)."""
-    ranks, position = {}, 1
-    for group in order.split(">"):
-        systems = [s.strip() for s in group.split("=") if s.strip()]
-        for system in systems:
-            ranks[system] = position + (len(systems) - 1) / 2
-        position += len(systems)
-    return ranks
-
-
-def restrict_order(order: str, systems: set[str]) -> str:
-    """The order string with only `systems` kept (empty groups dropped)."""
-    groups = ["=".join(s.strip() for s in group.split("=") if s.strip() in systems) for group in order.split(">")]
-    return " > ".join(g for g in groups if g)
 
 
 def validity_figure(table: pd.DataFrame, stem: Path) -> list[str]:

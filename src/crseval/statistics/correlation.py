@@ -116,6 +116,15 @@ def _correlate(
     return rows
 
 
+def spearman(x: pd.Series, y: pd.Series) -> tuple[float, int]:
+    """Spearman's rho over the sessions with both values, and their number (rho is NaN below three pairs
+    or when either side is constant): what a figure's panel prints beside its points."""
+    pairs = pd.DataFrame({"x": x, "y": y}).dropna()
+    if len(pairs) < 3:
+        return NAN, len(pairs)
+    return _pooled(pairs["x"].to_numpy(float), pairs["y"].to_numpy(float))[0], len(pairs)
+
+
 def _pooled(x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
     """scipy's Spearman rho and p; NaN for a constant column (scipy would warn and return NaN)."""
     if np.ptp(x) == 0 or np.ptp(y) == 0:
