@@ -1,8 +1,9 @@
 """What a column of the experiment's tables is, declared once by the stage that writes it.
 
-Every metric family, the scorer and the judge declare their columns with `Column`; the analysis
-stage gathers them (crseval.statistics.column_registry) and reads label, range, direction, whether the
-column needs the simulator's ground truth and its name in the thesis table from there, so that
+Every metric family, the scorer and the judge declare their columns with `Column`; the column registry
+(crseval.statistics.column_registry) gathers them, and the tables, statistics, checks and figures read
+label, range, direction, whether the column needs the simulator's ground truth and its name in the
+thesis table from there, so that
 none of these facts is written down twice. The identifier columns every table shares are here, and
 the human labels an imported session carries.
 """
