@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from test_import_formats import arena, line, write_arena, write_lines
 from crseval.corpora import manifest as manifest_module
 from crseval.corpora import thesis_logs
 from crseval.corpora.dialogue import CorpusError, coverage_of, film_coverage
-from crseval.corpora.formats import import_logs
+from crseval.corpora.formats import FORMATS, import_logs
 from crseval.corpora.manifest import import_slice, plan_corpus, shard_slices, write_if_changed
 from crseval.language.concepts import ConceptMatcher
 
@@ -95,8 +96,9 @@ def test_a_replan_reads_only_changed_files_and_rewrites_only_their_slices(tmp_pa
     gemma = copy_logs(logs, "gemma:2b", 12)
     copy_logs(logs, "qwen:4b", 6)
     read = []
-    original = thesis_logs.plan_file
-    monkeypatch.setattr(thesis_logs, "plan_file", lambda path: read.append(Path(path).name) or original(path))
+    plan = thesis_logs.KIND.file_plan
+    counted = replace(plan, plan_file=lambda path: read.append(Path(path).name) or plan.plan_file(path))
+    monkeypatch.setitem(FORMATS, "thesis_logs", replace(thesis_logs.KIND, file_plan=counted))
     paths = lambda: sorted(str(p) for p in logs.glob("*.json"))  # noqa: E731
 
     manifest = plan_corpus(paths(), "thesis_logs", cache)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import runpy
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,9 +19,11 @@ import pytest
 from conftest import REPO, copy_workflow, default_config, run_snakemake, write_config
 
 from crseval.core.config_checks import ConfigError
+from crseval.core.config_checks import load_schema as load_config_schema
 from crseval.core.io import write_parquet
 from crseval.core.session_records import load_schema
 from crseval.corpora import crsarena, jsonl, thesis_logs
+from crseval.corpora.format_kind import CorpusFormat
 from crseval.corpora.formats import FORMATS, CorpusError, import_logs, import_votes, sessions_per_system
 from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.corpora.votes import VOTES_SCHEMA, write_votes
@@ -118,11 +121,29 @@ def messy_corpus(import_format: str, folder: Path) -> Path:
 
 
 def test_every_format_is_registered_under_its_config_name():
-    schema = (REPO / "src" / "crseval" / "core" / "schemas" / "config.schema.yaml").read_text()
     assert set(FORMATS) == {"thesis_logs", "crsarena", "jsonl"}
-    assert "enum: [thesis_logs, crsarena, jsonl]" in schema
+    assert all(kind.name == name for name, kind in FORMATS.items())
     with pytest.raises(ValueError, match=r"unknown corpus format 'csv'; known: thesis_logs, crsarena, jsonl"):
         import_logs([], None, SHA, SHA, "csv")
+
+
+@pytest.mark.parametrize("name", sorted(FORMATS))
+def test_every_format_declares_itself_completely(name):
+    kind = FORMATS[name]
+    assert isinstance(kind, CorpusFormat) and kind.name == name and kind.summary
+    assert callable(kind.read_file) and callable(kind.repeats) and len(kind.system_names) == 2
+    assert kind.has_votes is callable(kind.import_votes)
+    assert len({kind.renamed, kind.duplicate, kind.no_pair, kind.numbered}) == 4  # every rule counted apart
+    if kind.file_plan is not None:  # planned file by file (crseval.corpora.manifest)
+        assert all(map(callable, (kind.file_plan.plan_file, kind.file_plan.assign, kind.file_plan.import_file)))
+
+
+def test_the_schema_offers_exactly_the_registered_formats_and_describes_each():
+    # a new format is its module, one line in FORMATS, the schema's enum and description, docs and tests
+    entry = load_config_schema()["properties"]["sessions"]["properties"]["import_format"]
+    assert entry["enum"] == list(FORMATS) and entry["default"] in FORMATS
+    described = re.findall(r"`(\w+)` \(([^)]*)\)", entry["description"])
+    assert described == [(name, kind.summary) for name, kind in FORMATS.items()]
 
 
 @pytest.mark.parametrize("import_format", sorted(FORMATS))
@@ -206,15 +227,15 @@ def test_crsarena_defect_rules_are_counted_exactly(tmp_path):
     )
     sessions, report = import_logs([corpus], None, SHA, SHA, "crsarena")
     assert report["rules_applied"] == {
-        crsarena.DUPLICATE: 1,
+        crsarena.KIND.duplicate: 1,
         "final USER message without reply dropped": 1,
-        crsarena.NO_PAIR: 1,
+        crsarena.KIND.no_pair: 1,
         crsarena.NUMBERED: 1,
         "opening SYSTEM message dropped": 1,
         "empty SYSTEM message dropped": 1,
         crsarena.UNLABELLED: 1,
         "consecutive USER messages joined": 1,
-        crsarena.RENAMED: 1,
+        crsarena.KIND.renamed: 1,
     }
     assert report["sessions"] == {"barcor_redial": 1, "evil": 1, "kbrd_redial": 2} and report["dialogues"] == 6
     assert [r["session_id"] for r in sessions["kbrd_redial"]] == [
@@ -282,12 +303,12 @@ def test_jsonl_defect_rules_are_counted_exactly(tmp_path):
     )
     sessions, report = import_logs([corpus], None, SHA, SHA, "jsonl")
     assert report["rules_applied"] == {
-        jsonl.DUPLICATE: 1,
+        jsonl.KIND.duplicate: 1,
         "empty USER message dropped": 1,
         "opening SYSTEM message dropped": 1,
-        jsonl.NO_PAIR: 1,
+        jsonl.KIND.no_pair: 1,
         "consecutive SYSTEM messages joined": 1,
-        jsonl.RENAMED: 2,
+        jsonl.KIND.renamed: 2,
     }
     assert report["sessions"] == {"crs-a-b": 2} and report["renamed_systems"] == {"crs a/b": "crs-a-b"}
     assert [r["labels"] for r in sessions["crs-a-b"]] == [{"satisfaction": "frustrated"}, {"satisfaction": None}]
@@ -701,7 +722,7 @@ def test_a_jsonl_corpus_reaches_the_sessions_table_with_its_labels_and_votes(tmp
     report = json.loads((results / "sessions" / "import_report.json").read_text())
     assert report["format"] == "jsonl" and report["rules_applied"] == {
         "final USER message without reply dropped": 1,
-        jsonl.RENAMED: 2,
+        jsonl.KIND.renamed: 2,
     }
     assert report["votes"]["kept"] == 1
 

@@ -30,21 +30,17 @@ import io
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 from crseval.corpora import dialogue
-from crseval.corpora.dialogue import SATISFACTION, SYSTEM, USER, CorpusError, SystemFolders
+from crseval.corpora.dialogue import SATISFACTION, SYSTEM, USER, CorpusError, Dialogue
+from crseval.corpora.format_kind import CorpusFormat
 from crseval.corpora.votes import MALFORMED, Vote, keep_votes, parse_time, votes_report
-from crseval.language.concepts import ConceptMatcher
 
-FORMAT = "crsarena"
-HAS_VOTES = True
 PARTICIPANTS = {"USER": USER, "AGENT": SYSTEM}
 VOTE_COLUMNS = ("session_id", "user_id", "crs1", "crs2", "vote")  # and the optional `feedback`
 TIE = "tie"
-RENAMED = "system name mapped to a safe folder name"
-DUPLICATE = "duplicate dialogue skipped"
 NUMBERED = "conversation ID repeated with other content: numbered"
-NO_PAIR = "dialogue without any USER/SYSTEM pair skipped"
 UNLABELLED = "dialogue without a sentiment: unlabelled"
 
 
@@ -96,68 +92,26 @@ def _text(value: object) -> bool:
     return isinstance(value, str) and bool(value.strip())
 
 
-def import_logs(
-    paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str
-) -> tuple[dict[str, list[dict]], dict]:
-    """system -> session records (in file and list order), and the import report."""
-    report: Counter = Counter()
-    folders = SystemFolders("agent ids", "the corpus names two systems that would share one results folder")
-    sessions: dict[str, list[dict]] = {}
-    renamed: dict[str, str] = {}
-    seen: set[str] = set()  # digests of the dialogues imported or skipped so far
-    used_ids: set[str] = set()
-    read = 0
-    for path in sorted(Path(p) for p in paths):
-        for position, item in enumerate(read_dialogues(path)):
-            read += 1
-            agent_id, conversation_id = item["agent"]["id"], item["conversation ID"]
-            system = folders.folder(agent_id, f"{path}: dialogue {position} ({conversation_id!r})")
-            digest = hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-            if digest in seen:
-                report[DUPLICATE] += 1
-                continue
-            seen.add(digest)
-            dialogue_report: Counter = Counter()
-            messages = [
+def read_file(path: Path) -> Iterator[Dialogue]:
+    """The dialogues of one file, as the shared import reads them (crseval.corpora.format_kind)."""
+    for position, item in enumerate(read_dialogues(path)):
+        agent_id, conversation_id = item["agent"]["id"], item["conversation ID"]
+        digest = hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+        sentiment = (item.get("metadata") or {}).get("sentiment")
+        yield Dialogue(
+            name=agent_id,
+            where=f"{path}: dialogue {position} ({conversation_id!r})",
+            identity=digest,  # a conversation ID that comes back with other content is another dialogue
+            digest=digest,
+            session_name=conversation_id,
+            messages=[
                 {"speaker": PARTICIPANTS[m["participant"].strip().upper()], "text": m["utterance"]}
                 for m in item["conversation"]
-            ]
-            turns = dialogue.build_turns(dialogue.pair_turns(messages, dialogue_report), matcher, dialogue_report)
-            report.update(dialogue_report)
-            if not turns:
-                report[NO_PAIR] += 1
-                continue
-            if system != agent_id:
-                report[RENAMED] += 1
-                renamed[agent_id] = system
-            sentiment = (item.get("metadata") or {}).get("sentiment")
-            if sentiment is None:
-                report[UNLABELLED] += 1
-            wanted = f"{system}/{conversation_id}"
-            session_id = dialogue.unique_id(wanted, used_ids)
-            if session_id != wanted:
-                report[NUMBERED] += 1
-            records = sessions.setdefault(system, [])
-            records.append(
-                dialogue.session_record(
-                    session_id=session_id,
-                    session_index=len(records),
-                    system=system,
-                    turns=turns,
-                    catalog_sha=catalog_sha,
-                    config_sha=config_sha,
-                    provenance={
-                        "source_file": dialogue.printable(path.name),
-                        "format": FORMAT,
-                        "conversation_id": conversation_id,
-                        "agent_id": agent_id,
-                        "user_id": item["user"]["id"],
-                        "repairs": dict(sorted(dialogue_report.items())),
-                    },
-                    labels={"satisfaction": sentiment.strip().lower() if sentiment is not None else None},
-                )
-            )
-    return sessions, dialogue.import_summary(FORMAT, paths, read, sessions, report, renamed)
+            ],
+            provenance={"conversation_id": conversation_id, "agent_id": agent_id, "user_id": item["user"]["id"]},
+            labels={"satisfaction": sentiment.strip().lower() if sentiment is not None else None},
+            rules=Counter({UNLABELLED: 1} if sentiment is None else {}),
+        )
 
 
 def import_votes(path: str | Path, sessions: dict[str, list[dict]]) -> tuple[list[dict], dict]:
@@ -223,3 +177,14 @@ def _vote_fields(row: dict) -> tuple | str:
     winner = None if tie else systems.index(values["vote"])
     feedback = (row.get("feedback") or "").strip() or None
     return time, values["user_id"], systems, winner, feedback
+
+
+KIND = CorpusFormat(
+    "crsarena",
+    "CRSArena-Dial dialogues",
+    read_file=read_file,
+    system_names=("agent ids", "the corpus names two systems that would share one results folder"),
+    numbered=NUMBERED,
+    labelled=True,
+    import_votes=import_votes,
+)

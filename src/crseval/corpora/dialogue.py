@@ -1,7 +1,8 @@
 """What every imported dialogue shares, whatever its corpus format.
 
-A format's reader turns its files into messages `{speaker: USER|SYSTEM, text, ...}`; from there the
-same rules apply to every corpus, each counted in the import report under the same name:
+A format's reader turns each of its files into `Dialogue`s, whose messages are `{speaker:
+USER|SYSTEM, text, ...}`; from there the same rules apply to every corpus, each counted in the
+import report under the same name:
 - an empty message (nothing but white space) is dropped;
 - two messages of one speaker in a row are joined into one (a later non-empty extra field, such as
   the thesis logs' constraints, replaces the earlier one);
@@ -10,7 +11,8 @@ same rules apply to every corpus, each counted in the import report under the sa
 then the messages pair into user/system turns, and each reply's films are recognised against the
 catalog. Also shared: reading JSON that can be written again (no absurd nesting, valid Unicode),
 system names as safe folder names (two names that share a folder are an error), and the session
-record an import yields.
+record an import yields. The import that applies these rules to a format's files is written once,
+in crseval.corpora.format_kind.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from crseval.core.names import safe_slug
@@ -34,6 +37,25 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # how JSON text spells a s
 
 class CorpusError(ValueError):
     """A corpus file that does not match its format; the message names the file, where in it, and what is wrong."""
+
+
+@dataclass
+class Dialogue:
+    """One dialogue as its format read it: what the shared rules need to decide whether it becomes a
+    session, of which system, and what its session record keeps of it."""
+
+    name: str  # its system, as the corpus names it (a safe folder name is made of it)
+    where: str  # where it was read (the file, and the line or position in it), for messages
+    identity: Hashable  # a later dialogue of an earlier one's identity repeats it (or conflicts: the format says)
+    digest: str  # its content, to tell a repeat from another dialogue of the same identity
+    session_name: str  # its session id is `<system>/<session_name>`
+    messages: list[dict] = field(default_factory=list)  # {speaker: USER|SYSTEM, text, **extra}, in dialogue order
+    provenance: dict = field(default_factory=dict)  # kept in its session's provenance, after the file and format
+    labels: dict | None = None  # the corpus's verdict on it, in a format that has labels
+    metadata: dict | None = None  # what the corpus says of it beyond the format, kept last in the provenance
+    # The rules applied to it, counted: the format's own while it was read, then those of pairing its turns.
+    repairs: Counter = field(default_factory=Counter)
+    rules: Counter = field(default_factory=Counter)  # the format's own rules counted once it is a session
 
 
 def unusable(value: object, text: str | None = None) -> str | None:
@@ -264,22 +286,6 @@ def unique_id(wanted: str, used: set[str]) -> str:
         candidate = f"{wanted}#{number}"
     used.add(candidate)
     return candidate
-
-
-def import_summary(
-    import_format: str, paths: list, dialogues: int, sessions: dict[str, list[dict]], report: Counter, renamed: dict
-) -> dict:
-    """The import report of a dialogue corpus: what was read, what it became, every rule applied."""
-    return {
-        "format": import_format,
-        "files": len(paths),
-        "dialogues": dialogues,
-        "sessions": {system: len(records) for system, records in sorted(sessions.items())},
-        "turns": sum(len(r["turns"]) for records in sessions.values() for r in records),
-        "labels": label_counts(sessions),
-        "rules_applied": dict(sorted(report.items())),
-        "renamed_systems": dict(sorted(renamed.items())),
-    }
 
 
 def named_films(records: list[dict]) -> dict[str, set[str]]:

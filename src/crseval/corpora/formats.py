@@ -1,43 +1,31 @@
-"""The corpus formats `import_logs` reads, by the name `sessions.import_format` gives them.
+"""The corpus formats, by the name `sessions.import_format` gives them (crseval.corpora.format_kind).
 
-Every format is one module of this package with the same interface (CorpusReader): `import_logs`
-reads the corpus files into session records per system and an import report (every rule applied,
-counted), from which `plan_import` and `sessions_per_system` count the sessions an import yields
-without recognising films (the workflow plans its jobs with them, before any job runs), and a
-format whose corpora carry pairwise votes reads them with `import_votes`. The rules every dialogue
-shares are in crseval.corpora.dialogue, those of every vote in crseval.corpora.votes. A new format
-is a new module listed in FORMATS.
+Each format is declared in the module that reads it (`KIND`, a CorpusFormat); a new format is that
+module and one entry in FORMATS. Its `import_logs` reads the corpus files into session records per
+system and an import report (every rule applied, counted), from which `plan_import` and
+`sessions_per_system` count the sessions an import yields without recognising films (the workflow
+plans its jobs with them, before any job runs), and a format whose corpora carry pairwise votes
+reads them with its `import_votes`. The rules every dialogue shares are in crseval.corpora.dialogue,
+those of every vote in crseval.corpora.votes.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from types import ModuleType
-from typing import Iterator, Protocol
+from typing import Iterator
 
 from crseval.core.experiment import imports_sessions
 from crseval.core.registry import look_up
 from crseval.corpora import crsarena, jsonl, thesis_logs
 from crseval.corpora.dialogue import CorpusError
+from crseval.corpora.format_kind import CorpusFormat
 from crseval.language.concepts import ConceptMatcher
 
-
-class CorpusReader(Protocol):
-    """What a format's module provides."""
-
-    FORMAT: str  # its name in `sessions.import_format`
-    HAS_VOTES: bool  # whether it reads votes (`import_votes`)
-
-    def import_logs(
-        self, paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str
-    ) -> tuple[dict[str, list[dict]], dict]:
-        """system -> session records, and the import report; CorpusError naming the file and what is wrong."""
+FORMATS: dict[str, CorpusFormat] = {kind.name: kind for kind in (thesis_logs.KIND, crsarena.KIND, jsonl.KIND)}
 
 
-FORMATS: dict[str, ModuleType] = {module.FORMAT: module for module in (thesis_logs, crsarena, jsonl)}
-
-
-def reader(import_format: str) -> CorpusReader:
+def reader(import_format: str) -> CorpusFormat:
+    """The format named `import_format`; a ValueError naming the known ones (and the closest) otherwise."""
     return look_up(FORMATS, import_format, "corpus format")
 
 
@@ -68,7 +56,7 @@ def plan_import(paths: list[str | Path], import_format: str) -> tuple[dict[str, 
 def import_votes(path: str | Path, sessions: dict[str, list[dict]], import_format: str) -> tuple[list[dict], dict]:
     """The votes of `path` on the imported `sessions`: the rows of the votes table and the votes report."""
     chosen = reader(import_format)
-    if not chosen.HAS_VOTES:
+    if not chosen.has_votes:
         raise CorpusError(f"{path}: the {import_format} format has no votes")
     return chosen.import_votes(path, sessions)
 
@@ -81,6 +69,6 @@ def config_problems(config: dict) -> Iterator[str]:
     chosen = FORMATS.get(sessions.get("import_format"))
     if not imports_sessions(config):
         yield "sessions.import_votes: votes are read only with `source: import` (they are votes on imported dialogues)"
-    elif chosen is not None and not chosen.HAS_VOTES:
-        with_votes = " or ".join(f"`{name}`" for name, module in FORMATS.items() if module.HAS_VOTES)
-        yield f"sessions.import_votes: the {chosen.FORMAT} format has no votes (votes come with {with_votes})"
+    elif chosen is not None and not chosen.has_votes:
+        with_votes = " or ".join(f"`{name}`" for name, kind in FORMATS.items() if kind.has_votes)
+        yield f"sessions.import_votes: the {chosen.name} format has no votes (votes come with {with_votes})"

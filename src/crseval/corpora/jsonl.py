@@ -25,22 +25,18 @@ import hashlib
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 from jsonschema import Draft202012Validator
 
 from crseval.core.config_checks import key_path
 from crseval.core.io import numbered_lines
 from crseval.corpora import dialogue
-from crseval.corpora.dialogue import SATISFACTION, SYSTEM, USER, CorpusError, SystemFolders
+from crseval.corpora.dialogue import SATISFACTION, SYSTEM, USER, CorpusError, Dialogue
+from crseval.corpora.format_kind import CorpusFormat
 from crseval.corpora.votes import Vote, keep_votes, parse_time, votes_report
-from crseval.language.concepts import ConceptMatcher
 
-FORMAT = "jsonl"
-HAS_VOTES = True
 ROLES = {"user": USER, "system": SYSTEM}
-RENAMED = "system name mapped to a safe folder name"
-DUPLICATE = "duplicate dialogue skipped"
-NO_PAIR = "dialogue without any USER/SYSTEM pair skipped"
 HINT = "one dialogue per line: {system, dialogue_id, turns: [{role, text}], labels?, user_id?, metadata?}"
 VOTE_HINT = "one vote per line: {system_a, dialogue_a, system_b, dialogue_b, winner: a|b|tie, voter?, time?, feedback?}"
 
@@ -99,7 +95,7 @@ def read_lines(path: Path, validator: Draft202012Validator, hint: str) -> list[t
         try:
             item = dialogue.parse_json(text, where)
         except CorpusError as error:
-            raise CorpusError(f"{error} (the {FORMAT} format: {hint})") from None
+            raise CorpusError(f"{error} (the {KIND.name} format: {hint})") from None
         errors = sorted(validator.iter_errors(item), key=lambda e: (len(e.absolute_path), [str(p) for p in e.path]))
         if errors:
             first = errors[0]
@@ -108,72 +104,43 @@ def read_lines(path: Path, validator: Draft202012Validator, hint: str) -> list[t
                 what = f"{at}: expected {first.validator_value}, found {dialogue.json_type(first.instance)}"
             else:
                 what = f"{at}: {first.message[:300]}"
-            raise CorpusError(f"{where}: {what} (the {FORMAT} format: {hint})")
+            raise CorpusError(f"{where}: {what} (the {KIND.name} format: {hint})")
         lines.append((number, item))
     return lines
 
 
-def import_logs(
-    paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str
-) -> tuple[dict[str, list[dict]], dict]:
-    """system -> session records (in file and line order), and the import report."""
-    report: Counter = Counter()
-    folders = SystemFolders("system names", "rename one of them in the corpus")
-    sessions: dict[str, list[dict]] = {}
-    renamed: dict[str, str] = {}
-    first: dict[tuple[str, str], tuple[str, str]] = {}  # (system, dialogue id) -> (content digest, where)
-    read = 0
-    for path in sorted(Path(p) for p in paths):
-        for number, item in read_lines(path, _DIALOGUE, HINT):
-            read += 1
-            where = f"{path}, line {number}"
-            name, dialogue_id = item["system"], item["dialogue_id"]
-            system = folders.folder(name, where)
-            digest = hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-            earlier = first.setdefault((name, dialogue_id), (digest, where))
-            if earlier[1] != where:
-                if earlier[0] != digest:
-                    raise CorpusError(
-                        f"{where}: dialogue_id {dialogue_id!r} of system {name!r} is already used by {earlier[1]} "
-                        "for another dialogue; every dialogue of a system needs its own id"
-                    )
-                report[DUPLICATE] += 1
-                continue
-            dialogue_report: Counter = Counter()
-            messages = [{"speaker": ROLES[turn["role"]], "text": turn["text"]} for turn in item["turns"]]
-            turns = dialogue.build_turns(dialogue.pair_turns(messages, dialogue_report), matcher, dialogue_report)
-            report.update(dialogue_report)
-            if not turns:
-                report[NO_PAIR] += 1
-                continue
-            if system != name:
-                report[RENAMED] += 1
-                renamed[name] = system
-            records = sessions.setdefault(system, [])
-            provenance = {
-                "source_file": dialogue.printable(path.name),
-                "format": FORMAT,
+def read_file(path: Path) -> Iterator[Dialogue]:
+    """The dialogues of one file, as the shared import reads them (crseval.corpora.format_kind)."""
+    for number, item in read_lines(path, _DIALOGUE, HINT):
+        name, dialogue_id = item["system"], item["dialogue_id"]
+        yield Dialogue(
+            name=name,
+            where=f"{path}, line {number}",
+            identity=(name, dialogue_id),
+            digest=hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
+            session_name=dialogue_id,
+            messages=[{"speaker": ROLES[turn["role"]], "text": turn["text"]} for turn in item["turns"]],
+            provenance={
                 "line": number,
                 "system_name": name,
                 "dialogue_id": dialogue_id,
                 "user_id": item.get("user_id"),
-                "repairs": dict(sorted(dialogue_report.items())),
-            }
-            if "metadata" in item:
-                provenance["metadata"] = item["metadata"]
-            records.append(
-                dialogue.session_record(
-                    session_id=f"{system}/{dialogue_id}",
-                    session_index=len(records),
-                    system=system,
-                    turns=turns,
-                    catalog_sha=catalog_sha,
-                    config_sha=config_sha,
-                    provenance=provenance,
-                    labels={"satisfaction": item.get("labels", {}).get("satisfaction")},
-                )
-            )
-    return sessions, dialogue.import_summary(FORMAT, paths, read, sessions, report, renamed)
+            },
+            labels={"satisfaction": item.get("labels", {}).get("satisfaction")},
+            metadata=item.get("metadata"),  # an object where the line has one (DIALOGUE_SCHEMA)
+        )
+
+
+def repeats(found: Dialogue, earlier: Dialogue) -> bool:
+    """A dialogue id its system used before: the same dialogue again (skipped), or an error."""
+    if found.where == earlier.where:  # the very line read again (its file listed twice) is imported again
+        return False
+    if found.digest != earlier.digest:
+        raise CorpusError(
+            f"{found.where}: dialogue_id {found.session_name!r} of system {found.name!r} is already used by "
+            f"{earlier.where} for another dialogue; every dialogue of a system needs its own id"
+        )
+    return True
 
 
 def import_votes(path: str | Path, sessions: dict[str, list[dict]]) -> tuple[list[dict], dict]:
@@ -213,3 +180,14 @@ def import_votes(path: str | Path, sessions: dict[str, list[dict]]) -> tuple[lis
     report: Counter = Counter()
     kept = keep_votes(votes, folders, report)
     return kept, votes_report(path, len(votes), kept, report)
+
+
+KIND = CorpusFormat(
+    "jsonl",
+    "one dialogue per line, for a corpus of your own",
+    read_file=read_file,
+    system_names=("system names", "rename one of them in the corpus"),
+    repeats=repeats,
+    labelled=True,
+    import_votes=import_votes,
+)

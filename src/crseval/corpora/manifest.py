@@ -9,7 +9,7 @@ digest of what they were read from. A slice file is rewritten only when its cont
 changed, added or removed log re-imports only the shards whose slices it changes, and Snakemake's
 own re-run triggers (modification time, input) see it.
 
-A format with one session per file (`FILE_PER_SESSION`) is planned file by file and a slice names
+A format with one session per file (its `file_plan`) is planned file by file and a slice names
 its own files; a corpus of a few files holding many dialogues is planned as a whole and every slice
 names every file, with each session's digest so that a changed dialogue changes only its slice.
 """
@@ -26,6 +26,7 @@ from crseval.core.canonical import canonical_sha
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.shards import n_shards, shard_indices
 from crseval.corpora.dialogue import CorpusError, named_films, recognise_films
+from crseval.corpora.format_kind import CorpusFormat
 from crseval.corpora.formats import reader
 from crseval.language.concepts import ConceptMatcher
 
@@ -53,7 +54,7 @@ def plan_corpus(paths: list[str], import_format: str, cache_file: str | Path | N
     chosen = reader(import_format)
     cached = _read_cache(cache_file, import_format)
     paths = sorted(str(p) for p in paths)
-    if getattr(chosen, "FILE_PER_SESSION", False):
+    if chosen.file_plan is not None:
         files, sessions, report = _plan_per_file(chosen, paths, cached.get("files", {}))
         labelled = False
     else:
@@ -82,13 +83,13 @@ def _read_cache(cache_file: str | Path | None, import_format: str) -> dict:
     return cached if ok and cached.get("format") == import_format else {}
 
 
-def _plan_per_file(chosen, paths: list[str], cached_files: dict) -> tuple[dict, dict, dict]:
+def _plan_per_file(chosen: CorpusFormat, paths: list[str], cached_files: dict) -> tuple[dict, dict, dict]:
     files = {}
     for path in paths:
         entry = cached_files.get(path)
         files[path] = entry if entry and entry.get("stamp") == _stamp(path) else None
-    files.update(_plan_files(chosen.FORMAT, [path for path, entry in files.items() if entry is None]))
-    planned, report = chosen.assign([(path, entry["plan"]) for path, entry in files.items()])
+    files.update(_plan_files(chosen.name, [path for path, entry in files.items() if entry is None]))
+    planned, report = chosen.file_plan.assign([(path, entry["plan"]) for path, entry in files.items()])
     sessions = {
         system: [
             {
@@ -150,11 +151,11 @@ def plan_files_from_stdin() -> None:
 
 
 def _read_files(import_format: str, paths: list[str]) -> dict[str, dict]:
-    chosen = reader(import_format)
-    return {p: {"stamp": _stamp(p), "sha256": sha256_file(p), "plan": chosen.plan_file(p)} for p in paths}
+    plan_file = reader(import_format).file_plan.plan_file
+    return {p: {"stamp": _stamp(p), "sha256": sha256_file(p), "plan": plan_file(p)} for p in paths}
 
 
-def _plan_whole(chosen, paths: list[str], cached: dict) -> tuple[dict, dict, dict, bool]:
+def _plan_whole(chosen: CorpusFormat, paths: list[str], cached: dict) -> tuple[dict, dict, dict, bool]:
     files = {path: {"stamp": _stamp(path)} for path in paths}
     if cached.get("files") and {p: {"stamp": e["stamp"]} for p, e in cached["files"].items()} == files:
         return cached["files"], cached["sessions"], cached["report"], cached["labelled"]
@@ -219,13 +220,13 @@ def import_slice(
     changed since the workflow planned is an error: the plan it was imported by no longer holds."""
     chosen = reader(piece["format"])
     system = piece["system"]
-    if getattr(chosen, "FILE_PER_SESSION", False):
+    if chosen.file_plan is not None:
         records = []
         for session in piece["sessions"]:
             if sha256_file(session["source"]) != session["digest"]:
                 raise _changed(session["source"])
             records.append(
-                chosen.import_file(
+                chosen.file_plan.import_file(
                     session["source"],
                     None,
                     system=system,

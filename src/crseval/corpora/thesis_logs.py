@@ -29,22 +29,13 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Iterator
 
 from crseval.catalog.normalize import genre_key, normalise_language, normalise_person, normalise_year
 from crseval.corpora import dialogue
-from crseval.corpora.dialogue import (
-    SYSTEM,
-    USER,
-    CorpusError,
-    SystemFolders,
-    build_turns,
-    printable,
-    session_record,
-)
+from crseval.corpora.dialogue import SYSTEM, USER, CorpusError, Dialogue, printable
+from crseval.corpora.format_kind import Admission, CorpusFormat, FilePlan
 from crseval.language.concepts import ConceptMatcher
-
-FORMAT = "thesis_logs"
-HAS_VOTES = False
 
 TRACKED_FIELDS = ("genre", "actor", "director", "writer", "language", "year")
 # where a pasted record starts: "{'" or '{"', a key, a colon; it ends at its balanced closing brace
@@ -53,6 +44,7 @@ _NAME = re.compile(r"['\"]name['\"]\s*:\s*['\"]([^'\"]+)['\"]")
 _INDEX = re.compile(r"_(\d{1,9})\.json$")  # a longer number would overflow the int columns of the tables later
 RENAMED = "model name mapped to a safe folder name"
 RENUMBERED = "session number taken or missing: next free number assigned"
+UNTYPED_GENRE = "true_genre not a string: set to null"
 
 
 # A log file that cannot be read as a legacy conversation (the message names the file): the error of every
@@ -147,9 +139,9 @@ def read_log(path: Path) -> dict:
     return data
 
 
-def pair_turns(conversation: list[dict], report: Counter) -> list[dict]:
-    """USER/SYSTEM pairs after the ordering rules (crseval.corpora.dialogue.pair_turns); a speaker that
-    is neither (case and surrounding space aside) is dropped, counted."""
+def known_speakers(conversation: list[dict], report: Counter) -> list[dict]:
+    """The messages of USER and SYSTEM (case and surrounding space aside), with the constraints the
+    system logged; a message of another speaker is dropped, counted."""
     messages = []
     for message in conversation:
         speaker = message["speaker"].strip().upper()
@@ -157,10 +149,42 @@ def pair_turns(conversation: list[dict], report: Counter) -> list[dict]:
             report[f"message of unknown speaker {message['speaker']!r} dropped"] += 1
             continue
         messages.append({"speaker": speaker, "text": message["text"], "constraints": message.get("constraints")})
-    return dialogue.pair_turns(messages, report)
+    return messages
 
 
-FILE_PER_SESSION = True  # one session per log file: planned file by file (crseval.corpora.manifest)
+def pair_turns(conversation: list[dict], report: Counter) -> list[dict]:
+    """USER/SYSTEM pairs after the ordering rules (crseval.corpora.dialogue.pair_turns) of the messages
+    of known speakers."""
+    return dialogue.pair_turns(known_speakers(conversation, report), report)
+
+
+def logged_constraints(message: dict, report: Counter) -> list[dict]:
+    """The constraints the CRS logged with its reply, as tracked constraints."""
+    return tracked_constraints(message.get("constraints"), report)
+
+
+def read_file(path: Path) -> Iterator[Dialogue]:
+    """The one dialogue of a log file, as the shared import reads it (crseval.corpora.format_kind)."""
+    data = read_log(path)
+    repairs: Counter = Counter()
+    messages = known_speakers(data["conversation"], repairs)
+    digest = hashlib.sha256(json.dumps([data["model_name"], data["conversation"]], sort_keys=True).encode()).hexdigest()
+    true_genre = data.get("true_genre")
+    untyped = true_genre is not None and not isinstance(true_genre, str)
+    yield Dialogue(
+        name=data["model_name"],
+        where=str(path),
+        identity=digest,  # a log repeating an earlier log's conversation is a duplicate
+        digest=digest,
+        session_name=Path(printable(path.name)).stem,  # numbered by `assign`
+        messages=messages,
+        provenance={
+            "model_name": data["model_name"],
+            "true_genre": true_genre if isinstance(true_genre, str) else None,
+        },
+        repairs=repairs,
+        rules=Counter({UNTYPED_GENRE: 1} if untyped else {}),
+    )
 
 
 def plan_file(path: str | Path) -> dict:
@@ -168,65 +192,60 @@ def plan_file(path: str | Path) -> dict:
     finds a duplicate, the number in its name, its turn count and the rules applied to it (its repairs).
     Cached per file by crseval.corpora.manifest, so a re-plan reads only the files that changed."""
     path = Path(path)
-    data = read_log(path)
-    file_report: Counter = Counter()
-    turns = _import_turns(data["conversation"], None, file_report)
-    digest = hashlib.sha256(json.dumps([data["model_name"], data["conversation"]], sort_keys=True).encode())
+    (found,) = read_file(path)
+    turns = KIND.turns(found, None)
     match = _INDEX.search(path.name)
     return {
-        "model_name": data["model_name"],
-        "digest": digest.hexdigest(),
+        "model_name": found.name,
+        "digest": found.digest,
         "number": int(match.group(1)) if match else None,
         "turns": len(turns),
-        "report": dict(sorted(file_report.items())),
-        "true_genre_invalid": data.get("true_genre") is not None and not isinstance(data["true_genre"], str),
+        "report": dict(sorted(found.repairs.items())),
+        "true_genre_invalid": UNTYPED_GENRE in found.rules,
     }
 
 
+def _planned(path: str, plan: dict) -> Dialogue:
+    """A planned log as the shared rules see it; its messages are read again when its session is imported."""
+    return Dialogue(
+        name=plan["model_name"],
+        where=str(path),
+        identity=plan["digest"],
+        digest=plan["digest"],
+        session_name=Path(printable(Path(path).name)).stem,
+        repairs=Counter(plan["report"]),
+        rules=Counter({UNTYPED_GENRE: 1} if plan["true_genre_invalid"] else {}),
+    )
+
+
 def assign(plans: list[tuple[str, dict]]) -> tuple[dict[str, list[dict]], dict]:
-    """The sessions an import of the planned files yields: system -> [{path, session_index, session_id,
-    turns}] in session order, and the import report (without films). Duplicates and files without a
-    USER/SYSTEM pair are skipped, model names become folder names and sessions are numbered exactly as
-    one import of every file would do it: this is the only place those rules are applied."""
-    report: Counter = Counter()
-    seen: set[str] = set()
-    folders = SystemFolders("model names", "rename one of them in its log files")
-    renamed: dict[str, str] = {}
+    """The sessions an import of the planned files yields: system -> [{path, turns, session_index,
+    session_id}] in session order, and the import report (without films). The rules every format
+    shares (crseval.corpora.format_kind.Admission) decide which files become sessions; then the
+    sessions are numbered by the numbers in their file names, exactly as one import of every file
+    numbers them: this is the only place that is done."""
+    admission = Admission(KIND)
     sessions: dict[str, list[dict]] = {}
     numbers: dict[str, list[int | None]] = {}  # the number in each session's file name, in path order
     for path, plan in sorted(plans, key=lambda item: Path(item[0])):
-        system = folders.folder(plan["model_name"], str(path))
-        if plan["digest"] in seen:
-            report["duplicate file skipped"] += 1
+        found = _planned(path, plan)
+        system = admission.system(found)
+        if system is None or not admission.keep(system, found, plan["turns"]):
             continue
-        seen.add(plan["digest"])
-        report.update(plan["report"])
-        if not plan["turns"]:
-            report["file without any USER/SYSTEM pair skipped"] += 1
-            continue
-        if system != plan["model_name"]:
-            report[RENAMED] += 1
-            renamed[plan["model_name"]] = system
-        if plan["true_genre_invalid"]:
-            report["true_genre not a string: set to null"] += 1
         numbers.setdefault(system, []).append(plan["number"])
         source = {"source_file": printable(Path(path).name)}
         sessions.setdefault(system, []).append({"path": str(path), "turns": plan["turns"], "provenance": source})
     for system, entries in sessions.items():
         if renumbered := _number_sessions(system, entries, numbers[system]):
-            report[RENUMBERED] += renumbered
+            admission.report[RENUMBERED] += renumbered
         entries.sort(key=lambda e: e["session_index"])
         for entry in entries:
             del entry["provenance"]
-    summary = {
-        "format": FORMAT,
-        "files": len(plans),
-        "sessions": {system: len(entries) for system, entries in sorted(sessions.items())},
-        "turns": sum(e["turns"] for entries in sessions.values() for e in entries),
-        "rules_applied": {k: v for k, v in sorted(report.items()) if isinstance(v, int)},
-        "renamed_systems": dict(sorted(renamed.items())),
-    }
-    return sessions, summary
+    return sessions, admission.summary(
+        len(plans),
+        {system: len(entries) for system, entries in sessions.items()},
+        sum(e["turns"] for entries in sessions.values() for e in entries),
+    )
 
 
 def import_file(
@@ -241,57 +260,16 @@ def import_file(
 ) -> dict:
     """The session record of one planned log (`assign` gave its system, number and id)."""
     path = Path(path)
-    data = read_log(path)
-    file_report: Counter = Counter()
-    turns = _import_turns(data["conversation"], matcher, file_report)
-    true_genre = data.get("true_genre")
-    return session_record(
-        session_id=session_id,
-        session_index=session_index,
+    (found,) = read_file(path)
+    return KIND.record(
+        path,
+        found,
+        KIND.turns(found, matcher),
         system=system,
-        turns=turns,
+        session_index=session_index,
+        session_id=session_id,
         catalog_sha=catalog_sha,
         config_sha=config_sha,
-        provenance={
-            "source_file": printable(path.name),
-            "format": FORMAT,
-            "model_name": data["model_name"],
-            "true_genre": true_genre if isinstance(true_genre, str) else None,
-            "repairs": {k: v for k, v in sorted(file_report.items())},
-        },
-    )
-
-
-def import_logs(
-    paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str
-) -> tuple[dict[str, list[dict]], dict]:
-    """system -> session records (ordered by session number), and the import report."""
-    planned, summary = assign([(str(path), plan_file(path)) for path in paths])
-    sessions = {
-        system: [
-            import_file(
-                entry["path"],
-                matcher,
-                system=system,
-                session_index=entry["session_index"],
-                session_id=entry["session_id"],
-                catalog_sha=catalog_sha,
-                config_sha=config_sha,
-            )
-            for entry in entries
-        ]
-        for system, entries in planned.items()
-    }
-    return sessions, summary
-
-
-def _import_turns(conversation: list[dict], matcher: ConceptMatcher | None, file_report: Counter) -> list[dict]:
-    return build_turns(
-        pair_turns(conversation, file_report),
-        matcher,
-        file_report,
-        repair_user_text=repair_user_text,
-        system_constraints=lambda message, report: tracked_constraints(message.get("constraints"), report),
     )
 
 
@@ -324,3 +302,18 @@ def _number_sessions(system: str, records: list[dict], numbers: list[int | None]
         used.add(session_id)
         record["session_id"] = session_id
     return len(waiting)
+
+
+KIND = CorpusFormat(
+    "thesis_logs",
+    "the thesis prototype's legacy logs",
+    read_file=read_file,
+    system_names=("model names", "rename one of them in its log files"),
+    repair_user_text=repair_user_text,
+    system_constraints=logged_constraints,
+    file_plan=FilePlan(plan_file, assign, import_file),
+    renamed=RENAMED,
+    duplicate="duplicate file skipped",
+    no_pair="file without any USER/SYSTEM pair skipped",
+)
+import_logs = KIND.import_logs  # under the name the benchmarks and tests import
