@@ -35,7 +35,7 @@ KINDS = {
 
 def test_the_schema_allows_exactly_the_registered_kinds():
     schema = load_schema()
-    assert set(schema["$defs"]["system"]["properties"]["agent"]["enum"]) == set(AGENT_KINDS)
+    assert schema["$defs"]["system"]["properties"]["agent"]["enum"] == list(AGENT_KINDS)  # each once, in order
     assert set(schema["$defs"]["backend"]["properties"]["type"]["enum"]) == set(BACKEND_KINDS)
     assert set(schema["properties"]["scoring"]["properties"]["metrics"]["items"]["enum"]) == set(FAMILY_KINDS)
     assert set(schema["properties"]["sessions"]["properties"]["import_format"]["enum"]) == set(FORMATS)
@@ -54,6 +54,41 @@ def test_every_agent_kind_declares_itself_completely(name):
     assert not (kind.external and kind.reads_ground_truth)  # a system under test never reads the ground truth
     if kind.prompt_key == "prompt":  # what the system's own LLM is asked with, or what a calibration system echoes
         assert kind.llm_backend or kind.reads_ground_truth
+
+
+def schema_blocks() -> dict[str, dict]:
+    """Agent kind -> the `then` of the schema's if/then block for its `system` entries."""
+    blocks = {}
+    for rule in load_schema()["$defs"]["system"]["allOf"]:
+        assert rule["if"]["required"] == ["agent"]
+        agent = rule["if"]["properties"]["agent"]
+        for name in agent.get("enum", [agent.get("const")]):
+            assert name not in blocks, f"two blocks for agent {name!r}"
+            blocks[name] = rule["then"]
+    return blocks
+
+
+def test_every_agent_kind_has_one_block_in_the_schema():
+    assert set(schema_blocks()) == set(AGENT_KINDS)
+
+
+@pytest.mark.parametrize("name", sorted(AGENT_KINDS))
+def test_the_schema_allows_each_agent_kind_exactly_the_keys_it_declares(name):
+    kind, then = AGENT_KINDS[name], schema_blocks()[name]
+    assert len(set(kind.config_keys)) == len(kind.config_keys)  # each key declared once
+    assert set(kind.config_keys) <= set(load_schema()["$defs"]["system"]["properties"])
+    assert then["additionalProperties"] is False
+    assert set(then["properties"]) == set(kind.config_keys)
+    assert set(then.get("required", [])) == set(kind.required_keys)
+
+
+@pytest.mark.parametrize("name", sorted(AGENT_KINDS))
+def test_an_agent_kind_takes_the_keys_its_declaration_reads(name):
+    kind = AGENT_KINDS[name]
+    if kind.llm_backend:  # its own LLM and how to sample it
+        assert {"backend", "options"} <= set(kind.required_keys)
+    if kind.prompt_key:
+        assert kind.prompt_key in kind.config_keys
 
 
 def test_the_calibration_kinds_give_their_roles_and_nothing_else_has_one():

@@ -37,7 +37,7 @@ from crseval.corpora.formats import config_problems as format_problems
 from crseval.llm.backends import backend_kind
 from crseval.llm.backends import config_problems as backend_problems
 from crseval.metrics import families
-from crseval.simulate.kinds import calibration_roles, kind_of, system_problems, system_prompt_key
+from crseval.simulate.kinds import ResolvedSystem, calibration_roles, system_problems
 from crseval.simulate.profiles import config_problems as profile_problems
 from crseval.simulate.profiles import resolve_profile
 from crseval.simulate.user import template_problems
@@ -148,6 +148,19 @@ def corpus_manifest(config: dict) -> str:
     return f"{results_dir(config)}/sessions/corpus_manifest.json"
 
 
+# ------------------------------------------------------------------ a system's entry
+
+
+def resolved(system: dict, config: dict) -> ResolvedSystem:
+    """`system` (an entry of config['systems']) as its kind and `simulator.profile` resolve it."""
+    return ResolvedSystem.of(system, config.get("simulator"))
+
+
+def system_prompt_key(system: dict) -> str | None:
+    """The key of the prompt file a system's simulate job reads, or None (ResolvedSystem.prompt_key)."""
+    return ResolvedSystem.of(system).prompt_key
+
+
 # ------------------------------------------------------------------ which LLMs each job calls
 
 
@@ -155,8 +168,9 @@ def system_backends(system: dict, config: dict) -> dict[str, dict]:
     """The LLMs a simulate job of `system` (an entry of config['systems']) calls: its own, if its kind
     calls one, and the paraphraser's, which rewrites the simulated user's turns of every system."""
     backends = {}
-    if kind_of(system).llm_backend:
-        backends[f"systems.{system['name']}"] = system["backend"]
+    entry = resolved(system, config)
+    if entry.backend is not None:
+        backends[f"systems.{entry.name}"] = entry.backend
     paraphrase = config.get("simulator", {}).get("paraphrase", {})
     if paraphrase.get("enabled"):
         backends["simulator.paraphrase"] = paraphrase["backend"]
@@ -283,7 +297,8 @@ def simulate_concurrency(system: dict, config: dict) -> int:
     """Sessions in flight in one simulate job of `system` (an entry of config['systems'])."""
     requested = system.get("concurrency", config["llm"].get("concurrency", 1))
     backends = system_backends(system, config)
-    if kind_of(system).asks_a_service and not in_process(backends):  # a service answers many requests at a time
+    # a service answers many requests at a time
+    if resolved(system, config).kind.asks_a_service and not in_process(backends):
         return max(1, int(requested))
     return effective(requested, backends)
 
@@ -304,7 +319,7 @@ def voice_corpus(config: dict) -> str | None:
 
 def user_profile_of(system: dict, config: dict) -> str:
     """The user profile a system's sessions are simulated with: its own `profile`, else `simulator.profile`."""
-    return system.get("profile") or config["simulator"]["profile"]
+    return resolved(system, config).profile
 
 
 def user_profile_settings(system: dict, config: dict) -> dict:
@@ -328,7 +343,7 @@ def profiles_used(config: dict) -> list[str]:
 
 def simulate_takes_slots(system: dict, config: dict) -> bool:
     """A simulate job of `system` keeps requests in flight (an LLM or a service): it takes `llm_slots`."""
-    return uses_llm(system_backends(system, config)) or kind_of(system).asks_a_service
+    return uses_llm(system_backends(system, config)) or resolved(system, config).kind.asks_a_service
 
 
 def judge_concurrency(config: dict, name: str | None = None) -> int:
@@ -396,8 +411,9 @@ def config_inputs(config: dict) -> dict[str, str]:
         if corpus := voice_corpus(config):
             inputs["simulator.voice.corpus"] = corpus
         for i, system in enumerate(config.get("systems", [])):
-            if key := system_prompt_key(system):
-                inputs[f"systems[{i}].{key}"] = system[key]
+            entry = resolved(system, config)
+            if entry.prompt_key:
+                inputs[f"systems[{i}].{entry.prompt_key}"] = entry.prompt
     if config.get("judge", {}).get("enabled"):
         inputs["judge.prompt"] = config["judge"]["prompt"]
     return inputs
@@ -408,8 +424,8 @@ def model_paths(config: dict) -> dict[str, str]:
     sections = {}
     if not imports_sessions(config):
         for i, system in enumerate(config.get("systems", [])):
-            if kind_of(system).llm_backend:
-                sections[f"systems[{i}].backend.model"] = system["backend"]
+            if (backend := resolved(system, config).backend) is not None:
+                sections[f"systems[{i}].backend.model"] = backend
         if config["simulator"]["paraphrase"].get("enabled"):
             sections["simulator.paraphrase.backend.model"] = config["simulator"]["paraphrase"]["backend"]
     for key, backend in scoring_backends(config).items():
@@ -470,8 +486,9 @@ def prompts_used(config: dict) -> dict[str, list[str]]:
     prompts: dict[str, list[str]] = {}
     if not imports_sessions(config):
         for system in config.get("systems", []):
-            if key := system_prompt_key(system):
-                prompts.setdefault(system[key], []).append(f"systems.{system['name']}")
+            entry = resolved(system, config)
+            if entry.prompt_key:
+                prompts.setdefault(entry.prompt, []).append(f"systems.{entry.name}")
     if config.get("judge", {}).get("enabled"):
         prompts.setdefault(config["judge"]["prompt"], []).append("judge")
     for user in scoring_backends(config):

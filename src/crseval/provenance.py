@@ -33,9 +33,9 @@ from crseval.planning import (
     input_path,
     other_inputs,
     prompts_used,
+    resolved,
     user_profiles_settings,
 )
-from crseval.simulate.kinds import kind_of, system_prompt_key
 
 # 2: `outputs`, the tables, statistics and figures the record describes, with their sha256
 SCHEMA_VERSION = 2
@@ -149,11 +149,10 @@ def external_systems(config: dict, workflow_dir: str | Path) -> list[dict]:
         return []
     described = []
     for system in config.get("systems", []):
-        kind = kind_of(system)
-        if kind.external:
-            key = system_prompt_key(system)
-            prompt = input_path(system[key], workflow_dir) if key else None
-            described.append({"system": system["name"], **kind.describe(system, prompt)})
+        entry = resolved(system, config)
+        if entry.kind.external:
+            prompt = input_path(entry.prompt, workflow_dir) if entry.prompt_key else None
+            described.append({"system": entry.name, **entry.kind.describe(system, prompt)})
     return described
 
 

@@ -7,6 +7,7 @@ import json
 import logging
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
@@ -42,6 +43,10 @@ def retry_after(value: str | None) -> float | None:
     return seconds if seconds is not None and 0 <= seconds < 86_400 else None
 
 
+# The sampling options of a config's `options` (the schema's `$defs/options`), as a request's fields.
+SAMPLING_OPTIONS = ("temperature", "top_p", "max_tokens")
+
+
 @dataclass(frozen=True)
 class LLMRequest:
     """Everything that determines a reply. `tag` names the prompt template and its version,
@@ -61,6 +66,13 @@ class LLMRequest:
     @classmethod
     def chat(cls, messages: list[dict], **options) -> "LLMRequest":
         return cls(messages=tuple((m["role"], m["content"]) for m in messages), **options)
+
+    @classmethod
+    def sampled(cls, messages: list[dict], options: Mapping, **fields) -> "LLMRequest":
+        """A chat request sampled as a config's `options` say (SAMPLING_OPTIONS, the schema's `$defs/options`):
+        the one place that reads them into a request, whose fields key the reply cache. `fields` give the
+        rest (seed, tag, json_schema, ...); other keys of `options` are not the request's."""
+        return cls.chat(messages, **{key: options[key] for key in SAMPLING_OPTIONS}, **fields)
 
     def message_dicts(self) -> list[dict]:
         return [{"role": role, "content": content} for role, content in self.messages]

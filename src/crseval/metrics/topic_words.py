@@ -60,7 +60,8 @@ class LlmTopics:
 
     def __init__(self, client: LLMClient, options: dict, prompt: PromptTemplate):
         self.client = client
-        self.options = options
+        # topics are read, not sampled: temperature 0 whatever the options say; top_p 1 unless they give one
+        self.sampling = {"top_p": 1.0, **options, "temperature": 0.0}
         self.prompt = prompt  # resources/prompts/topics.txt, with a {text} slot
         self._cache: dict[str, list[str]] = {}
 
@@ -71,11 +72,9 @@ class LlmTopics:
             if not text.strip():
                 self._cache[text] = []
                 continue
-            request = LLMRequest.chat(
+            request = LLMRequest.sampled(
                 [{"role": "user", "content": self.prompt.render(text=text)}],
-                temperature=0.0,
-                top_p=self.options.get("top_p", 1.0),
-                max_tokens=self.options["max_tokens"],
+                self.sampling,
                 seed=0,
                 json_schema=TOPICS_SCHEMA,
                 tag=f"topics@{self.prompt.version}",

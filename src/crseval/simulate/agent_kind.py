@@ -7,13 +7,18 @@ session, whether it calls an LLM of its own (`backend`) and which prompt file it
 asks a service that answers many requests at once, whether it answers the conversation itself
 (an external system: its replies are cached and it describes itself for provenance and the reply
 cache key), whether it reads the simulator's ground truth (a calibration system, with its role in
-the expected orders), and what must be true of its config entry beyond the schema.
+the expected orders), the keys its config entry takes, and what must be true of that entry beyond
+the schema. The schema validates an entry; tests/test_kinds.py holds its `system` block for each kind
+to the keys the kind declares, so that the two cannot drift apart.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Callable, Iterator
+
+# The keys every system entry takes, whatever its kind.
+ENTRY_KEYS = ("name", "agent", "profile", "concurrency")
 
 
 def no_problems(system: dict, key: str) -> Iterator[str]:
@@ -40,6 +45,14 @@ class AgentKind:
     calibration_role: Callable[[dict], str] | None = None
     # (entry, its key path `systems[i]`) -> problems beyond the schema, each starting with its key path.
     check: Callable[[dict, str], Iterator[str]] = no_problems
+    # The keys its entry takes besides ENTRY_KEYS: those it must give and those it may.
+    required_keys: tuple[str, ...] = ()
+    optional_keys: tuple[str, ...] = ()
+
+    @property
+    def config_keys(self) -> tuple[str, ...]:
+        """Every key its entry may have (the schema's block for the kind allows exactly these)."""
+        return ENTRY_KEYS + self.required_keys + self.optional_keys
 
     @property
     def external(self) -> bool:

@@ -202,11 +202,9 @@ class LLMAgent(Agent):
         system = render_prompt(self.prompt, self.index, self.matcher.title_recognizer, tracked, candidate_ids)
         history = self.history[-2 * self.settings.history_turns :] if self.settings.history_turns else []
         messages = [{"role": "system", "content": system}, *history, {"role": "user", "content": user_text}]
-        request = LLMRequest.chat(
+        request = LLMRequest.sampled(
             messages,
-            temperature=self.options["temperature"],
-            top_p=self.options["top_p"],
-            max_tokens=self.options["max_tokens"],
+            self.options,
             seed=self.sampling_seed * 1000 + turn,
             tag=f"{self.prompt.path.name}@{self.prompt.version}",
         )
@@ -241,4 +239,5 @@ LLM = AgentKind(
     make_agent=_llm_agent,
     llm_backend=True,
     prompt_key="prompt",
+    required_keys=("prompt", "backend", "options"),
 )

@@ -266,12 +266,14 @@ KINDS = (
         "calibration: serves the gold constraints of `lag` turns earlier",
         make_agent=_lagging_agent,
         calibration_role=lambda entry: f"lag{entry['lag']}",
+        required_keys=("lag",),
     ),
     AgentKind(
         "flaky",
         "calibration: the oracle in a share `reliability` of sessions, drawn anew in every trial",
         make_agent=_flaky_agent,
         calibration_role=lambda entry: "flaky",
+        required_keys=("reliability",),
     ),
     _kind("stubborn", StubbornAgent, "calibration: serves the first turn's constraints all session"),
     _kind("random", RandomAgent, "calibration: random catalog films in a fluent sentence"),
@@ -285,5 +287,6 @@ KINDS = (
         make_agent=_prompt_echo_agent,
         prompt_key="prompt",
         calibration_role=lambda entry: "prompt_echo",
+        required_keys=("prompt",),
     ),
 )

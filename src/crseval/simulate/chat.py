@@ -40,11 +40,9 @@ class ChatSystem:
 
     def answer(self, turn: int, user_text: str, history: list[dict]) -> ExternalReply:
         system = [{"role": "system", "content": self.prompt_text}] if self.prompt_text else []
-        request = LLMRequest.chat(
+        request = LLMRequest.sampled(
             [*system, *history, {"role": "user", "content": user_text}],
-            temperature=self.options["temperature"],
-            top_p=self.options["top_p"],
-            max_tokens=self.options["max_tokens"],
+            self.options,
             seed=self.seed * 1000 + turn,
             tag=f"chat@{self.prompt_version}",
         )
@@ -72,4 +70,6 @@ KIND = AgentKind(
     llm_backend=True,
     prompt_key="system_prompt",
     make_system=_chat_system,
+    required_keys=("backend", "options"),
+    optional_keys=("system_prompt",),
 )

@@ -228,4 +228,6 @@ KIND = AgentKind(
     make_agent=external_agent,
     asks_a_service=True,
     make_system=_http_system,
+    required_keys=("url", "timeout", "retries"),
+    optional_keys=("api_key_env", "headers", "max_reply_bytes"),
 )

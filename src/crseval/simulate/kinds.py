@@ -1,12 +1,17 @@
-"""The agent kinds, by the `agent` value a system's config entry gives them (crseval.simulate.agent_kind).
+"""The agent kinds, by the `agent` value a system's config entry gives them (crseval.simulate.agent_kind),
+and a system's entry resolved once against them.
 
-Each kind is declared in the module that implements it; a new kind is that module and one entry in
-AGENT_KINDS. Everything that depends on a system's kind (the workflow's inputs, threads and slots, the
-config checks, the provenance record, the calibration roles) asks here.
+Each kind is declared in the module that implements it; a new kind is that module, one entry in
+AGENT_KINDS and its keys in the config schema. Everything that depends on a system's kind (the workflow's
+inputs, threads and slots, the config checks, the provenance record, the calibration roles) asks here,
+most through ResolvedSystem: the planner, the shard runner and the provenance record read a system's
+kind, user profile, prompt file and LLM from it instead of each working them out from the entry, so that
+a rule such as "a system that names no `profile` meets `simulator.profile`" is written once.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator
 
 from crseval.core.registry import look_up
@@ -24,16 +29,41 @@ def agent_kind(name: str) -> AgentKind:
     return look_up(AGENT_KINDS, name, "agent")
 
 
-def kind_of(system: dict) -> AgentKind:
-    """The kind of a system's config entry."""
-    return agent_kind(system["agent"])
+@dataclass(frozen=True)
+class ResolvedSystem:
+    """A system's config entry with what it resolves to: its kind, its user profile, its prompt file, its LLM."""
 
+    entry: dict  # as the config's `systems:` gives it
+    kind: AgentKind  # its `agent`
+    # The user profile its sessions are simulated with: its own `profile`, else `simulator.profile`
+    # (None only when resolved without a simulator section that names one: then only its kind was asked).
+    profile: str | None
 
-def system_prompt_key(system: dict) -> str | None:
-    """The key of the prompt file a system's simulate job reads (its kind's, when the entry sets it),
-    or None. The one place that decides it: the rule's input, the provenance record and the runner ask here."""
-    key = kind_of(system).prompt_key
-    return key if key and system.get(key) else None
+    @classmethod
+    def of(cls, entry: dict, simulator: dict | None = None) -> ResolvedSystem:
+        """`entry` (an item of config['systems']) with the config's `simulator` section, if given."""
+        return cls(entry, agent_kind(entry["agent"]), entry.get("profile") or (simulator or {}).get("profile"))
+
+    @property
+    def name(self) -> str:
+        return self.entry["name"]
+
+    @property
+    def prompt_key(self) -> str | None:
+        """The key of the prompt file its simulate job reads (its kind's, when the entry sets it), or None.
+        The one place that decides it: the rule's input, the provenance record and the runner ask here."""
+        key = self.kind.prompt_key
+        return key if key and self.entry.get(key) else None
+
+    @property
+    def prompt(self) -> str | None:
+        """That prompt file as the config names it, or None."""
+        return self.entry[self.prompt_key] if self.prompt_key else None
+
+    @property
+    def backend(self) -> dict | None:
+        """The LLM backend it calls itself (`backend`, when its kind calls one), or None."""
+        return self.entry["backend"] if self.kind.llm_backend else None
 
 
 def calibration_roles(systems: list[dict]) -> dict[str, str]:
@@ -43,7 +73,7 @@ def calibration_roles(systems: list[dict]) -> dict[str, str]:
     return {
         system["name"]: kind.calibration_role(system)
         for system in systems
-        if (kind := kind_of(system)).reads_ground_truth
+        if (kind := agent_kind(system["agent"])).reads_ground_truth
     }
 
 

@@ -302,6 +302,18 @@ def profile_from_settings(settings: Mapping, summary: str = "") -> UserProfile:
     return UserProfile(summary=summary, **values)
 
 
+def named_profiles(config: dict) -> list[tuple[str, object]]:
+    """(key, value) of every `profile` the config names, as written: `simulator.profile` and each system's
+    own. The checks read them all, a profile no system meets included (which one a system meets is
+    crseval.simulate.kinds.ResolvedSystem's to say); values of the wrong shape are left to the schema."""
+    simulator = config.get("simulator") if isinstance(config, dict) else None
+    if not isinstance(simulator, dict):
+        return []
+    systems = config.get("systems") if isinstance(config.get("systems"), list) else []
+    own = [(f"systems[{i}].profile", s.get("profile")) for i, s in enumerate(systems) if isinstance(s, dict)]
+    return [("simulator.profile", simulator.get("profile")), *own]
+
+
 def config_problems(config: dict) -> Iterator[str]:
     """What user profiles require beyond the schema: defined profiles whose names are safe and none of the
     built-ins', whose disclosure shares sum to 1, and that take fitted knobs or the learned voice only with
@@ -311,9 +323,7 @@ def config_problems(config: dict) -> Iterator[str]:
     if not isinstance(simulator, dict):
         return
     defined = simulator.get("profiles") if isinstance(simulator.get("profiles"), dict) else {}
-    named = [("simulator.profile", simulator.get("profile"))]
-    systems = config.get("systems") if isinstance(config.get("systems"), list) else []
-    named += [(f"systems[{i}].profile", s.get("profile")) for i, s in enumerate(systems) if isinstance(s, dict)]
+    named = named_profiles(config)
     used = {name for _, name in named if isinstance(name, str)}
     voice = simulator.get("voice") if isinstance(simulator.get("voice"), dict) else {}
     schema = _definition_validator() if defined else None
@@ -376,7 +386,7 @@ def _disclosure_sums(where: str, definition: dict, schema) -> Iterator[str]:
 
 def _definition_validator():
     """The schema of one definition under `simulator.profiles`: what it refuses, the schema reports."""
-    from crseval.core.config_checks import ConfigValidator, load_schema
+    from crseval.core.config_checks import ConfigValidator, load_schema  # built only for defined profiles
 
     simulator = load_schema()["properties"]["simulator"]["properties"]
     return ConfigValidator(simulator["profiles"]["additionalProperties"])

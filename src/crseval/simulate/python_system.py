@@ -254,4 +254,6 @@ KIND = AgentKind(
     make_system=_python_system,
     describe_entry=lambda entry: _describe(entry["entry_point"], entry.get("options", {})),
     check=_entry_point_problems,
+    required_keys=("entry_point",),
+    optional_keys=("options", "timeout"),
 )

@@ -135,11 +135,9 @@ class Paraphraser:
     def __call__(self, text: str, required: list[str], seed: int) -> tuple[str, str, dict, list[str]]:
         """The turn as sent, the verdict, the call's record, and the ids of the examples shown."""
         examples = self.choose_examples(text, seed)
-        request = LLMRequest.chat(
+        request = LLMRequest.sampled(
             [{"role": "user", "content": self.prompt(text, examples)}],
-            temperature=self.options["temperature"],
-            top_p=self.options["top_p"],
-            max_tokens=self.options["max_tokens"],
+            self.options,
             seed=seed,
             tag="paraphrase+examples@1" if examples else "paraphrase@1",
         )

@@ -19,7 +19,7 @@ from crseval.llm.prompts import PromptTemplate
 from crseval.simulate.agent_kind import AgentKind
 from crseval.simulate.agents import AgentSettings
 from crseval.simulate.external import ExternalCalls, ReplyCache
-from crseval.simulate.kinds import kind_of, system_prompt_key
+from crseval.simulate.kinds import ResolvedSystem
 from crseval.simulate.profiles import profile_from_settings, resolve_profile
 from crseval.simulate.sessions import Paraphraser, SessionContext, run_shard
 from crseval.simulate.user import SimulatorSettings, Templates
@@ -29,7 +29,7 @@ from crseval.simulate.voice import Voice
 @dataclass
 class ShardRunner:
     ctx: SessionContext
-    system: dict
+    resolved: ResolvedSystem  # the system's config entry
     agent_settings: AgentSettings
     experiment_seed: int
     config_sha: str
@@ -43,8 +43,13 @@ class ShardRunner:
     prompt_file: str | None = None  # the prompt file the system's kind reads, as the rule resolved it
 
     @property
+    def system(self) -> dict:
+        """The system's config entry, as the config gives it."""
+        return self.resolved.entry
+
+    @property
     def kind(self) -> AgentKind:
-        return kind_of(self.system)
+        return self.resolved.kind
 
     @property
     def tracker(self) -> ConceptMatcher:
@@ -58,7 +63,7 @@ class ShardRunner:
         """Simulate sessions `indices` (in repeated trial `trial`, sessions.trials) into `output`."""
         return run_shard(
             self.ctx,
-            self.system["name"],
+            self.resolved.name,
             self.make_agent,
             indices,
             self.experiment_seed,
@@ -121,7 +126,8 @@ def build_shard_runner(
             index.films,
             CONCEPT_FIELDS + (KEYWORD_FIELD,) if agent.get("track_plot_keywords") else CONCEPT_FIELDS,
         )
-    profile = user_profile or resolve_profile(system.get("profile") or simulator["profile"], simulator).settings()
+    resolved = ResolvedSystem.of(system, simulator)
+    profile = user_profile or resolve_profile(resolved.profile, simulator).settings()
     templates = Templates.load(templates_file or simulator["templates"])
     # the learned voice a profile speaks with or takes knobs from, or the rewording takes examples from (the
     # learn_voice rule's pools); none otherwise
@@ -157,18 +163,17 @@ def build_shard_runner(
         user,
         experiment_seed,
     )
-    kind = kind_of(system)
+    kind, prompt_key = resolved.kind, resolved.prompt_key
     client = prompt = external = reply_cache = None
-    prompt_key = system_prompt_key(system)
     if prompt_key:
-        prompt_file = prompt_file or system[prompt_key]
+        prompt_file = prompt_file or resolved.prompt
         prompt = PromptTemplate(prompt_file)
     if kind.external:
         external = ExternalCalls()
         reply_cache = ReplyCache(llm_runtime["cache_dir"]) if llm_runtime.get("cache_dir") else None
     if kind.llm_backend:  # an external system's replies are cached as its own, not twice
         client = make_client(
-            system["backend"], {**llm_runtime, "cache_dir": None} if kind.external else llm_runtime, threads
+            resolved.backend, {**llm_runtime, "cache_dir": None} if kind.external else llm_runtime, threads
         )
     config_sha = canonical_sha(
         {
@@ -187,7 +192,7 @@ def build_shard_runner(
     )
     return ShardRunner(
         ctx,
-        system,
+        resolved,
         AgentSettings.from_config(agent),
         experiment_seed,
         config_sha,

@@ -162,7 +162,8 @@ class Voice:
 def voice_problems(config: dict):
     """What a learned voice requires beyond the schema: a corpus for every profile that speaks with it and
     for a rewording shown people's turns as examples, and a part to learn from that the split has."""
-    from crseval.simulate.profiles import PROFILES  # profiles name the voice; the voice needs no profile
+    # profiles name the voice; the voice needs no profile
+    from crseval.simulate.profiles import PROFILES, named_profiles
 
     simulator = config.get("simulator") if isinstance(config, dict) else None
     if not isinstance(simulator, dict):
@@ -173,7 +174,7 @@ def voice_problems(config: dict):
         yield f"simulator.voice.learn_part: {part} is not one of the {parts} parts (1 to {parts})"
     if voice.get("corpus"):
         return
-    named = [simulator.get("profile")] + [s.get("profile") for s in config.get("systems") or [] if isinstance(s, dict)]
+    named = [name for _, name in named_profiles(config)]
     learned = sorted({name for name in named if isinstance(name, str) and name in PROFILES and PROFILES[name].learned})
     if learned:
         yield (
