@@ -25,7 +25,10 @@ import json
 import sys
 from pathlib import Path
 
+import yaml
+
 from crseval.catalog.index import CatalogIndex
+from crseval.core.config_checks import ConfigError, fill_defaults
 from crseval.core.io import write_json
 from crseval.core.session_records import catalog_sha, write_sessions
 from crseval.corpora.formats import FORMATS, CorpusError, import_logs, import_votes
@@ -147,9 +150,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _show_config(args: argparse.Namespace) -> int:
-    import yaml
-
-    from crseval.core.config_checks import ConfigError
+    # the planner asks every kind's registry: loaded by the config commands only, not by import-logs
     from crseval.planning import effective_config, user_profiles_settings
 
     try:
@@ -182,10 +183,7 @@ def _eval_titles(args: argparse.Namespace) -> int:
 
 
 def _verify(args) -> int:
-    import yaml
-
-    from crseval.core.config_checks import fill_defaults
-    from crseval.provenance import ProvenanceError, verify
+    from crseval.provenance import ProvenanceError, verify  # it loads the planner: as for `config show`
 
     config = None
     if args.configfile is not None:
