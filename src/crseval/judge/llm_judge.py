@@ -250,11 +250,9 @@ class Judge:
         return None, reason, last
 
     def _ask(self, messages: list[dict], seed: int) -> LLMResponse:
-        request = LLMRequest.chat(
+        request = LLMRequest.sampled(
             messages,
-            temperature=self.options["temperature"],
-            top_p=self.options["top_p"],
-            max_tokens=self.options["max_tokens"],
+            self.options,
             seed=seed,
             json_schema=JUDGE_SCHEMA,
             tag=f"{self.prompt.path.name}@{self.prompt.version}",

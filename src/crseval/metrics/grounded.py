@@ -282,7 +282,7 @@ class SystemPrompt:
 
 
 # The key of a system's config entry that names its prompt file -> whether the file is a template the
-# system renders at each turn (crseval.simulate.kinds.system_prompt_key decides which key a system has).
+# system renders at each turn (crseval.simulate.kinds.ResolvedSystem.prompt_key says which key a system has).
 PROMPT_KEYS = {"prompt": True, "system_prompt": False}
 
 
