@@ -14,9 +14,9 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.language.tracker import extract_statements
 from crseval.simulate.agents import AgentSettings, TemplateAgent
 from crseval.simulate.calibration import OracleAgent, RandomAgent
-from crseval.simulate.profiles import PROFILES, UserProfile, user_profile
+from crseval.simulate.profiles import PROFILES, UserProfile, defined_profile, user_profile
 from crseval.simulate.sessions import SessionContext, run_session
-from crseval.simulate.user import SimulatorSettings, Templates, _joined
+from crseval.simulate.user import PROFILED, THESIS, SimulatorSettings, Templates, _joined, conduct_of, make_user
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
 SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)
@@ -85,6 +85,22 @@ def test_the_explicit_user_is_the_user_of_before_profiles(demo_index):
             meta = turn["user_meta"]
             assert set(meta["disclosure"]) == {"volunteer"} and all(meta["said"])
         assert new["profile"] == "explicit" and new["ending"] == {"reason": "turn_limit", "turn": 10, "farewell": None}
+
+
+def test_only_the_built_in_explicit_user_has_the_thesis_users_ways(demo_index):
+    """One turn for every profile: the thesis user's ways (its Conduct) come with the built-in `explicit`
+    alone. A profile defined as based on it has the same settings and builds its turns of parts, so it
+    answers a question that the thesis user does not hear."""
+    like_explicit = defined_profile("like_explicit", {"based_on": "explicit"})
+    assert [conduct_of(user_profile(name)) for name in PROFILES] == [THESIS] + [PROFILED] * (len(PROFILES) - 1)
+    assert conduct_of(like_explicit) == PROFILED
+    settings = replace(SETTINGS, contradiction_rate=0.0)
+    matcher = matcher_of(demo_index)
+    thesis, defined = (make_user(demo_index, settings, TEMPLATES, 3, matcher, None, p) for p in (None, like_explicit))
+    assert thesis.turn(1, []).meta == defined.turn(1, []).meta  # both open with the focus, a genre
+    heard, answered = (user.turn(2, [], last_asks=frozenset({"genre"})).meta for user in (thesis, defined))
+    assert heard["stage"] == "no_title" and answered["stage"] == "answer"
+    assert heard["stated"] == answered["stated"] == [{"field": "genre", "value": thesis.focus[1], "role": "wish"}]
 
 
 def gold(turn):

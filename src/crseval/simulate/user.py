@@ -13,6 +13,12 @@ CRS tracker and the metrics use, and its concepts (with their role: wish, exclus
 context for the bridge) and titles must equal the ones the simulator intends (`user_meta.stated`,
 `user_meta.titles`); a wording that reads differently is re-drawn (other template, other
 title), and an utterance that cannot be worded faithfully stops the run with the difference.
+
+Every user profile (crseval.simulate.profiles) is the one UserSimulator: the profile's shares decide what
+the user says of the plan and how, and its `Conduct` the few ways of the thesis user (`explicit`) no
+field of a profile states. A turn is decided first (`TurnContent`: its stage, what it states, its
+reaction to the last reply), then worded: in the learned voice, in one full-sentence template (the
+thesis user) or in parts.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import yaml
@@ -120,8 +127,9 @@ def _is_group(options) -> bool:
 
 # ------------------------------------------------------------------ the template groups each user speaks
 
-# The groups UserSimulator (the `explicit` profile) draws from; those keyed by a field (`focus.genre`) are
-# drawn for every field of `simulator.field_order`, and `bridge` for every concept field and those of the order.
+# The groups the thesis user (the built-in `explicit` profile: one template a turn) draws from; those keyed by a
+# field (`focus.genre`) are drawn for every field of `simulator.field_order`, and `bridge` for every concept field
+# and those of the order.
 _EXPLICIT_GROUPS = ("open", "accept", "reject", "ask", "no_title", "unknown_title", "shift", "shift_new", "contradict")
 _EXPLICIT_FIELD_GROUPS = ("focus", "kept", "reject_value")
 _EXPLICIT_KEEP = "keep"  # the wishes that still hold after a shift
@@ -134,11 +142,11 @@ def spoken_groups(profile: UserProfile, field_order: tuple[str, ...]) -> list[tu
     the short templates, `terse: 1` only those)."""
     fields = tuple(dict.fromkeys(field_order))
     bridges = tuple(dict.fromkeys(CONCEPT_FIELDS + fields))
-    if profile.is_explicit:
+    if conduct_of(profile).one_template:
         groups = [(g,) for g in (*_EXPLICIT_GROUPS, _EXPLICIT_KEEP)]
         groups += [(g, f) for g in _EXPLICIT_FIELD_GROUPS for f in fields]
         return groups + [("bridge", f) for f in bridges]
-    # ProfiledUser: a reaction in short (terse) or in full sentences, each of its parts as the profile talks
+    # a turn of parts: a reaction in short (terse) or in full sentences, each of its parts as the profile talks
     styles = [style for style, spoken in (("short", profile.terse > 0), ("plain", profile.terse < 1)) if spoken]
     groups = [("no_preference",)]
     groups += [(g,) for g, spoken in (("greeting", profile.greeting > 0), ("thanks", profile.thanks > 0)) if spoken]
@@ -253,17 +261,95 @@ class Statement:
         return {"field": self.field, "value": self.value, "role": self.role}
 
 
+@dataclass(frozen=True)
+class Conduct:
+    """How a user puts its turn together, besides what its profile's shares say. The thesis user (the
+    built-in `explicit` profile) has ways no field of a profile states; every other profile, one defined
+    as `based_on: explicit` too, has the other ways. Both are the one turn of UserSimulator."""
+
+    hears_questions: bool  # answers what a reply asks (the thesis user says what it wants whatever it is asked)
+    plan_alone: bool  # a shift or a contradiction is always said, as the whole turn: no reaction beside it
+    rejects_unsaid: bool  # the films that miss are turned down whatever the turn says, not only by a rejection
+    draws_every_acceptance: bool  # the accept_rate draw is made for every fitting reply, at a rate of 0 or 1 too
+    one_template: bool  # a turn is one full-sentence template chosen by its stage, the focus in it; else parts
+
+
+THESIS = Conduct(
+    hears_questions=False, plan_alone=True, rejects_unsaid=False, draws_every_acceptance=True, one_template=True
+)
+PROFILED = Conduct(
+    hears_questions=True, plan_alone=False, rejects_unsaid=True, draws_every_acceptance=False, one_template=False
+)
+
+
+def conduct_of(profile: UserProfile) -> Conduct:
+    """The thesis user's conduct for the built-in `explicit` profile, the other for every other profile."""
+    return THESIS if profile.is_explicit else PROFILED
+
+
+class Reaction(NamedTuple):
+    """The user's reaction to the last reply: its stage, the template group a turn of parts words it with
+    (in short or in full sentences as the profile talks), the films its title slot may name (the one it is
+    about first; the thesis user names another where a wording is drawn again) and the film it takes."""
+
+    stage: str
+    group: tuple[str, ...]
+    films: tuple[str, ...] = ()
+    take: str | None = None
+
+    @property
+    def about(self) -> str | None:
+        return self.films[0] if self.films else None
+
+
+@dataclass
+class TurnContent:
+    """What a turn says, decided before it is worded (the wording may not change it)."""
+
+    stage: str
+    tell: list[Constraint] = field(default_factory=list)  # the wishes and exclusions it states
+    reaction: Reaction | None = None
+    shift: dict | None = None  # the shift it announces
+    ruled_out: Constraint | None = None  # the exclusion a contradiction says
+    revealed: list[Constraint] = field(default_factory=list)  # on-ask wishes said unasked (meta `revealed`)
+    greeting: bool = False
+    opening_quiet: bool = False  # an opening that says no wish
+    no_preference: bool = False  # asked about a field it says nothing of
+    thanks: bool = False
+
+
+# The user's own words a typo may touch: not the cues the trackers read (negations, a fresh start).
+_TYPO_WORD = re.compile(r"(?<![{\w'])[a-z]{4,}(?![\w}'])")
+_PLACEHOLDER = re.compile(r"(\{\w+\})")
+_NO_TYPO = {"nothing", "never", "without", "longer", "except", "instead", "changed", "another", "different"}
+
+
 @dataclass
 class UserSimulator:
-    """One simulated user for one session; all randomness comes from `seed`."""
+    """One simulated user of `profile` for one session; all randomness comes from `seed`.
+
+    Every profile follows the same plan of its seed; the profile decides what the user says of it. A turn
+    is made of parts, each a sentence: a greeting, a reaction to the last reply (accept, ask why, ask for
+    more, reject, with or without the wrong field), the wishes it says now (volunteered as they arise,
+    answers to the system's question, or `on_ask` wishes it gives up waiting to be asked for), "no
+    preference" for a field it was asked about and says nothing of, and thanks; or, for the thesis user
+    (`explicit`, under THESIS conduct), one full-sentence template that says the focus every turn."""
 
     index: CatalogIndex
     settings: SimulatorSettings
     templates: Templates
     seed: int
     matcher: ConceptMatcher
+    profile: UserProfile = EXPLICIT
+    voice: Voice | None = None  # the learned voice the profile speaks with (crseval.simulate.voice), if any
+    # where the session stands among the experiment's (its index, the experiment's seed): the voice's
+    # template draws are spread over the sessions (Voice.spread_order); None draws them independently
+    spread: tuple[int, int] | None = None
+    conduct: Conduct = field(init=False)
     plan_rng: np.random.Generator = field(init=False)  # anchors, foci, shifts, contradictions
     text_rng: np.random.Generator = field(init=False)  # wording and reactions to replies
+    disclosure_rng: np.random.Generator = field(init=False)  # which constraint is said when: the plan's
+    voice_rng: np.random.Generator = field(init=False)  # the voice's draws: a stream of its own
     anchor: int = field(init=False)
     focus: tuple[str, str] = field(init=False)
     constraints: list[Constraint] = field(init=False)
@@ -273,14 +359,24 @@ class UserSimulator:
     redraws: int = field(init=False, default=0)
     disclosure: dict[Constraint, str] = field(init=False, default_factory=dict)  # of every gold constraint so far
     said: set[Constraint] = field(init=False, default_factory=set)  # the gold constraints the user has stated
-    profile: UserProfile = field(init=False, default=EXPLICIT)
+    misses: int = field(init=False, default=0)  # unsatisfying replies in a row
+    waiting: dict = field(init=False, default_factory=dict)  # constraint -> unsatisfying replies since it arose
+    _style: dict = field(init=False, default_factory=dict)  # lower case and typo of the turn being worded
+    _voice_record: dict = field(init=False, default_factory=dict)  # how the turn being worded was voiced
+    _told: list = field(init=False, default_factory=list)  # the constraints the turn being voiced says
+    _voice_used: set = field(init=False, default_factory=set)  # the templates said in this session
+    _spread_draws: dict = field(init=False, default_factory=dict)  # pool (template ids) -> its draws so far
 
     def __post_init__(self):
-        # Two streams, so that the plan (what the user wants when) is the same whatever the
-        # system answers; only the reactions and the wording depend on the replies.
-        plan_seed, text_seed = np.random.SeedSequence(self.seed).spawn(2)
+        self.conduct = conduct_of(self.profile)
+        # Streams of their own, so that the plan (what the user wants when) is the same whatever the
+        # system answers (only the reactions and the wording depend on the replies), and the disclosures
+        # and the voice's draws leave the thesis user's two streams as they are.
+        plan_seed, text_seed, disclosure_seed, voice_seed = np.random.SeedSequence(self.seed).spawn(4)
         self.plan_rng = np.random.default_rng(plan_seed)
         self.text_rng = np.random.default_rng(text_seed)
+        self.disclosure_rng = np.random.default_rng(disclosure_seed)
+        self.voice_rng = np.random.default_rng(voice_seed)
         self.recognizer = self.matcher.title_recognizer
         # plot keywords are wishes (and bridges) only when the field order asks for them
         self.fields = CONCEPT_FIELDS + tuple(f for f in self.settings.field_order if f not in CONCEPT_FIELDS)
@@ -291,9 +387,15 @@ class UserSimulator:
         self.liked = [self._title(self.anchor)]
         self._disclose_new()
 
+    # ------------------------------------------------------------ the plan
+
     def _opening(self, first_field: str) -> tuple[int, str]:
-        """The film the user starts from and the value of `first_field` it wants: a film drawn from those
-        with such a value, then one of its values (the plan's stream)."""
+        """The film the user starts from and the value of `first_field` it wants (the plan's stream): a film
+        drawn from those with such a value, then one of its values; under `wants: people`, the value drawn
+        as often as the voice's corpus asks for it (among the values the catalog's films have), then a film
+        with it."""
+        if self.profile.wants == "people":
+            return self._opening_people_ask_for(first_field)
         with_values = [f for f in self.index.films["film_id"] if self._values(int(f), first_field)]
         if not with_values:
             raise ValueError(f"no film of the catalog has a {first_field!r} value to start a session from")
@@ -301,221 +403,22 @@ class UserSimulator:
         values = self._values(anchor, first_field)
         return anchor, values[int(self.plan_rng.integers(len(values)))]
 
-    # ------------------------------------------------------------ catalog access
-
-    def _values(self, film_id: int, field_name: str) -> list[str]:
-        return self.index.film_values(film_id, field_name)
-
-    def _title(self, film_id: int) -> str:
-        return self.index.title(film_id)
-
-    def _concepts(self, film_id: int) -> set[tuple[str, str]]:
-        return {(f, v) for f in self.fields for v in self._values(film_id, f)}
-
-    def _satisfies(self, film_id: int, constraints: list[Constraint]) -> bool:
-        concepts = self._concepts(film_id)
-        return all(((c.field, c.value) in concepts) != c.negated for c in constraints)
-
-    def title_satisfies(self, title: str, constraints: list[Constraint] | None = None) -> bool:
-        """Whether a catalog film meets `constraints` (the current gold constraints by default)."""
-        film_id = self.index.film_id(title)
-        return film_id is not None and self._satisfies(
-            film_id, self.constraints if constraints is None else constraints
-        )
-
-    # ------------------------------------------------------------ text
-
-    def _phrase(self, group: str, field_name: str, value: str) -> str:
-        return with_article(
-            self.templates.pick(self.text_rng, group, field_name).format(value=display(field_name, value))
-        )
-
-    def _focus_phrase(self) -> str:
-        return self._phrase("focus", *self.focus)
-
-    def _film(self, title: str) -> str:
-        """A title as the user writes it: in quotes when it could be read as an ordinary word."""
-        return self.recognizer.quoted(title)
-
-    def _say(self, compose, candidates: list[str], number: int) -> tuple[str, list[Statement], list[str]]:
-        """Word an utterance with `compose()` -> (text, statements, titles), re-drawing until the
-        extractors read back exactly the statements and titles meant."""
-        problem = ""
-        for _ in range(MAX_REDRAWS):
-            text, statements, titles = compose()
-            problem = self._misread(text, statements, titles, candidates)
-            if not problem:
-                return text, statements, titles
-            self.redraws += 1
-        raise SimulatorTextError(
-            f"session seed {self.seed}, turn {number}: no wording says exactly what the user means; "
-            f"last try {text!r}: {problem}"
-        )
-
-    def _misread(self, text: str, statements: list[Statement], titles: list[str], candidates: list[str]) -> str:
-        read = {(m.field, m.value, role) for m, role in extract_statements(self.matcher, text, candidates)}
-        meant = {(s.field, s.value, s.role) for s in statements}
-        read_titles = set(self.recognizer.recognise(text, candidates=candidates).all)
-        problems = []
-        if read != meant:
-            problems.append(f"concepts read {sorted(read)} but meant {sorted(meant)}")
-        if read_titles != set(titles):
-            problems.append(f"titles read {sorted(read_titles)} but meant {sorted(titles)}")
-        return "; ".join(problems)
-
-    # ------------------------------------------------------------ turns
-
-    def turn(
-        self,
-        number: int,
-        last_recommended: list[str],
-        last_mentioned: list[str] = (),
-        last_unknown: list[str] = (),
-        last_asks: frozenset[str] = frozenset(),
-    ) -> UserTurn:
-        """The user's utterance at turn `number` (from 1), reacting to the titles the system
-        recommended in its previous reply; `last_unknown`: the films that reply named outside the
-        catalog (the user cannot judge them: it knows the catalog only); `last_asks`: what the reply
-        asked the user about (crseval.language.asks; the explicit user says every wish anyway and ignores it)."""
-        self.seen_titles.update(last_recommended)
-        self.seen_titles.update(last_mentioned)
-        candidates = list(last_recommended)
-        shift_event = None
-        focus_wish = lambda: Statement(self.focus[0], self.focus[1], "wish")  # noqa: E731
-        if number == 1:
-            stage = "open"
-            compose = lambda: (  # noqa: E731
-                self.templates.pick(self.text_rng, "open").format(focus=self._focus_phrase()),
-                [focus_wish()],
-                [],
+    def _opening_people_ask_for(self, first_field: str) -> tuple[int, str]:
+        asked = self.voice.asked(first_field) if self.voice is not None else {}
+        films: dict[str, list[int]] = {}
+        for film_id in self.index.films["film_id"]:
+            for value in self._values(int(film_id), first_field):
+                if asked.get(value):
+                    films.setdefault(value, []).append(int(film_id))
+        if not films:
+            raise ValueError(
+                f"profile {self.profile.name} wants what people ask for, and the voice's corpus asks for no "
+                f"{first_field} a catalog film has"
             )
-        elif self.settings.is_shift_turn(number) and (shift := self._shift()) is not None:
-            stage = "shift"
-            shift["anchor_new"] = shift["from_anchor"] not in self.seen_titles  # the wording then says it is new
-            shift_event = shift
-            compose = lambda: self._shift_text(shift)  # noqa: E731
-        elif (excluded := self._maybe_contradict()) is not None:
-            stage = "contradict"
-            compose = lambda: (  # noqa: E731
-                self.templates.pick(self.text_rng, "contradict").format(
-                    not_focus=self.templates.pick(self.text_rng, "reject_value", excluded.field).format(
-                        value=display(excluded.field, excluded.value)
-                    ),
-                    focus=self._focus_phrase(),
-                ),
-                [Statement(excluded.field, excluded.value, "exclusion"), focus_wish()],
-                [],
-            )
-        else:
-            stage, compose = self._react(last_recommended, last_unknown)
-        self._disclose_new()
-        text, statements, titles = self._say(compose, candidates, number)
-        implied = {"accepts": [], "rejects": []}
-        if stage == "accept":
-            implied["accepts"] = [titles[0]]
-        elif stage == "reject":
-            implied["rejects"] = list(last_recommended)
-        plan_event = "shift" if shift_event is not None else "contradiction" if stage == "contradict" else None
-        return self._turn(number, text, statements, titles, stage, shift_event, plan_event, implied)
-
-    def _turn(self, number, text, statements, titles, stage, shift_event, plan_event, implied, revealed=()) -> UserTurn:
-        """The turn with its ground truth (`user_meta`), and the user's memory of it. `revealed`: the
-        on-ask constraints said unasked, after unsatisfying replies."""
-        self.seen_titles.update(titles)
-        self.liked += [title for title in implied["accepts"] if title not in self.liked]
-        self.said.update(Constraint(s.field, s.value, s.role == "exclusion") for s in statements if s.role != "context")
-        meta = {
-            "focus_field": self.focus[0],
-            "focus_value": self.focus[1],
-            "constraints": [c.as_dict() for c in self.constraints],
-            "disclosure": [self.disclosure[c] for c in self.constraints],
-            "said": [c in self.said for c in self.constraints],
-            "revealed": [c.as_dict() for c in revealed],
-            "shift_event": shift_event is not None,
-            "plan_event": plan_event,
-            "bridge": shift_event["bridge"] if shift_event is not None else None,
-            "anchor_title": self._title(self.anchor),
-            "stage": stage,
-            "stated": [s.as_dict() for s in statements],
-            "titles": titles,
-            "cannot_judge": stage == "unknown_title",
-        }
-        if getattr(self, "voice", None) is not None:
-            meta["voice"] = self._voice_record or {"voice": "rules", "templates": [], "redraws": 0, "fallback": ""}
-            self._voice_record = {}
-        if shift_event is not None:
-            self.shift_events.append({"turn": number, **shift_event})
-        return UserTurn(text=text, meta=meta, implies=implied)
-
-    def _disclose_new(self) -> list[Constraint]:
-        """Give each gold constraint that has just arisen its disclosure; returns them."""
-        new = [c for c in self.constraints if c not in self.disclosure]
-        for constraint in new:
-            self.disclosure[constraint] = self._draw_disclosure(constraint.field)
-        return new
-
-    def _draw_disclosure(self, field_name: str) -> str:
-        """The explicit user volunteers everything (no draw, so its streams are the thesis user's)."""
-        return "volunteer"
-
-    def _react(self, recommended: list[str], unknown: list[str] = ()):
-        """Stage and composer of a reaction to the system's last recommendations. A reply that named
-        films outside the catalog and none in it gets its own reaction: the user cannot tell whether
-        a film it does not know fits its wishes, and asks for another."""
-        focus = [Statement(self.focus[0], self.focus[1], "wish")]
-        if not recommended and unknown:
-            if "unknown_title" not in self.templates.data:
-                raise SimulatorTextError(
-                    "the user templates have no 'unknown_title' group (the reaction to a reply naming only films "
-                    "outside the catalog); add one as in resources/templates/user.yaml"
-                )
-            return "unknown_title", lambda: (
-                self.templates.pick(self.text_rng, "unknown_title").format(focus=self._focus_phrase()),
-                focus,
-                [],
-            )
-        if not recommended:
-            return "no_title", lambda: (
-                self.templates.pick(self.text_rng, "no_title").format(focus=self._focus_phrase()),
-                focus,
-                [],
-            )
-        fitting = [t for t in recommended if self.title_satisfies(t)]
-        if fitting and self.text_rng.random() < self.settings.accept_rate:
-            return "accept", self._title_reaction("accept", fitting, focus)
-        if not fitting:
-            return "reject", self._title_reaction("reject", recommended, focus)
-        return "ask", lambda: (self.templates.pick(self.text_rng, "ask").format(focus=self._focus_phrase()), focus, [])
-
-    def _title_reaction(self, group: str, titles: list[str], focus: list[Statement]):
-        """The first title on the first try; another one of `titles` when a wording is re-drawn."""
-        tries = iter(range(10**9))
-
-        def compose():
-            title = titles[0] if next(tries) == 0 else titles[int(self.text_rng.integers(len(titles)))]
-            text = self.templates.pick(self.text_rng, group).format(title=self._film(title), focus=self._focus_phrase())
-            return text, focus, [title]
-
-        return compose
-
-    def _shift_text(self, shift: dict):
-        bridge = shift["bridge"]
-        kept = [c for c in self.constraints if not c.negated and (c.field, c.value) != self.focus]
-        text = self.templates.pick(self.text_rng, "shift_new" if shift["anchor_new"] else "shift").format(
-            anchor=self._film(shift["from_anchor"]),
-            bridge=self._phrase("bridge", bridge["field"], bridge["value"]),
-            focus=self._focus_phrase(),
-        )
-        if kept:
-            text += " " + self.templates.pick(self.text_rng, "keep").format(
-                kept=" and ".join(self._phrase("kept", c.field, c.value) for c in kept)
-            )
-        statements = [
-            Statement(bridge["field"], bridge["value"], "context"),
-            Statement(self.focus[0], self.focus[1], "wish"),
-            *(Statement(c.field, c.value, "wish") for c in kept),
-        ]
-        return text, statements, [shift["from_anchor"]]
+        values = sorted(films)
+        weights = np.array([asked[v] for v in values], dtype=float)
+        value = values[_weighted(self.plan_rng, weights)]
+        return films[value][int(self.plan_rng.integers(len(films[value])))], value
 
     def _maybe_contradict(self) -> Constraint | None:
         """At `contradiction_rate` of ordinary turns the user rules something out: an earlier
@@ -598,14 +501,30 @@ class UserSimulator:
         return None
 
     def _shift_fields(self) -> list[str]:
-        """The fields a shift tries, in order: the next of `field_order` after the focus's, and on round."""
+        """The fields a shift tries, in order: the next of `field_order` after the focus's, and on round. Under
+        `wants: people`, first the fields people ask for, in an order drawn as often as they ask for each (the
+        plan's stream): a shift moves mostly to another genre where people ask mostly for genres."""
         order = self.settings.field_order
         start = (order.index(self.focus[0]) + 1) % len(order) if self.focus[0] in order else 0
-        return [order[(start + step) % len(order)] for step in range(len(order))]
+        in_turn = [order[(start + step) % len(order)] for step in range(len(order))]
+        if self.profile.wants != "people":
+            return in_turn
+        asked = {f: sum(self.voice.asked(f).values()) for f in order}
+        wanted, drawn = [f for f in order if asked[f] > 0], []
+        while wanted:  # drawn one by one, each as often as people ask for it
+            weights = np.array([asked[f] for f in wanted], dtype=float)
+            drawn.append(wanted.pop(_weighted(self.plan_rng, weights)))
+        return drawn + [f for f in in_turn if f not in drawn]
 
     def _pick_value(self, field_name: str, options: list, value_of: Callable = lambda option: option):
         """One of `options` drawn from the plan's stream: a value of `field_name` the user names next (a
-        shift's (film, bridges, value), whose value `value_of` reads, or a value it rules out)."""
+        shift's (film, bridges, value), whose value `value_of` reads, or a value it rules out). Under `wants:
+        people`, a value drawn as often as people ask for it (any option alike where they ask for none)."""
+        if self.profile.wants == "people":
+            asked = self.voice.asked(field_name)
+            weights = np.array([asked.get(value_of(option), 0) for option in options], dtype=float)
+            if weights.sum():
+                return options[_weighted(self.plan_rng, weights)]
         return options[int(self.plan_rng.integers(len(options)))]
 
     def _speakable(self, field_name: str, value: str) -> bool:
@@ -634,130 +553,356 @@ class UserSimulator:
                     counts.setdefault(int(film_id), set()).add((field_name, value))
         return sorted(counts.items())
 
+    # ------------------------------------------------------------ catalog access
 
-# The user's own words a typo may touch: not the cues the trackers read (negations, a fresh start).
-_TYPO_WORD = re.compile(r"(?<![{\w'])[a-z]{4,}(?![\w}'])")
-_PLACEHOLDER = re.compile(r"(\{\w+\})")
-_NO_TYPO = {"nothing", "never", "without", "longer", "except", "instead", "changed", "another", "different"}
+    def _values(self, film_id: int, field_name: str) -> list[str]:
+        return self.index.film_values(film_id, field_name)
 
+    def _title(self, film_id: int) -> str:
+        return self.index.title(film_id)
 
-@dataclass
-class ProfiledUser(UserSimulator):
-    """The user of a profile other than `explicit` (crseval.simulate.profiles): it follows the same
-    plan as the explicit user of its seed, but says a gold constraint only as its disclosure allows,
-    reacts to replies in short turns, answers the system's questions, and may leave.
+    def _concepts(self, film_id: int) -> set[tuple[str, str]]:
+        return {(f, v) for f in self.fields for v in self._values(film_id, f)}
 
-    A turn is made of parts, each a sentence: a greeting, a reaction to the last reply (accept, ask
-    why, ask for more, reject, with or without the wrong field), the wishes it says now (volunteered
-    as they arise, answers to the system's question, or `on_ask` wishes it gives up waiting to be
-    asked for), "no preference" for a field it was asked about and says nothing of, and thanks."""
+    def _satisfies(self, film_id: int, constraints: list[Constraint]) -> bool:
+        concepts = self._concepts(film_id)
+        return all(((c.field, c.value) in concepts) != c.negated for c in constraints)
 
-    user_profile: UserProfile = EXPLICIT
-    disclosure_rng: np.random.Generator = field(init=False)  # which constraint is said when: the plan's
-    misses: int = field(init=False, default=0)  # unsatisfying replies in a row
-    waiting: dict = field(init=False, default_factory=dict)  # constraint -> unsatisfying replies since it arose
-    _style: dict = field(init=False, default_factory=dict)  # lower case and typo of the turn being worded
-    voice: Voice | None = None  # the learned voice the profile speaks with (crseval.simulate.voice), if any
-    voice_rng: np.random.Generator = field(init=False)  # the voice's draws: a stream of its own
-    _voice_record: dict = field(init=False, default_factory=dict)  # how the turn being worded was voiced
-    _told: list = field(init=False, default_factory=list)  # the constraints the turn being voiced says
-    _voice_used: set = field(init=False, default_factory=set)  # the templates said in this session
-    # where the session stands among the experiment's (its index, the experiment's seed): the voice's
-    # template draws are spread over the sessions (Voice.spread_order); None draws them independently
-    spread: tuple[int, int] | None = None
-    _spread_draws: dict = field(init=False, default_factory=dict)  # pool (template ids) -> its draws so far
+    def title_satisfies(self, title: str, constraints: list[Constraint] | None = None) -> bool:
+        """Whether a catalog film meets `constraints` (the current gold constraints by default)."""
+        film_id = self.index.film_id(title)
+        return film_id is not None and self._satisfies(
+            film_id, self.constraints if constraints is None else constraints
+        )
 
-    def __post_init__(self):
-        if self.user_profile.is_explicit:
-            raise ValueError("the explicit profile is the UserSimulator itself; make_user chooses it")
-        self.profile = self.user_profile
-        # the third child of the session seed: the explicit user's two streams stay as they are
-        self.disclosure_rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(3)[2])
-        # the fourth child: the voice's draws leave the other streams as they are
-        self.voice_rng = np.random.default_rng(np.random.SeedSequence(self.seed).spawn(4)[3])
-        super().__post_init__()
+    # ------------------------------------------------------------ the turn
+
+    def turn(
+        self,
+        number: int,
+        last_recommended: list[str],
+        last_mentioned: list[str] = (),
+        last_unknown: list[str] = (),
+        last_asks: frozenset[str] = frozenset(),
+    ) -> UserTurn:
+        """The user's utterance at turn `number` (from 1), reacting to the titles the system
+        recommended in its previous reply; `last_unknown`: the films that reply named outside the
+        catalog (the user cannot judge them: it knows the catalog only); `last_asks`: what the reply
+        asked the user about (crseval.language.asks)."""
+        self.seen_titles.update(last_recommended)
+        self.seen_titles.update(last_mentioned)
+        self._style = {}
+        asked = last_asks if self.conduct.hears_questions else frozenset()
+        wanted_then = list(self.constraints)  # what the user wanted when the system made its last reply
+        shift, excluded = self._move_plan(number)
+        arisen = list(self.constraints) if number == 1 else self._disclose_new()  # the opening focus: at the start
+        self._count_reply(number, last_recommended, last_unknown, asked, wanted_then, arisen)
+        fitting = [t for t in last_recommended if self.title_satisfies(t)]
+        if self._out_of_patience:
+            content = TurnContent("leave")
+        else:
+            content = self._content(number, arisen, asked, shift, excluded, last_recommended, fitting, last_unknown)
+        text, statements, titles = self._word(content, number, list(last_recommended))
+        implied = self._implied(content.reaction, titles, [t for t in last_recommended if t not in fitting])
+        return self._record(number, text, statements, titles, content, shift, excluded, implied)
+
+    def _move_plan(self, number: int) -> tuple[dict | None, Constraint | None]:
+        """The plan's move at turn `number` (the plan's stream alone, so it moves alike under every profile):
+        a shift every `shift_every` turns where a film bridges, else perhaps a contradiction."""
+        if number == 1:
+            return None, None
+        if self.settings.is_shift_turn(number) and (shift := self._shift()) is not None:
+            shift["anchor_new"] = shift["from_anchor"] not in self.seen_titles  # the wording then says it is new
+            return shift, None
+        return None, self._maybe_contradict()
+
+    def _content(self, number, arisen, asked, shift, excluded, recommended, fitting, unknown) -> TurnContent:
+        """What the turn says: the wishes volunteered as they arise, the answers to the reply's question and
+        the on-ask wishes given up waiting for one; the plan's move where the user says it; its reaction to
+        the reply (none to open, none beside an announced shift, none beside any plan move under THESIS); the
+        focus again, as `restate_focus` says; a greeting at the start, thanks for a film it takes."""
+        volunteered = [c for c in arisen if self.disclosure[c] == "volunteer"]
+        answers = self._answers(asked)
+        revealed = self._revealed()
+        tell = list(dict.fromkeys(volunteered + answers + revealed))
+        focus = Constraint(*self.focus)
+        announced = shift is not None and (self.conduct.plan_alone or focus in volunteered)
+        ruled_out = excluded is not None and (self.conduct.plan_alone or excluded in volunteered)
+        if number == 1 or announced or (ruled_out and self.conduct.plan_alone):
+            reaction = None
+        else:
+            reaction = self._reaction(recommended, fitting, unknown, asked)
+        if reaction and focus in self.said and focus not in tell and self._chance(self.profile.restate_focus):
+            tell.append(focus)
+        if number == 1:
+            stage = "open"
+        elif announced:
+            stage = "shift"
+        elif ruled_out:
+            stage = "contradict"
+        elif answers or not (revealed or reaction):
+            stage = "answer"  # to a question (or "no preference")
+        else:
+            stage = "reveal" if revealed else reaction.stage
+        greeting = number == 1 and self._chance(self.profile.greeting)
+        thanks = reaction is not None and reaction.stage == "accept" and self._chance(self.profile.thanks)
+        return TurnContent(
+            stage,
+            tell,
+            reaction,
+            shift=shift if announced else None,
+            ruled_out=excluded if ruled_out else None,
+            revealed=[c for c in revealed if c not in answers],
+            greeting=greeting,
+            opening_quiet=number == 1 and not tell,
+            no_preference=bool(asked) and not answers,
+            thanks=thanks,
+        )
+
+    def _implied(self, reaction: Reaction | None, titles: list[str], missed: list[str]) -> dict:
+        """What the turn implies of the last reply's films: the film it takes (the one its words name, else
+        the one it meant), or the ones that missed, turned down (said or not, unless under THESIS)."""
+        if reaction is not None and reaction.stage == "accept":
+            return {"accepts": [titles[0] if titles else reaction.take], "rejects": []}
+        rejects = self.conduct.rejects_unsaid or (reaction is not None and reaction.stage == "reject")
+        return {"accepts": [], "rejects": missed if rejects else []}
+
+    def _record(self, number, text, statements, titles, content, shift, excluded, implied) -> UserTurn:
+        """The turn with its ground truth (`user_meta`), and the user's memory of it."""
+        self.seen_titles.update(titles)
+        self.liked += [title for title in implied["accepts"] if title not in self.liked]
+        self.said.update(Constraint(s.field, s.value, s.role == "exclusion") for s in statements if s.role != "context")
+        meta = {
+            "focus_field": self.focus[0],
+            "focus_value": self.focus[1],
+            "constraints": [c.as_dict() for c in self.constraints],
+            "disclosure": [self.disclosure[c] for c in self.constraints],
+            "said": [c in self.said for c in self.constraints],
+            "revealed": [c.as_dict() for c in content.revealed],
+            "shift_event": shift is not None,
+            "plan_event": "shift" if shift is not None else "contradiction" if excluded is not None else None,
+            "bridge": shift["bridge"] if shift is not None else None,
+            "anchor_title": self._title(self.anchor),
+            "stage": content.stage,
+            "stated": [s.as_dict() for s in statements],
+            "titles": titles,
+            "cannot_judge": content.stage == "unknown_title",
+        }
+        if self.voice is not None:
+            meta["voice"] = self._voice_record or {"voice": "rules", "templates": [], "redraws": 0, "fallback": ""}
+            self._voice_record = {}
+        if shift is not None:
+            self.shift_events.append({"turn": number, **shift})
+        return UserTurn(text=text, meta=meta, implies=implied)
+
+    # ------------------------------------------------------------ what the user says
+
+    def _disclose_new(self) -> list[Constraint]:
+        """Give each gold constraint that has just arisen its disclosure; returns them."""
+        new = [c for c in self.constraints if c not in self.disclosure]
+        for constraint in new:
+            self.disclosure[constraint] = self.profile.disclose(self.disclosure_rng.random(), constraint.field)
+        return new
+
+    def _count_reply(self, number, recommended, unknown, asked, wanted_then, arisen) -> None:
+        """Count the last reply against what the user wanted when it was made (a shift does not turn the
+        reply before it into a miss): a fitting film resets the user's patience and every wish's wait; a
+        reply that names films, none fitting, or names none and asks nothing, uses them up; a reply that
+        only asks is neither. A wish that arose this turn waits only for the replies after it."""
+        if number > 1 and any(self.title_satisfies(t, wanted_then) for t in recommended):
+            self.misses = 0
+            self.waiting = {c: 0 for c in self.constraints}
+        elif number > 1 and (recommended or unknown or not asked):
+            self.misses += 1
+            self.waiting = {c: self.waiting.get(c, 0) + 1 for c in self.constraints if c not in arisen}
+        self.waiting.update({c: 0 for c in arisen})
 
     @property
-    def _speaks(self) -> bool:
-        """Whether the learned voice words the turns (a profile may take only its wishes from it)."""
-        return self.voice is not None and self.profile.learned
+    def _out_of_patience(self) -> bool:
+        """Whether the user leaves: `patience` unsatisfying replies in a row (never at a patience of 0)."""
+        return bool(self.profile.patience) and self.misses >= self.profile.patience
 
-    def _draw_disclosure(self, field_name: str) -> str:
-        return self.profile.disclose(self.disclosure_rng.random(), field_name)
+    def _revealed(self) -> list[Constraint]:
+        """The `on_ask` wishes not said yet that waited `reveal_after` unsatisfying replies: said unasked."""
+        if not self.profile.reveal_after:
+            return []
+        return [
+            c
+            for c in self.constraints
+            if self.disclosure[c] == "on_ask"
+            and c not in self.said
+            and self.waiting.get(c, 0) >= self.profile.reveal_after
+        ]
 
-    def _opening(self, first_field: str) -> tuple[int, str]:
-        """Under `wants: people`, the value drawn as often as the voice's corpus asks for it (among the
-        values the catalog's films have), then a film with it; else as every user opens."""
-        if self.user_profile.wants != "people":
-            return super()._opening(first_field)
-        asked = self.voice.asked(first_field) if self.voice is not None else {}
-        films: dict[str, list[int]] = {}
-        for film_id in self.index.films["film_id"]:
-            for value in self._values(int(film_id), first_field):
-                if asked.get(value):
-                    films.setdefault(value, []).append(int(film_id))
-        if not films:
-            raise ValueError(
-                f"profile {self.user_profile.name} wants what people ask for, and the voice's corpus asks for no "
-                f"{first_field} a catalog film has"
-            )
-        values = sorted(films)
-        weights = np.array([asked[v] for v in values], dtype=float)
-        value = values[_weighted(self.plan_rng, weights)]
-        return films[value][int(self.plan_rng.integers(len(films[value])))], value
+    def _answers(self, asked: frozenset[str]) -> list[Constraint]:
+        """What the user says to a question: the wishes it does not hide on the fields asked about
+        (said before or not), or to an open question those it has not said yet."""
+        if not asked:
+            return []
+        shown = [c for c in self.constraints if self.disclosure[c] != "hidden"]
+        answers = [c for c in shown if c.field in asked]
+        if OPEN in asked:
+            answers += [c for c in shown if c not in self.said]
+        return list(dict.fromkeys(answers))
 
-    def _shift_fields(self) -> list[str]:
-        """Under `wants: people`, the fields of `field_order` people ask for, in an order drawn as often as
-        they ask for each (the plan's stream): a shift moves mostly to another genre where people ask mostly
-        for genres; then the fields nobody asks for, as every user tries them."""
-        if self.user_profile.wants != "people":
-            return super()._shift_fields()
-        asked = {f: sum(self.voice.asked(f).values()) for f in self.settings.field_order}
-        wanted, drawn = [f for f in self.settings.field_order if asked[f] > 0], []
-        while wanted:  # drawn one by one, each as often as people ask for it
-            weights = np.array([asked[f] for f in wanted], dtype=float)
-            drawn.append(wanted.pop(_weighted(self.plan_rng, weights)))
-        return drawn + [f for f in super()._shift_fields() if f not in drawn]
+    def _reaction(self, recommended: list[str], fitting: list[str], unknown: list[str], asked: frozenset[str]):
+        """The user's reaction to the last reply, or None when the reply only asked something."""
+        style = "short" if self._chance(self.profile.terse) else "plain"
+        if not recommended:
+            if unknown:  # it cannot tell whether a film it does not know fits, and asks for another
+                return Reaction("unknown_title", (f"unknown_{style}",))
+            if asked:
+                return None
+            return Reaction("no_title", (f"no_title_{style}",))
+        if fitting:
+            take = fitting[0]
+            if self._chance(self.settings.accept_rate, always=self.conduct.draws_every_acceptance):
+                return Reaction("accept", (f"accept_{style}",), tuple(fitting), take)
+            if self._chance(self.profile.why):
+                return Reaction("why", (f"why_{style}",), (take,))
+            return Reaction("ask", (f"more_{style}",))
+        wrong = self._violated(recommended[0])
+        if wrong is not None and self._chance(self.profile.reason):
+            return Reaction("reject", ("reason", wrong.field))
+        return Reaction("reject", (f"reject_{style}",), tuple(recommended))
 
-    def _pick_value(self, field_name: str, options: list, value_of: Callable = lambda option: option):
-        """Under `wants: people`, a value drawn as often as people ask for it, whether the user shifts to it or
-        rules it out (any option alike where people ask for none of them)."""
-        if self.user_profile.wants != "people":
-            return super()._pick_value(field_name, options, value_of)
-        asked = self.voice.asked(field_name)
-        weights = np.array([asked.get(value_of(option), 0) for option in options], dtype=float)
-        if not weights.sum():
-            return super()._pick_value(field_name, options, value_of)
-        return options[_weighted(self.plan_rng, weights)]
+    def _violated(self, title: str) -> Constraint | None:
+        """The first gold constraint the film does not meet."""
+        film_id = self.index.film_id(title)
+        if film_id is None:
+            return None
+        return next((c for c in self.constraints if not self._satisfies(film_id, [c])), None)
+
+    def _chance(self, share: float, always: bool = False) -> bool:
+        """A draw of the text stream only when the share leaves a choice (0 and 1 draw nothing), unless
+        `always`."""
+        if always:
+            return bool(self.text_rng.random() < share)
+        return share >= 1 or (share > 0 and self.text_rng.random() < share)
 
     # ------------------------------------------------------------ wording
 
-    def _chance(self, share: float) -> bool:
-        """A draw of the text stream only when the share leaves a choice (0 and 1 draw nothing)."""
-        return share >= 1 or (share > 0 and self.text_rng.random() < share)
+    def _word(self, content: TurnContent, number: int, candidates: list[str]):
+        """(text, statements, titles) of the turn: in the learned voice where the profile speaks with it and
+        a real turn fits, else in the templates (one for the thesis user, parts for the others), each
+        wording read back and drawn again until it says exactly `content`."""
+        if self._speaks:
+            voiced = self._voiced(self._voice_plan(number, content), candidates)
+            if voiced is not None:
+                return voiced
+        if content.stage == "leave":
+            compose = lambda: (self._pick("leave"), [], [])  # noqa: E731
+        elif self.conduct.one_template:
+            compose = self._in_one_template(content)
+        else:
+            compose = self._in_parts(content)
+        return self._say(compose, candidates, number)
 
-    def _pick(self, *keys: str) -> str:
-        """A template in the user's style of this turn: in lower case, or with two letters swapped."""
-        template = self.templates.pick(self.text_rng, *keys, voice=self.profile.voice)
-        if self._style.get("lower"):
-            template = "".join(p if p.startswith("{") else p.lower() for p in _PLACEHOLDER.split(template))
-        if self._style.get("typo"):
-            words = [m for m in _TYPO_WORD.finditer(template) if m.group(0) not in _NO_TYPO]
-            if words:
-                word = words[int(self.text_rng.integers(len(words)))]
-                at = word.start() + 1 + int(self.text_rng.integers(len(word.group(0)) - 2))
-                template = template[:at] + template[at + 1] + template[at] + template[at + 2 :]
-                self._style["typo"] = False  # one typo a turn at most
-        return template
+    def _in_parts(self, content: TurnContent):
+        """compose() -> (text, statements, titles): the turn in parts, each a sentence, in the user's style."""
+        focus = Constraint(*self.focus)
 
-    def _sentence(self, phrase: str) -> str:
-        """A phrase as a sentence of its own: closed with a full stop as the profile does (the turn's
-        composer capitalises it where a sentence starts)."""
-        return phrase if phrase[-1:] in ".?!" or not self._chance(self.profile.full_stop) else phrase + "."
+        def compose():
+            self._style = {"lower": self._chance(self.profile.lowercase), "typo": self._chance(self.profile.typo)}
+            parts, statements, titles = [], [], []
+            if content.greeting:
+                parts.append(self._pick("greeting"))
+            if content.opening_quiet:
+                parts.append(self._pick("open_vague"))
+            if content.reaction:
+                text, named = self._reaction_text(content.reaction)
+                parts.append(text)
+                titles += named
+            if content.shift:
+                text, said, named = self._announce(content.shift)
+                parts.append(text)
+                statements += said
+                titles += named
+            for constraint in content.tell:
+                if content.shift and constraint == focus:
+                    continue
+                text, statement = self._statement_text(constraint)
+                parts.append(text)
+                statements.append(statement)
+            if content.no_preference:
+                parts.append(self._pick("no_preference"))
+            if content.thanks:
+                parts.append(self._pick("thanks"))
+            if not self._style["lower"]:
+                # a part starts a sentence at the start of the turn or after one that ended
+                parts = [
+                    part[:1].upper() + part[1:] if i == 0 or parts[i - 1][-1:] in ".?!" else part
+                    for i, part in enumerate(parts)
+                ]
+            return _joined(parts), statements, titles
 
-    def _wish_phrase(self, constraint: Constraint, terse: bool) -> str:
-        value = display(constraint.field, constraint.value)
-        return with_article(self._pick("short" if terse else "focus", constraint.field).format(value=value))
+        return compose
+
+    def _in_one_template(self, content: TurnContent):
+        """compose() -> (text, statements, titles): the thesis user's turn, one full-sentence template of
+        the group its stage names (`open`, `shift` with the wishes that still hold, `contradict`, `accept`,
+        `reject`, `ask`, `no_title`, `unknown_title`), the focus in every one."""
+        focus = [Statement(*self.focus, "wish")]
+        if content.shift:
+            return lambda: self._announce_kept(content.shift)
+        if content.ruled_out:
+            excluded = content.ruled_out
+            return lambda: (
+                self._pick("contradict").format(
+                    not_focus=self._pick("reject_value", excluded.field).format(
+                        value=display(excluded.field, excluded.value)
+                    ),
+                    focus=self._focus_phrase(),
+                ),
+                [Statement(excluded.field, excluded.value, "exclusion"), *focus],
+                [],
+            )
+        if content.stage in ("accept", "reject"):
+            return self._title_reaction(content.stage, content.reaction.films, focus)
+        return lambda: (self._pick(content.stage).format(focus=self._focus_phrase()), focus, [])
+
+    def _title_reaction(self, group: str, titles: tuple[str, ...], focus: list[Statement]):
+        """The first title on the first try; another one of `titles` when a wording is re-drawn."""
+        tries = iter(range(10**9))
+
+        def compose():
+            title = titles[0] if next(tries) == 0 else titles[int(self.text_rng.integers(len(titles)))]
+            text = self._pick(group).format(title=self._film(title), focus=self._focus_phrase())
+            return text, focus, [title]
+
+        return compose
+
+    def _announce_kept(self, shift: dict):
+        """A shift announced in full, then the earlier wishes that still hold ("keep it ..., as before")."""
+        text, statements, titles = self._announce(shift)
+        kept = [c for c in self.constraints if not c.negated and (c.field, c.value) != self.focus]
+        if kept:
+            text += " " + self._pick("keep").format(
+                kept=" and ".join(self._phrase("kept", c.field, c.value) for c in kept)
+            )
+        return text, statements + [Statement(c.field, c.value, "wish") for c in kept], titles
+
+    def _announce(self, shift: dict) -> tuple[str, list[Statement], list[str]]:
+        """A shift the user announces: in full (the anchor, the bridge, the new wish) or in short
+        ("change of plan: ...")."""
+        if self._chance(self.profile.terse):
+            phrase = self._wish_phrase(Constraint(*self.focus), True)
+            return self._pick("announce").format(focus=phrase), [Statement(*self.focus, "wish")], []
+        bridge = shift["bridge"]
+        text = self._pick("shift_new" if shift["anchor_new"] else "shift").format(
+            anchor=self._film(shift["from_anchor"]),
+            bridge=self._phrase("bridge", bridge["field"], bridge["value"]),
+            focus=self._focus_phrase(),
+        )
+        statements = [Statement(bridge["field"], bridge["value"], "context"), Statement(*self.focus, "wish")]
+        return text, statements, [shift["from_anchor"]]
+
+    def _reaction_text(self, reaction: Reaction) -> tuple[str, list[str]]:
+        """A reaction as a part of a turn, and the film it names (when its template has a title slot)."""
+        template = self._pick(*reaction.group)
+        if reaction.about is None:
+            return template, []
+        return template.format(title=self._film(reaction.about)), [reaction.about] if "{title}" in template else []
 
     def _statement_text(self, constraint: Constraint) -> tuple[str, Statement]:
         """One sentence saying one gold constraint, and what it states."""
@@ -771,124 +916,88 @@ class ProfiledUser(UserSimulator):
         text = self._sentence(phrase) if terse else self._pick("wish").format(focus=phrase)
         return text, Statement(constraint.field, constraint.value, "wish")
 
-    # ------------------------------------------------------------ turns
+    def _sentence(self, phrase: str) -> str:
+        """A phrase as a sentence of its own: closed with a full stop as the profile does (the turn's
+        composer capitalises it where a sentence starts)."""
+        return phrase if phrase[-1:] in ".?!" or not self._chance(self.profile.full_stop) else phrase + "."
 
-    def turn(
-        self,
-        number: int,
-        last_recommended: list[str],
-        last_mentioned: list[str] = (),
-        last_unknown: list[str] = (),
-        last_asks: frozenset[str] = frozenset(),
-    ) -> UserTurn:
-        self.seen_titles.update(last_recommended)
-        self.seen_titles.update(last_mentioned)
-        self._style = {}
-        asked = last_asks
-        shift = excluded = None
-        wanted_then = list(self.constraints)  # what the user wanted when the system made its last reply
-        if number > 1:  # the plan moves exactly as the explicit user's of this seed
-            if self.settings.is_shift_turn(number) and (shift := self._shift()) is not None:
-                shift["anchor_new"] = shift["from_anchor"] not in self.seen_titles
-            else:
-                excluded = self._maybe_contradict()
-        # the opening focus arose when the user was made
-        arisen = list(self.constraints) if number == 1 else self._disclose_new()
-        plan_event = "shift" if shift is not None else "contradiction" if excluded is not None else None
-        fitting = [t for t in last_recommended if self.title_satisfies(t)]
-        if number > 1:  # patience runs out on replies that missed what the user wanted when they were made
-            fitted_then = [t for t in last_recommended if self.title_satisfies(t, wanted_then)]
-            self._judge(fitted_then, bool(last_recommended or last_unknown), asked, arisen)
-        self.waiting.update({c: 0 for c in arisen})
-        candidates = list(last_recommended)
-        if self.profile.patience and self.misses >= self.profile.patience:
-            self._told = []
-            voiced = self._voiced([[(None, self.voice.leave_options())]], candidates) if self._speaks else None
-            text = voiced[0] if voiced else self._say(lambda: (self._pick("leave"), [], []), candidates, number)[0]
-            implied = {"accepts": [], "rejects": [t for t in last_recommended if t not in fitting]}
-            return self._turn(number, text, [], [], "leave", shift, plan_event, implied)
+    def _wish_phrase(self, constraint: Constraint, terse: bool) -> str:
+        return self._phrase("short" if terse else "focus", constraint.field, constraint.value)
 
-        volunteered = [c for c in arisen if self.disclosure[c] == "volunteer"]
-        answers = self._answers(asked)
-        revealed = self._revealed()
-        tell = list(dict.fromkeys(volunteered + answers + revealed))
-        no_preference = bool(asked) and not answers
-        focus = Constraint(*self.focus)
-        announced = shift is not None and focus in volunteered
-        reaction = None if number == 1 or announced else self._reaction(last_recommended, fitting, last_unknown, asked)
-        if reaction and focus in self.said and focus not in tell and self._chance(self.profile.restate_focus):
-            tell.append(focus)
-        if number == 1:
-            stage = "open"
-        elif announced:
-            stage = "shift"
-        elif excluded is not None and excluded in volunteered:
-            stage = "contradict"
-        elif answers or not (revealed or reaction):
-            stage = "answer"  # to a question (or "no preference")
-        else:
-            stage = "reveal" if revealed else reaction[0]
-        greeting = number == 1 and self._chance(self.profile.greeting)
-        thanks = reaction is not None and reaction[0] == "accept" and self._chance(self.profile.thanks)
-        opening_quiet = number == 1 and not tell
+    def _focus_phrase(self) -> str:
+        return self._phrase("focus", *self.focus)
 
-        def compose():
-            self._style = {"lower": self._chance(self.profile.lowercase), "typo": self._chance(self.profile.typo)}
-            parts, statements, titles = [], [], []
-            if greeting:
-                parts.append(self._pick("greeting"))
-            if opening_quiet:
-                parts.append(self._pick("open_vague"))
-            if reaction:
-                text, named = reaction[1]()
-                parts.append(text)
-                titles += named
-            if announced:
-                text, said, named = self._announce(shift)
-                parts.append(text)
-                statements += said
-                titles += named
-            for constraint in tell:
-                if announced and constraint == focus:
-                    continue
-                text, statement = self._statement_text(constraint)
-                parts.append(text)
-                statements.append(statement)
-            if no_preference:
-                parts.append(self._pick("no_preference"))
-            if thanks:
-                parts.append(self._pick("thanks"))
-            if not self._style["lower"]:
-                # a part starts a sentence at the start of the turn or after one that ended
-                parts = [
-                    part[:1].upper() + part[1:] if i == 0 or parts[i - 1][-1:] in ".?!" else part
-                    for i, part in enumerate(parts)
-                ]
-            return _joined(parts), statements, titles
+    def _phrase(self, group: str, field_name: str, value: str) -> str:
+        return with_article(self._pick(group, field_name).format(value=display(field_name, value)))
 
-        voiced = None
-        if self._speaks:
-            told = ([focus] if announced else []) + [c for c in tell if not (announced and c == focus)]
-            self._told = told
-            voiced = self._voiced(self._voice_plan(number, reaction, told, opening_quiet, no_preference), candidates)
-        text, statements, titles = voiced or self._say(compose, candidates, number)
-        implied = {"accepts": [], "rejects": [t for t in last_recommended if t not in fitting]}
-        if reaction is not None and reaction[0] == "accept":
-            implied = {"accepts": [reaction[2]], "rejects": []}
-        revealed = [c for c in revealed if c not in answers]
-        return self._turn(number, text, statements, titles, stage, shift, plan_event, implied, revealed)
+    def _pick(self, *keys: str) -> str:
+        """A template in the profile's voice and the user's style of this turn: in lower case, or with two
+        letters swapped."""
+        template = self.templates.pick(self.text_rng, *keys, voice=self.profile.voice)
+        if self._style.get("lower"):
+            template = "".join(p if p.startswith("{") else p.lower() for p in _PLACEHOLDER.split(template))
+        if self._style.get("typo"):
+            words = [m for m in _TYPO_WORD.finditer(template) if m.group(0) not in _NO_TYPO]
+            if words:
+                word = words[int(self.text_rng.integers(len(words)))]
+                at = word.start() + 1 + int(self.text_rng.integers(len(word.group(0)) - 2))
+                template = template[:at] + template[at + 1] + template[at] + template[at + 2 :]
+                self._style["typo"] = False  # one typo a turn at most
+        return template
+
+    def _film(self, title: str) -> str:
+        """A title as the user writes it: in quotes when it could be read as an ordinary word."""
+        return self.recognizer.quoted(title)
+
+    def _say(self, compose, candidates: list[str], number: int) -> tuple[str, list[Statement], list[str]]:
+        """Word an utterance with `compose()` -> (text, statements, titles), re-drawing until the
+        extractors read back exactly the statements and titles meant."""
+        problem = ""
+        for _ in range(MAX_REDRAWS):
+            text, statements, titles = compose()
+            problem = self._misread(text, statements, titles, candidates)
+            if not problem:
+                return text, statements, titles
+            self.redraws += 1
+        raise SimulatorTextError(
+            f"session seed {self.seed}, turn {number}: no wording says exactly what the user means; "
+            f"last try {text!r}: {problem}"
+        )
+
+    def _misread(self, text: str, statements: list[Statement], titles: list[str], candidates: list[str]) -> str:
+        read = {(m.field, m.value, role) for m, role in extract_statements(self.matcher, text, candidates)}
+        meant = {(s.field, s.value, s.role) for s in statements}
+        read_titles = set(self.recognizer.recognise(text, candidates=candidates).all)
+        problems = []
+        if read != meant:
+            problems.append(f"concepts read {sorted(read)} but meant {sorted(meant)}")
+        if read_titles != set(titles):
+            problems.append(f"titles read {sorted(read_titles)} but meant {sorted(titles)}")
+        return "; ".join(problems)
 
     # ------------------------------------------------------------ the learned voice
 
-    def _voice_plan(self, number, reaction, told, opening_quiet, no_preference) -> list[list[tuple]]:
+    @property
+    def _speaks(self) -> bool:
+        """Whether the learned voice words the turns (a profile may take only its wishes from it)."""
+        return self.voice is not None and self.profile.learned
+
+    def _voice_plan(self, number: int, content: TurnContent) -> list[list[tuple]]:
         """The turn as the voice realises it: ways to word it, each a list of parts (the film to fill the
         part's title slot, its templates); the first way with templates for every part is taken. A reaction
         is worded by any real turn of the acts that react so (_VOICE_ACTS); a turn that also says wishes
         is one real turn that does both, else the wishes alone, as people restate what they want rather than
-        say no or yes, else the two joined."""
+        say no or yes, else the two joined. A user who leaves says a frustrated user's last turn."""
+        if content.stage == "leave":
+            self._told = []
+            return [[(None, self.voice.leave_options())]]
+        focus = Constraint(*self.focus)
+        told = ([focus] if content.shift else []) + [c for c in content.tell if not (content.shift and c == focus)]
+        self._told = told
         first = number == 1
-        about = reaction[3] if reaction else None
-        acts = _VOICE_ACTS[reaction[0]] if reaction else ()
+        reaction = content.reaction
+        about = reaction.about if reaction else None
+        acts = _VOICE_ACTS[reaction.stage] if reaction else ()
         wishes = tuple(sorted(_slot(c) for c in told))
 
         def options(act_names: tuple, signature: tuple, title=None) -> list[VoiceTemplate]:
@@ -900,9 +1009,9 @@ class ProfiledUser(UserSimulator):
         said = []
         if told:
             said.append((None, options(("request",), wishes) or self.voice.retyped("request", wishes, first)))
-        if no_preference:
+        if content.no_preference:
             said.append((None, options(_NO_PREFERENCE_ACTS, ())))
-        if opening_quiet:
+        if content.opening_quiet:
             said.append((None, options(_VAGUE_ACTS, ())))
         ways = []
         if reaction and told:
@@ -1017,94 +1126,6 @@ class ProfiledUser(UserSimulator):
             return None
         return _joined(texts), statements, titles
 
-    def _judge(self, fitting: list[str], named_films: bool, asked: frozenset[str], arisen: list[Constraint]) -> None:
-        """Count the last reply: a fitting film resets the user's patience and every wish's wait; a reply
-        that names films, none fitting, or names none and asks nothing, uses them up; a reply that only
-        asks is neither. A wish that arose this turn waits only for the replies after it."""
-        if fitting:
-            self.misses = 0
-            self.waiting = {c: 0 for c in self.constraints}
-        elif named_films or not asked:
-            self.misses += 1
-            self.waiting = {c: self.waiting.get(c, 0) + 1 for c in self.constraints if c not in arisen}
-
-    def _revealed(self) -> list[Constraint]:
-        """The `on_ask` wishes not said yet that waited `reveal_after` unsatisfying replies: said unasked."""
-        if not self.profile.reveal_after:
-            return []
-        return [
-            c
-            for c in self.constraints
-            if self.disclosure[c] == "on_ask"
-            and c not in self.said
-            and self.waiting.get(c, 0) >= self.profile.reveal_after
-        ]
-
-    def _answers(self, asked: frozenset[str]) -> list[Constraint]:
-        """What the user says to a question: the wishes it does not hide on the fields asked about
-        (said before or not), or to an open question those it has not said yet."""
-        if not asked:
-            return []
-        shown = [c for c in self.constraints if self.disclosure[c] != "hidden"]
-        answers = [c for c in shown if c.field in asked]
-        if OPEN in asked:
-            answers += [c for c in shown if c not in self.said]
-        return list(dict.fromkeys(answers))
-
-    def _reaction(self, recommended: list[str], fitting: list[str], unknown: list[str], asked: frozenset[str]):
-        """(stage, compose() -> (text, titles), the film taken, the film it is about) of the user's reaction
-        to the last reply, or None when the reply only asked something; in short or in full sentences as the
-        profile talks."""
-        style = "short" if self._chance(self.profile.terse) else "plain"
-        if not recommended:
-            if unknown:
-                return "unknown_title", lambda: (self._pick(f"unknown_{style}"), []), None, None
-            if asked:
-                return None
-            return "no_title", lambda: (self._pick(f"no_title_{style}"), []), None, None
-        if fitting:
-            take = fitting[0]
-            if self._chance(self.settings.accept_rate):
-                return "accept", self._titled(f"accept_{style}", take), take, take
-            if self._chance(self.profile.why):
-                return "why", self._titled(f"why_{style}", take), None, take
-            return "ask", lambda: (self._pick(f"more_{style}"), []), None, None
-        wrong = self._violated(recommended[0])
-        if wrong is not None and self._chance(self.profile.reason):
-            return "reject", lambda: (self._pick("reason", wrong.field), []), None, None
-        return "reject", self._titled(f"reject_{style}", recommended[0]), None, recommended[0]
-
-    def _titled(self, group: str, title: str):
-        def compose():
-            template = self._pick(group)
-            return template.format(title=self._film(title)), [title] if "{title}" in template else []
-
-        return compose
-
-    def _violated(self, title: str) -> Constraint | None:
-        """The first gold constraint the film does not meet."""
-        film_id = self.index.film_id(title)
-        if film_id is None:
-            return None
-        return next((c for c in self.constraints if not self._satisfies(film_id, [c])), None)
-
-    def _announce(self, shift: dict) -> tuple[str, list[Statement], list[str]]:
-        """A shift the user announces: in full (the anchor, the bridge, the new wish; unlike the
-        explicit user, not the earlier wishes that still hold) or in short ("change of plan: ...")."""
-        if self._chance(self.profile.terse):
-            phrase = self._wish_phrase(Constraint(*self.focus), True)
-            return self._pick("announce").format(focus=phrase), [Statement(*self.focus, "wish")], []
-        bridge = shift["bridge"]
-        text = self._pick("shift_new" if shift["anchor_new"] else "shift").format(
-            anchor=self._film(shift["from_anchor"]),
-            bridge=with_article(
-                self._pick("bridge", bridge["field"]).format(value=display(bridge["field"], bridge["value"]))
-            ),
-            focus=with_article(self._pick("focus", self.focus[0]).format(value=display(*self.focus))),
-        )
-        statements = [Statement(bridge["field"], bridge["value"], "context"), Statement(*self.focus, "wish")]
-        return text, statements, [shift["from_anchor"]]
-
 
 VOICE_DRAWS = 12  # templates drawn for one way of wording a turn before the next way (or the rules)
 WELL_SUPPLIED = 3  # templates a pool needs before its way of wording a turn goes ahead of the others
@@ -1148,23 +1169,12 @@ def make_user(
     profile: UserProfile | None = None,
     spread: tuple[int, int] | None = None,
 ) -> UserSimulator:
-    """The simulated user of `profile` (by default the built-in `settings.profile` names) for one session;
-    `voice`: the learned voice, which a profile that speaks with it needs; `spread` (the session's index, the
-    experiment's seed) spreads its template draws over the experiment's sessions. Only the built-in `explicit`
-    profile is the thesis user's code; a profile a config defines is a ProfiledUser whatever it is based on."""
+    """The simulated user of `profile` for one session; the profile is resolved here, once: the one given,
+    else the built-in that `settings.profile` names. `voice`: the learned voice, which a profile that speaks
+    with it or wants what people ask for needs (the others are given none); `spread` (the session's index,
+    the experiment's seed) spreads its template draws over the experiment's sessions."""
     profile = profile or user_profile(settings.profile)
-    if profile.is_explicit:
-        return UserSimulator(index, settings, templates, seed, matcher)
     uses_voice = profile.learned or profile.wants == "people"
     if uses_voice and voice is None:
         raise ValueError(f"the {profile.name} profile needs a learned voice: set simulator.voice.corpus")
-    return ProfiledUser(
-        index,
-        settings,
-        templates,
-        seed,
-        matcher,
-        user_profile=profile,
-        voice=voice if uses_voice else None,
-        spread=spread,
-    )
+    return UserSimulator(index, settings, templates, seed, matcher, profile, voice if uses_voice else None, spread)
