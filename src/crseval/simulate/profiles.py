@@ -2,10 +2,10 @@
 
 The plan of a session (anchor films, foci, shifts, exclusions) comes from the session seed alone and
 is the same under every profile; a profile changes only what the user discloses of it and how it
-words what it says. `explicit` is the thesis user (crseval.simulate.user.UserSimulator): it names
-every wish verbatim, announces every shift, restates the wishes that still hold and never leaves;
-its settings below describe it, its code is the thesis user's. The other profiles are
-crseval.simulate.user.ProfiledUser with the settings below.
+words what it says. Every profile is the one crseval.simulate.user.UserSimulator with the settings
+below; `explicit` is the thesis user: it names every wish verbatim, announces every shift, restates
+the wishes that still hold and never leaves, and a few ways of the thesis user no setting states (it
+ignores questions, speaks one full-sentence template a turn) are its `Conduct` there (THESIS).
 
 Disclosure: each gold constraint, when it first arises (the opening focus, a shift's new focus, an
 exclusion), is `volunteer` (said when it arises), `on_ask` (said when the system asks about its

@@ -11,7 +11,7 @@ Held out by construction: the dialogues are split into `parts` by a hash of thei
 corpus names users, else of the id the importer gives each dialogue (`dialogue_part`); the voice learns
 from one part, and user realism measures against the others.
 
-The simulated user (crseval.simulate.user.ProfiledUser with a profile whose voice is `learned`) asks
+The simulated user (crseval.simulate.user.UserSimulator with a profile whose voice is `learned`) asks
 `Voice.options` for the templates of an act and fills their slots with the act's values; it reads every
 filled turn back and draws again where the reading differs, so the ground truth stays exact.
 """
