@@ -269,7 +269,9 @@ class TopicModel:
         # it saves: without it the same training writes the same bytes on every run
         for saved in (self.model, self.model.state, self.model.id2word):
             saved.lifecycle_events = None
-        self.model.save(str(directory / MODEL_FILE))
+        # ignore=(): gensim's default list of attributes it leaves out of the pickle (state, dispatcher,
+        # id2word) in a fixed order; passing its default tuple would build the list from a set, in hash order
+        self.model.save(str(directory / MODEL_FILE), ignore=())
         (directory / SETTINGS_FILE).write_text(json.dumps(asdict(self.settings), indent=2, sort_keys=True))
 
     @classmethod
