@@ -143,9 +143,9 @@ def test_every_group_a_user_draws_from_is_one_the_check_requires(demo_index, pro
     from crseval.simulate.sessions import SessionContext, run_session
 
     templates = Recording(Templates.load(TEMPLATE_FILE))
-    settings = SimulatorSettings(shift_every=3, contradiction_rate=0.3, profile=profile)
+    settings = SimulatorSettings(shift_every=3, contradiction_rate=0.3)
     matcher = ConceptMatcher(demo_index.concepts, demo_index.films)
-    context = SessionContext(demo_index, matcher, templates, settings, 10, "0" * 64)
+    context = SessionContext(demo_index, matcher, templates, settings, 10, "0" * 64, profile=PROFILES[profile])
     for agent in (TemplateAgent, OracleAgent, RandomAgent):
         for seed in range(6):
             run_session(context, agent.__name__, agent(demo_index, matcher, AgentSettings(), seed), 0, seed, "0" * 64)

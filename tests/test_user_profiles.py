@@ -59,8 +59,9 @@ def invented_voice(index):
 
 def simulate(index, profile, agent="template", seed=0, turns=10, settings=SETTINGS, session_index=0):
     matcher = matcher_of(index)
-    voice = invented_voice(index) if user_profile(profile).learned else None
-    ctx = SessionContext(index, matcher, TEMPLATES, replace(settings, profile=profile), turns, "0" * 64, voice=voice)
+    user = user_profile(profile)
+    voice = invented_voice(index) if user.learned else None
+    ctx = SessionContext(index, matcher, TEMPLATES, settings, turns, "0" * 64, voice=voice, profile=user)
     system = AGENTS[agent](index, matcher, AgentSettings(), seed) if isinstance(agent, str) else agent(seed)
     return run_session(ctx, str(agent), system, session_index, seed, "0" * 64)
 

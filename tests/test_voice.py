@@ -32,7 +32,8 @@ from crseval.simulate.user import SimulatorSettings, Templates, make_user
 from crseval.simulate.voice import Voice, VoiceTemplate, part_of, pool_key, spread_position
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
-SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2, profile="learned")
+SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)
+LEARNED, REALISTIC = user_profile("learned"), user_profile("realistic")
 
 # (dialogue id, satisfaction label, the user's turns): each user turn gets a system reply in the file.
 CORPUS = [
@@ -448,7 +449,7 @@ def run_user(index, matcher, voice, seed, profile="learned", system="mixed", tur
     two, or asks about the genre, by the turn and the seed ("mixed"), or always a film that does not fit
     ("missing"). `defined`: a UserProfile instead of the built-in `profile`; `spread`: (session index,
     experiment seed). -> [(text, meta, the titles of the reply before)]."""
-    user = make_user(index, replace(SETTINGS, profile=profile), TEMPLATES, seed, matcher, voice, defined, spread)
+    user = make_user(index, SETTINGS, TEMPLATES, seed, matcher, voice, defined or user_profile(profile), spread)
     titles = sorted(index.films["title"])
     rng = np.random.default_rng(1000 + seed)
     said, recommended, asks = [], [], frozenset()
@@ -530,8 +531,8 @@ def test_a_user_that_loses_patience_leaves_in_a_frustrated_users_words(demo_inde
 
 def test_the_learned_profile_needs_a_voice_and_the_others_ignore_one(demo_index, demo_matcher, voice):
     with pytest.raises(ValueError, match="the learned profile needs a learned voice: set simulator.voice.corpus"):
-        make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher)
-    user = make_user(demo_index, replace(SETTINGS, profile="realistic"), TEMPLATES, 0, demo_matcher, voice)
+        make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, None, LEARNED)
+    user = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, voice, REALISTIC)
     assert user.voice is None and "voice" not in user.turn(1, []).meta
 
 
@@ -564,15 +565,15 @@ def test_the_voice_counts_the_people_who_ask_for_a_value_and_the_words_they_writ
 
 def test_a_user_that_wants_what_people_ask_for_opens_with_it_as_often(demo_index, demo_matcher, asking_voice):
     openings = [
-        make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, asking_voice).focus for seed in range(200)
+        make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, asking_voice, LEARNED).focus
+        for seed in range(200)
     ]
     counts = {value: sum(f == ("genre", value) for f in openings) for value in ("comedy", "western")}
     assert sum(counts.values()) == 200  # nothing people never asked for
     assert 120 < counts["comedy"] < 180  # 3 in 4 expected: 150, sd 6.1
     # the catalog user opens with the catalog's genres, most of which nobody asked for
     catalog = {
-        make_user(demo_index, replace(SETTINGS, profile="realistic"), TEMPLATES, s, demo_matcher).focus[1]
-        for s in range(200)
+        make_user(demo_index, SETTINGS, TEMPLATES, s, demo_matcher, None, REALISTIC).focus[1] for s in range(200)
     }
     assert len(catalog - {"comedy", "western"}) > 2
 
@@ -584,8 +585,8 @@ def test_a_user_that_wants_what_people_ask_for_shifts_to_the_fields_and_values_t
     shifted = {"people": Counter(), "catalog": Counter()}
     values = Counter()
     for seed in range(40):
-        for wants, settings in (("people", SETTINGS), ("catalog", replace(SETTINGS, profile="realistic"))):
-            user = make_user(demo_index, settings, TEMPLATES, seed, demo_matcher, asking_voice)
+        for wants, profile in (("people", LEARNED), ("catalog", REALISTIC)):
+            user = make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, asking_voice, profile)
             for _ in range(2):
                 before, event = user.focus, user._shift()
                 if event is None:
@@ -609,9 +610,9 @@ def test_a_user_that_wants_what_people_ask_for_rules_out_what_they_ask_for(demo_
     # under `wants: people` one people name (comedy or western), under `wants: catalog` any of the catalog's
     ruled_out = {"people": Counter(), "catalog": Counter()}
     for seed in range(40):
-        for wants, profile in (("people", "learned"), ("catalog", "realistic")):
-            settings = replace(SETTINGS, profile=profile, contradiction_rate=1.0)
-            user = make_user(demo_index, settings, TEMPLATES, seed, demo_matcher, asking_voice)
+        for wants, profile in (("people", LEARNED), ("catalog", REALISTIC)):
+            settings = replace(SETTINGS, contradiction_rate=1.0)
+            user = make_user(demo_index, settings, TEMPLATES, seed, demo_matcher, asking_voice, profile)
             excluded = user._maybe_contradict()
             if excluded is not None and excluded.field == "genre":
                 assert excluded.negated and excluded.value not in user._values(user.anchor, "genre")
@@ -624,7 +625,7 @@ def test_a_user_that_wants_what_people_ask_for_rules_out_what_they_ask_for(demo_
 def test_a_voiced_value_is_written_as_people_wrote_it(demo_index, demo_matcher, asking_voice):
     written = {"comedies": 0, "a comedy": 0, "western": 0}
     for seed in range(40):
-        user = make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, asking_voice)
+        user = make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, asking_voice, LEARNED)
         turn = user.turn(1, [])
         if turn.meta["voice"]["voice"] != "learned":
             continue
@@ -647,7 +648,7 @@ def test_a_profile_that_wants_what_people_ask_for_needs_values_the_catalog_has(d
     path = write_corpus(tmp_path / "none.jsonl", [("n1", None, ["hello", "anything good?"])])
     voice = learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)
     with pytest.raises(ValueError, match="asks for no genre a catalog film has"):
-        make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, voice)
+        make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, voice, LEARNED)
 
 
 # ------------------------------------------------------------------ draws spread over the sessions
@@ -697,7 +698,7 @@ def test_users_of_one_plan_in_different_sessions_open_with_different_real_turns(
 
 
 def test_a_way_from_a_well_supplied_pool_goes_ahead_of_a_rare_one(demo_index, demo_matcher, speaking_voice):
-    user = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, speaking_voice)
+    user = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, speaking_voice, LEARNED)
     user._told = []
     rare = [template("later|other|#90", "that one is odd")]
     common = [template(f"later|other|#{90 + i}", text) for i, text in enumerate(["so so", "hm okay", "not sure"], 1)]
@@ -719,7 +720,7 @@ def test_a_way_from_a_well_supplied_pool_goes_ahead_of_a_rare_one(demo_index, de
 def test_an_article_before_a_slot_agrees_with_the_value_filled_in(
     demo_index, demo_matcher, asking_voice, text, value, expected
 ):
-    user = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, asking_voice)
+    user = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, asking_voice, LEARNED)
     user._told = [Constraint("genre", value)]
     filled = user._fill([(None, template("later|request|genre:wish#9", text, "genre:wish"))])
     assert filled is not None and filled[0] == expected

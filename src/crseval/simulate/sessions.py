@@ -167,7 +167,7 @@ class SessionContext:
     catalog_sha: str
     paraphraser: Paraphraser | None = None
     voice: Voice | None = None  # the learned voice, for a profile that speaks with it
-    profile: UserProfile | None = None  # the user's profile (by default the built-in `simulator.profile` names)
+    profile: UserProfile | None = None  # resolved; none: the built-in the schema's default `simulator.profile` names
     experiment_seed: int | None = None  # with a session's index, spreads a learned voice's draws over the sessions
 
 

@@ -155,7 +155,7 @@ def build_shard_runner(
         index,
         matcher,
         templates,
-        SimulatorSettings.from_config(simulator, profile["name"]),
+        SimulatorSettings.from_config(simulator),
         turns,
         catalog_sha,
         paraphraser,

@@ -56,20 +56,18 @@ _DEFAULTS = schema_defaults("simulator")
 
 @dataclass(frozen=True)
 class SimulatorSettings:
-    """The user's behaviour in the `simulator` section of the config; defaults from the schema."""
+    """The plan's knobs of the `simulator` section of the config; defaults from the schema. The user's profile
+    is none of them: a system's own or a defined one is no built-in's name, so make_user is given it resolved."""
 
     shift_every: int = _DEFAULTS["shift_every"]
     field_order: tuple[str, ...] = tuple(_DEFAULTS["field_order"])
     contradiction_rate: float = _DEFAULTS["contradiction_rate"]
     accept_rate: float = _DEFAULTS["accept_rate"]
     max_bridge_share: float = _DEFAULTS["max_bridge_share"]
-    profile: str = _DEFAULTS["profile"]
 
     @classmethod
-    def from_config(cls, section: dict, profile: str | None = None) -> "SimulatorSettings":
-        """`profile`: a system's own user profile, instead of the section's."""
+    def from_config(cls, section: dict) -> "SimulatorSettings":
         return cls(
-            profile=profile or section["profile"],
             shift_every=section["shift_every"],
             field_order=tuple(section["field_order"]),
             contradiction_rate=section["contradiction_rate"],
@@ -1169,11 +1167,11 @@ def make_user(
     profile: UserProfile | None = None,
     spread: tuple[int, int] | None = None,
 ) -> UserSimulator:
-    """The simulated user of `profile` for one session; the profile is resolved here, once: the one given,
-    else the built-in that `settings.profile` names. `voice`: the learned voice, which a profile that speaks
-    with it or wants what people ask for needs (the others are given none); `spread` (the session's index,
-    the experiment's seed) spreads its template draws over the experiment's sessions."""
-    profile = profile or user_profile(settings.profile)
+    """The simulated user of `profile` (resolved by the caller) for one session; without one, the built-in the
+    schema's default `simulator.profile` names, as a config that names none gets. `voice`: the learned voice,
+    which a profile that speaks with it or wants what people ask for needs (the others are given none); `spread`
+    (the session's index, the experiment's seed) spreads its template draws over the experiment's sessions."""
+    profile = profile or user_profile(_DEFAULTS["profile"])
     uses_voice = profile.learned or profile.wants == "people"
     if uses_voice and voice is None:
         raise ValueError(f"the {profile.name} profile needs a learned voice: set simulator.voice.corpus")
