@@ -43,6 +43,26 @@ class FilePlan:
     # (path, matcher, *, system, session_index, session_id, catalog_sha, config_sha) -> the file's session record
     import_file: Callable[..., dict]
 
+    def import_planned(
+        self,
+        path: str | Path,
+        matcher: ConceptMatcher | None,
+        system: str,
+        entry: dict,
+        catalog_sha: str,
+        config_sha: str,
+    ) -> dict:
+        """The record of one planned session: the file at `path`, numbered and named as `entry` (its plan) says."""
+        return self.import_file(
+            path,
+            matcher,
+            system=system,
+            session_index=entry["session_index"],
+            session_id=entry["session_id"],
+            catalog_sha=catalog_sha,
+            config_sha=config_sha,
+        )
+
 
 def always_repeats(found: Dialogue, earlier: Dialogue) -> bool:
     """A format whose identity is a dialogue's content: a second dialogue of one identity repeats the first."""
@@ -115,15 +135,7 @@ class CorpusFormat:
         planned, summary = self.file_plan.assign([(str(path), self.file_plan.plan_file(path)) for path in paths])
         sessions = {
             system: [
-                self.file_plan.import_file(
-                    entry["path"],
-                    matcher,
-                    system=system,
-                    session_index=entry["session_index"],
-                    session_id=entry["session_id"],
-                    catalog_sha=catalog_sha,
-                    config_sha=config_sha,
-                )
+                self.file_plan.import_planned(entry["path"], matcher, system, entry, catalog_sha, config_sha)
                 for entry in entries
             ]
             for system, entries in planned.items()

@@ -226,15 +226,7 @@ def import_slice(
             if sha256_file(session["source"]) != session["digest"]:
                 raise _changed(session["source"])
             records.append(
-                chosen.file_plan.import_file(
-                    session["source"],
-                    None,
-                    system=system,
-                    session_index=session["session_index"],
-                    session_id=session["session_id"],
-                    catalog_sha=catalog_sha,
-                    config_sha=config_sha,
-                )
+                chosen.file_plan.import_planned(session["source"], None, system, session, catalog_sha, config_sha)
             )
     else:
         found, _ = chosen.import_logs(piece["paths"], None, catalog_sha, config_sha)
