@@ -31,6 +31,7 @@ LAYERS = (
     "statistics",
     "checks",
     "reports",
+    "runs",
 )
 TOP_LEVEL = {"__init__.py", "cli.py", "planning.py", "provenance.py"}
 
