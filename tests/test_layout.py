@@ -3,7 +3,7 @@
 A package may import itself and the packages before it in LAYERS, never one after it, so that a
 stage never depends on a later one (the catalog knows nothing of metrics, metrics nothing of the
 statistics). Top level holds only the command line, the planning of a config's jobs and the provenance
-record, which may use anything.
+record with its stage digests, which may use anything.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ LAYERS = (
     "reports",
     "runs",
 )
-TOP_LEVEL = {"__init__.py", "cli.py", "planning.py", "provenance.py"}
+TOP_LEVEL = {"__init__.py", "cli.py", "planning.py", "provenance.py", "stage_digests.py"}
 
 
 def imported_packages(path: Path) -> set[str]:

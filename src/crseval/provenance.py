@@ -38,9 +38,11 @@ from crseval.planning import (
     resolved,
     user_profiles_settings,
 )
+from crseval.stage_digests import stage_digests
 
 # 2: `outputs`, the tables, statistics and figures the record describes, with their sha256
-SCHEMA_VERSION = 2
+# 3: `stages`, each stage's settings and digest (crseval.stage_digests), which `crseval compare` reads
+SCHEMA_VERSION = 3
 
 # Packages whose version can change a number or a figure; every direct dependency of crseval
 # (read from its metadata) is added, so the list follows pyproject.toml.
@@ -396,6 +398,7 @@ def build(
         "user_profiles": user_profiles_settings(config),
         "machine": machine(),
         "outputs": output_records(outputs, results_dir),
+        "stages": stage_digests(config, source_dir),
     }
     if external := external_systems(config, source_dir):
         record["external_systems"] = external

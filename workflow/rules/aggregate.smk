@@ -29,5 +29,7 @@ rule aggregate:
         # the bootstrap of every mean's interval in model_metrics.csv
         resamples=config_slice("stats", "bootstrap_resamples"),
         seed=config_slice("stats", "seed"),
+        # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+        code=library_code("aggregate.py"),
     script:
         "../scripts/aggregate.py"

@@ -15,5 +15,7 @@ rule index_catalog:
         ENV
     params:
         plot_keywords=config_slice("catalog", "plot_keywords"),
+        # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+        code=library_code("index_catalog.py"),
     script:
         "../scripts/index_catalog.py"

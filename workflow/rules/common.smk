@@ -13,6 +13,7 @@ from crseval import planning
 from crseval.core import session_records
 from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha, without_runtime
+from crseval.stage_digests import code_digest
 from crseval.core.config_files import load_config_file
 from crseval.core.experiment import imports_sessions, results_dir
 from crseval.corpora import voice_learning
@@ -63,6 +64,13 @@ def config_slice(*keys):
 def config_digests():
     """`section=<12 hex digits of its canonical sha256>` for every top-level config section, one line."""
     return " ".join(f"{key}={canonical_sha(config[key])[:12]}" for key in sorted(config))
+
+
+def library_code(script):
+    """16 hex digits of the code a rule script runs: the script and every library module it reaches, with their
+    packages' data (crseval.stage_digests). In a rule's params, an edit to that code re-runs the rule and
+    what follows; an edit the script does not reach re-runs nothing."""
+    return code_digest([WORKFLOW_DIR / "workflow" / "scripts" / script])[:16]
 
 
 # ------------------------------------------------------------------ threads and resources

@@ -40,6 +40,8 @@ rule viewer:
         ENV
     params:
         title=config["experiment"],
+        # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+        code=library_code("viewer.py"),
     script:
         "../scripts/viewer.py"
 
@@ -74,5 +76,7 @@ rule findings:
         links=FINDINGS_LINKS,
         viewer=f"{rules.viewer.output[0]}/{VIEWER_PAGE}",
         report_page=FINDINGS_REPORT_PAGE,
+        # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+        code=library_code("findings.py"),
     script:
         "../scripts/findings.py"

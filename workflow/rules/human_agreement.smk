@@ -34,5 +34,7 @@ if HUMAN_LABELS:
             ENV
         params:
             stats=config_slice("stats"),
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("human_agreement.py"),
         script:
             "../scripts/human_agreement.py"

@@ -26,6 +26,8 @@ if JUDGE["enabled"]:
             cpu_threads=cpu_threads,
         params:
             judge=judge_params(),
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("judge.py"),
         script:
             "../scripts/judge.py"
 
@@ -52,5 +54,7 @@ if JUDGE_PANEL:
             cpu_threads=cpu_threads,
         params:
             judge=panel_params,
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("judge.py"),
         script:
             "../scripts/judge.py"

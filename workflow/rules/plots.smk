@@ -29,5 +29,7 @@ rule plots:
         # figure -> the settings it is drawn with (the configured TAS weights, which the
         # weight-sensitivity grid holds and marks)
         figure_params=metric_families.figure_params(SCORING),
+        # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+        code=library_code("plots.py"),
     script:
         "../scripts/plots.py"

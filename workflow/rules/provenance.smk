@@ -18,5 +18,7 @@ rule provenance:
         # matches the run, and the re-run reason shows which section changed (not the whole config)
         config_sections=config_digests(),
         hash_cache=".cache/provenance/sha256.json",
+        # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+        code=library_code("provenance.py"),
     script:
         "../scripts/provenance.py"

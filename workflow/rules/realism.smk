@@ -35,5 +35,7 @@ if REALISM_REFERENCE:
             stats=config_slice("stats"),
             # system name -> the user profile it met, for the shards in input.shards
             profiles={name: planning.user_profile_of(system, config) for name, system in SYSTEMS.items()},
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("user_realism.py"),
         script:
             "../scripts/user_realism.py"

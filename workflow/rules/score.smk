@@ -21,5 +21,7 @@ rule score:
         cpu_threads=cpu_threads,
     params:
         scoring=scoring_settings(),
+        # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+        code=library_code("score.py"),
     script:
         "../scripts/score.py"

@@ -23,6 +23,8 @@ if IMPORTING:
         params:
             import_format=IMPORT_FORMAT,
             shard_size=SHARD_SIZE,
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("import_logs.py"),
         script:
             "../scripts/import_logs.py"
 
@@ -42,6 +44,8 @@ if IMPORTING:
         params:
             # (system, shard) of each of input.films
             shards=[[system, parse_shard_name(shard)[0]] for system, shard in SHARDS],
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("import_report.py"),
         script:
             "../scripts/import_report.py"
 
@@ -60,6 +64,8 @@ if IMPORTING:
                 ENV
             params:
                 import_format=IMPORT_FORMAT,
+                # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+                code=library_code("import_votes.py"),
             script:
                 "../scripts/import_votes.py"
 
@@ -92,5 +98,7 @@ else:
             seed=config["sessions"]["seed"],
             turns=config["sessions"]["turns"],
             indices=shard_range,
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("simulate.py"),
         script:
             "../scripts/simulate.py"

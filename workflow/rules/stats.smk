@@ -41,6 +41,8 @@ if TRIALS > 1:
         params:
             stats=config_slice("stats"),
             judged=JUDGE["enabled"],
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("reliability_trials.py"),
         script:
             "../scripts/reliability_trials.py"
 
@@ -103,5 +105,7 @@ rule stats:
         # each matched system's name under each user profile it met ({label: {profile: system}}), empty when
         # the conclusions are not compared across users
         user_profiles=canonical(USER_PROFILE_GROUPS if ROBUSTNESS else {}),
+        # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+        code=library_code("stats.py"),
     script:
         "../scripts/stats.py"

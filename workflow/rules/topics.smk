@@ -14,5 +14,7 @@ rule train_lda:
         ENV
     params:
         lda=config_slice("lda"),
+        # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+        code=library_code("train_lda.py"),
     script:
         "../scripts/train_lda.py"

@@ -23,6 +23,8 @@ if VALIDITY:
             roles=CALIBRATION,
             profiles=CALIBRATION_PROFILES,
             stats=config_slice("stats"),
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("validity.py"),
         script:
             "../scripts/validity.py"
 
@@ -38,5 +40,8 @@ if VALIDITY:
             f"{RESULTS}/logs/validity_figure.log",
         conda:
             ENV
+        params:
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("validity_figure.py"),
         script:
             "../scripts/validity_figure.py"

@@ -22,6 +22,8 @@ if VOICE_CORPUS:
         params:
             voice=config_slice("simulator", "voice"),
             corpus_sha256=VOICE_CORPUS_SHA256,
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("learn_voice.py"),
         script:
             "../scripts/learn_voice.py"
 
@@ -44,5 +46,7 @@ if VOICE_CORPUS:
         params:
             # system name -> the user profile it met, for the shards in input.shards
             profiles={name: planning.user_profile_of(system, config) for name, system in SYSTEMS.items()},
+            # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+            code=library_code("user_audit.py"),
         script:
             "../scripts/user_audit.py"

@@ -1,0 +1,123 @@
+"""`crseval compare BASELINE RUN [RUN ...]`: each run against the baseline, comparability first.
+
+For each run: its stages against the baseline's (crseval.runs.comparability). A run whose catalog,
+simulated user or metrics differ is refused, naming the settings that differ, unless `allow_different`;
+then it is compared under a heading that says what differs. Sessions are matched by simulated user
+(session index and seed) and trial, systems by name or `system_map`; judge scores are compared only
+under an equal judge. Per system and metric: the paired differences, intervals, exact tests and
+regression flags of crseval.runs.paired, under the baseline's analysis plan; and the sessions that
+changed most.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from crseval.judge import judge_columns
+from crseval.runs import paired
+from crseval.runs.comparability import Comparability, Run, compare_runs
+from crseval.statistics import column_registry
+from crseval.statistics.plan import Plan
+
+REFUSED, REGRESSED, FINE = 2, 1, 0
+
+
+@dataclass
+class RunComparison:
+    """One run against the baseline."""
+
+    run: Run
+    comparability: Comparability
+    refused: bool  # differs where comparisons are refused, and not allowed: nothing else computed
+    table: pd.DataFrame = field(default_factory=pd.DataFrame)  # paired.paired_table
+    changed: pd.DataFrame = field(default_factory=pd.DataFrame)  # paired.changed_sessions
+    unmatched: dict = field(default_factory=dict)  # paired.unmatched
+    not_compared: list[str] = field(default_factory=list)  # metrics left out, with the reason
+
+    @property
+    def regressions(self) -> pd.DataFrame:
+        return self.table[self.table["flag"]] if len(self.table) else self.table
+
+
+@dataclass
+class Comparison:
+    baseline: Run
+    runs: list[RunComparison]
+    plan: Plan
+    adjusted: bool
+    tolerance: dict[str, float]
+
+    def exit_code(self, fail_on_regression: bool) -> int:
+        """2 when a run was refused, else 1 when a regression is flagged and that should fail, else 0."""
+        if any(r.refused for r in self.runs):
+            return REFUSED
+        if fail_on_regression and any(len(r.regressions) for r in self.runs):
+            return REGRESSED
+        return FINE
+
+
+def compared_metrics(baseline: pd.DataFrame, run: pd.DataFrame, same_judge: bool) -> tuple[list[str], list[str]]:
+    """The metric columns both tables hold (in the baseline's order), and those left out with the reason."""
+    left_out = []
+    metrics = []
+    for name in column_registry.metric_names(_declared(baseline)):
+        if name not in run.columns:
+            left_out.append(f"{name}: not in the run")
+        elif not same_judge and _is_judge_column(name):
+            left_out.append(f"{name}: the judges differ")
+        else:
+            metrics.append(name)
+    left_out += [
+        f"{name}: not in the baseline" for name in column_registry.metric_names(_declared(run)) if name not in baseline
+    ]
+    return metrics, left_out
+
+
+def _declared(table: pd.DataFrame) -> list[str]:
+    return [c for c in table.columns if c in column_registry.SESSION_COLUMNS]
+
+
+def _is_judge_column(name: str) -> bool:
+    return name in {c.name for c in judge_columns.SESSION_COLUMNS} or judge_columns.declared(name) is not None
+
+
+def compare(
+    baseline: Run,
+    runs: list[Run],
+    *,
+    system_map: dict[str, str] | None = None,
+    allow_different: bool = False,
+    tolerance: dict[str, float] | None = None,
+    adjusted: bool = False,
+    top: int = 10,
+) -> Comparison:
+    """Every run against `baseline` (see the module docstring); tables are read only for runs not refused."""
+    plan = Plan.from_settings(baseline.record["config"]["stats"])
+    tolerance = dict(tolerance or {})
+    base_sessions = None
+    compared = []
+    for run in runs:
+        comparability = compare_runs(baseline, run, system_map)
+        if comparability.refused and not allow_different:
+            compared.append(RunComparison(run, comparability, refused=True))
+            continue
+        if base_sessions is None:
+            base_sessions = baseline.sessions()
+        run_sessions = run.sessions()
+        metrics, left_out = compared_metrics(base_sessions, run_sessions, comparability.stage("judge").equal)
+        renames = {name: base for name, base in comparability.system_map.items() if name != base}
+        table = paired.paired_table(
+            base_sessions,
+            run_sessions,
+            metrics=metrics,
+            plan=plan,
+            tolerance=tolerance,
+            system_map=renames,
+            adjusted=adjusted,
+        )
+        changed = paired.changed_sessions(base_sessions, run_sessions, metrics=metrics, system_map=renames, top=top)
+        unmatched = paired.unmatched(base_sessions, run_sessions, system_map=renames)
+        compared.append(RunComparison(run, comparability, False, table, changed, unmatched, left_out))
+    return Comparison(baseline, compared, plan, adjusted, tolerance)
