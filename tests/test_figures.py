@@ -426,31 +426,6 @@ def test_figure_rules_follow_the_config(tmp_path):
     assert "figures/tas_over_turns.png" in dry and "tas_scatter" not in dry
 
 
-@pytest.mark.workflow
-def test_calibration_run_draws_the_validity_figure(tmp_path):
-    """A small calibration experiment (config/test/calibration_demo.yaml: seven calibration systems, 6 sessions
-    of 8 turns, demo catalog): the validity figure beside stats/validity.csv, the TAS scatter against CAS (no judge)."""
-    workdir = copy_workflow(tmp_path)
-    results = "results/calibration-demo"
-    run = run_snakemake(workdir, "--configfile", "config/test/calibration_demo.yaml")  # rule all asks for the figure
-    assert "rule validity_figure:" in run.stdout + run.stderr
-    for name in ("validity", "tas_scatter", "tas_over_turns"):
-        assert_written(workdir / results / "figures" / name)
-    table = pd.read_csv(workdir / results / "stats" / "validity.csv")
-    assert {"tas", "context_adaptation_score"} <= set(table.loc[table["verdict"].isin(["pass", "fail"]), "metric"])
-    log = (workdir / results / "logs" / "validity_figure.log").read_text()
-    assert f"{(table['verdict'].isin(['pass', 'fail'])).sum()} metrics drawn" in log
-    assert "TAS scatter against context_adaptation_score" in (workdir / results / "logs" / "plots.log").read_text()
-    # the configured row of the weight grid is the TAS of the tables
-    config = effective_config(REPO / "config" / "test" / "calibration_demo.yaml")
-    sensitivity = pd.read_csv(workdir / results / "tables" / "weight_sensitivity.csv")
-    own = sensitivity[sensitivity["configured"]].set_index("system")
-    weights = {key: config["scoring"]["tas"][key] for key in ("alpha", "beta", "gamma")}
-    assert (own[["alpha", "beta", "gamma"]] == pd.Series(weights)).all().all()
-    metrics = pd.read_csv(workdir / results / "tables" / "model_metrics.csv").set_index("model")
-    assert own["tas"].to_dict() == pytest.approx(metrics.loc[own.index, "tas"].to_dict(), abs=1e-9)
-
-
 def test_distributions_without_a_distribution_column_say_so(tmp_path, sessions, captured):
     """A run whose families draw no distribution (goals alone) still gets the figure, saying why it is empty."""
     figures.distributions(sessions, ["not_a_column"], figures.palette(SYSTEMS), tmp_path / "distributions")

@@ -15,6 +15,12 @@ systems meet, built-in or defined under `simulator.profiles`.
 
 `crseval verify results/<experiment>` checks a results folder against its provenance.json: the
 hashes of its tables, statistics, figures and input files, and (with --configfile) the settings.
+
+`crseval compare BASELINE RUN [RUN ...]` compares finished runs with a baseline (docs/comparing.md):
+comparability stage by stage first (exit 2 when a run's catalog, user or metrics differ, unless
+--allow-different), then paired differences per system and metric with regression flags
+(--fail-on-regression: exit 1 when one is flagged). `crseval board RUN [RUN ...]` puts every system of
+many runs in one table, grouped by comparability class.
 """
 
 from __future__ import annotations
@@ -85,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     checker.add_argument(
         "--configfile", type=Path, help="also list every setting of this config that differs from the recorded one"
     )
+    _add_compare(commands)
     shown = commands.add_parser("config", help="the effective config of one or more config files")
     shown.add_argument("action", choices=["show"])
     shown.add_argument("files", nargs="+", type=Path, help="config files, merged in order as --configfile merges them")
@@ -95,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         return _eval_titles(args)
     if args.command == "verify":
         return _verify(args)
+    if args.command == "compare":
+        return _compare(args)
+    if args.command == "board":
+        return _board(args)
 
     if args.out.exists() and not args.out.is_dir():  # before the import, which may take long
         print(
@@ -215,6 +226,154 @@ def _verify(args) -> int:
         )
         return 1
     print(f"{args.results}: every output and input matches provenance.json")
+    return 0
+
+
+def _add_compare(commands) -> None:
+    compare = commands.add_parser(
+        "compare", help="compare finished runs with a baseline: comparability, paired differences, regressions"
+    )
+    compare.add_argument("baseline", type=Path, help="results/<experiment> of the baseline run")
+    compare.add_argument("runs", nargs="+", type=Path, help="results/<experiment> of each run to compare with it")
+    compare.add_argument("--out", type=Path, help="output folder (default: results/compare/<baseline>-vs-<runs>)")
+    compare.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="RUN_NAME=BASELINE_NAME",
+        help="a system renamed in the runs: compare it with the baseline's system of that name (repeatable)",
+    )
+    compare.add_argument(
+        "--tolerance",
+        action="append",
+        default=[],
+        metavar="[METRIC=]VALUE",
+        help="a difference within this many units of the metric is never flagged (all metrics, or one; default 0)",
+    )
+    compare.add_argument(
+        "--adjusted", action="store_true", help="flag by p adjusted over every row (the plan's correction), not raw p"
+    )
+    compare.add_argument(
+        "--allow-different",
+        action="store_true",
+        help="compare runs whose catalog, user or metrics differ, under a heading that says what differs",
+    )
+    compare.add_argument("--top", type=int, default=10, help="changed sessions listed per system (default 10)")
+    compare.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when a regression is flagged (for CI jobs)"
+    )
+    board = commands.add_parser("board", help="every system of many runs in one table, by comparability class")
+    board.add_argument("runs", nargs="+", type=Path, help="results/<experiment> of each run")
+    board.add_argument("--out", type=Path, default=Path("results/board"), help="output folder (default results/board)")
+    board.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        help="a metric column to show (repeatable; default: the first run's stats.metrics)",
+    )
+
+
+def _pairs(values: list[str], option: str, number: bool = False) -> dict:
+    """`--option A=B` values as a dict (a bare value under "*" where allowed); ValueError naming the bad one."""
+    pairs = {}
+    for value in values:
+        key, sep, given = value.rpartition("=")
+        if number:
+            key = key if sep else "*"
+            try:
+                pairs[key] = float(given)
+            except ValueError:
+                raise ValueError(f"{option} {value!r}: {given!r} is not a number") from None
+            if not pairs[key] >= 0:
+                raise ValueError(f"{option} {value!r}: a tolerance is a number >= 0")
+        elif not sep or not key or not given:
+            raise ValueError(f"{option} {value!r} is not NAME=NAME")
+        else:
+            pairs[key] = given
+    return pairs
+
+
+def _read_runs(paths: list[Path]):
+    """The runs in `paths`, each labelled by its folder's name; a label taken already gets " (2)", " (3)"...
+    (a run compared with itself, or two experiments of one name in different places)."""
+    from crseval.runs.comparability import read_run  # loaded for compare and board alone, as below
+
+    runs, seen = [], {}
+    for path in paths:
+        run = read_run(path)
+        seen[run.name] = seen.get(run.name, 0) + 1
+        if seen[run.name] > 1:
+            run.name = f"{run.name} ({seen[run.name]})"
+        runs.append(run)
+    return runs
+
+
+def _compare(args) -> int:
+    # the runs package reads results folders only: loaded for these commands alone
+    from crseval.runs.comparability import RunError
+    from crseval.runs.compare import compare
+    from crseval.runs.compare_page import write_comparison
+
+    try:
+        system_map = _pairs(args.map, "--map")
+        tolerance = _pairs(args.tolerance, "--tolerance", number=True)
+        if args.top < 0:
+            raise ValueError(f"--top {args.top}: a count >= 0")
+        baseline, *runs = _read_runs([args.baseline, *args.runs])
+        names = [baseline.name, *(run.name for run in runs)]
+        result = compare(
+            baseline,
+            runs,
+            system_map=system_map,
+            allow_different=args.allow_different,
+            tolerance=tolerance,
+            adjusted=args.adjusted,
+            top=args.top,
+        )
+    except (RunError, ValueError) as error:
+        print(f"crseval compare: {error}", file=sys.stderr)
+        return 2
+    code = result.exit_code(args.fail_on_regression)
+    out = args.out or Path("results") / "compare" / "-vs-".join(names)
+    written = write_comparison(result, out, code)
+    for compared in result.runs:
+        if compared.refused:
+            print(
+                f"crseval compare: {compared.run.name} is not comparable with {baseline.name}: "
+                + "; ".join(stage.describe() for stage in compared.comparability.refused)
+                + " (--allow-different compares them anyway)",
+                file=sys.stderr,
+            )
+            continue
+        flagged = compared.regressions
+        print(f"{compared.run.name}: {len(flagged)} regression(s) flagged against {baseline.name}")
+        for row in flagged.to_dict("records"):
+            print(
+                f"  {row['system']} {row['metric']}: {row['diff']:+.4g} [{row['ci_low']:.4g}, {row['ci_high']:.4g}], "
+                f"p {row['p']:.3g}, {row['users']} users"
+            )
+    print(f"written: {written['compare.html']}")
+    return code
+
+
+def _board(args) -> int:
+    # the runs package reads results folders only: loaded for these commands alone
+    from crseval.runs.board import BoardRun, write_board
+    from crseval.runs.comparability import RunError, class_key
+
+    try:
+        runs = _read_runs(args.runs)
+        entries = []
+        for run in runs:
+            key, label = class_key(run)
+            entries.append(BoardRun(run.name, str(run.path), key, label, run.model_metrics(), run.pass_k()))
+        metrics = args.metric or list(runs[0].record["config"]["stats"]["metrics"])
+        written = write_board(entries, metrics, args.out)
+    except (RunError, ValueError) as error:
+        print(f"crseval board: {error}", file=sys.stderr)
+        return 2
+    classes = len({entry.class_key for entry in entries})
+    print(f"{len(entries)} runs in {classes} comparability class(es): {written['html']}")
     return 0
 
 

@@ -1,6 +1,6 @@
 """The board: every system of many finished runs in one table, grouped by comparability class.
 
-Numbers of two runs compare only when the runs used the same simulated users, metrics and catalog: the
+Numbers of two runs compare only when the runs used the same simulated users, metrics, judge and catalog: the
 caller gives each run its comparability key (equal keys = comparable, computed from the provenance digests
 elsewhere) and a short description of what defines its class. The board numbers the classes in order of
 first appearance and ranks systems on each metric within their class only, never across classes: a rank
@@ -46,8 +46,8 @@ METRIC_SUFFIXES = ("", "_ci_low", "_ci_high", "_rank")
 PASS_PREFIX = "pass_hat_"
 _PASS_COLUMN = re.compile(rf"^{PASS_PREFIX}(\d+)$")
 WITHIN_CLASS = (
-    "Ranks are within a class only. Runs in different classes used different simulated users, metrics or "
-    "catalogs (their comparability keys differ), so their numbers do not compare and no system is ranked "
+    "Ranks are within a class only. Runs in different classes used different simulated users, metrics, judges "
+    "or catalogs (their comparability keys differ), so their numbers do not compare and no system is ranked "
     "against one of another class."
 )
 LEGEND = (

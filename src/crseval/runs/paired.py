@@ -241,7 +241,9 @@ def paired_table(
                     "users": n,
                     "baseline_mean": float(u_b.mean()) if n else math.nan,
                     "run_mean": float(u_r.mean()) if n else math.nan,
-                    "diff": float(differences.mean()) if n else math.nan,
+                    # the interval's own mean: where every difference is equal it is that value exactly, so
+                    # the interval [d, d] holds it (a mean of equal floats can round off it)
+                    "diff": interval["mean"],
                     "ci_low": interval["ci_low"],
                     "ci_high": interval["ci_high"],
                     "ci_method": interval["ci_method"],
