@@ -48,12 +48,13 @@ nav a{margin-right:1em}small{color:#555}
 """
 
 
-def _esc(value) -> str:
+def esc(value) -> str:
+    """`value` as HTML text or attribute (the runs' pages use it too)."""
     return html.escape(str(value), quote=True)
 
 
-def _num(value, digits: int = 3) -> str:
-    """`value` to `digits` significant digits; "–" when missing, "n/a" when infinite."""
+def num(value, digits: int = 3) -> str:
+    """`value` to `digits` significant digits; "–" when missing, "n/a" when infinite (as every page writes it)."""
     try:
         value = float(value)
     except (TypeError, ValueError):
@@ -211,18 +212,18 @@ def extremes(sessions: pd.DataFrame, metric: str) -> pd.DataFrame:
 
 
 def _session_link(viewer: str, session_id: str, text: str) -> str:
-    return f'<a href="{_esc(viewer)}#session={quote(str(session_id), safe="")}">{_esc(text)}</a>'
+    return f'<a href="{esc(viewer)}#session={quote(str(session_id), safe="")}">{esc(text)}</a>'
 
 
 def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame) -> str:
     if not len(ranked) or ranked["mean"].isna().all():
-        return f"<li>{_esc(_label(metric))}: no values.</li>"
+        return f"<li>{esc(_label(metric))}: no values.</li>"
     if ranked["rank"].isna().all():
-        return f"<li>{_esc(_label(metric))}: no mean is a finite number (n/a).</li>"
+        return f"<li>{esc(_label(metric))}: no mean is a finite number (n/a).</li>"
     best = ranked[ranked["rank"] == ranked["rank"].min()]
     leaders = " = ".join(best["system"])
     top = best.iloc[0]
-    interval = f"{_num(top['mean'])} [{_num(top['ci_low'])}, {_num(top['ci_high'])}]"
+    interval = f"{num(top['mean'])} [{num(top['ci_low'])}, {num(top['ci_high'])}]"
     counts = pairs["verdict"].value_counts() if len(pairs) else pd.Series(dtype=int)
     differ, untestable = int(counts.get("differs", 0)), int(counts.get("not testable at this n", 0))
     total = len(pairs)
@@ -245,7 +246,7 @@ def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame) -
                 if most != "n/a"
                 else " (the sessions per system that would make them all testable: n/a)"
             )
-    return f"<li><b>{_esc(_label(metric))}</b>: {_esc(leaders)} leads with {interval}; {said}.</li>"
+    return f"<li><b>{esc(_label(metric))}</b>: {esc(leaders)} leads with {interval}; {said}.</li>"
 
 
 def findings_page(
@@ -280,14 +281,14 @@ def findings_page(
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>Findings: {_esc(experiment)}</title><style>{STYLE}</style></head><body>",
-        f"<h1>Findings: {_esc(experiment)}</h1>",
-        f"<p><small>{len(systems)} systems ({_esc(', '.join(systems))}); {_esc(size)}; tests at alpha {alpha} "
+        f"<title>Findings: {esc(experiment)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>Findings: {esc(experiment)}</h1>",
+        f"<p><small>{len(systems)} systems ({esc(', '.join(systems))}); {esc(size)}; tests at alpha {alpha} "
         "with the analysis plan of stats/summary.md.</small></p>",
         '<nav><a href="'
-        + _esc(viewer)
+        + esc(viewer)
         + '">Sessions (viewer)</a>'
-        + "".join(f'<a href="{_esc(path)}">{_esc(label)}</a>' for label, path in (links or {}).items())
+        + "".join(f'<a href="{esc(path)}">{esc(label)}</a>' for label, path in (links or {}).items())
         + "</nav>",
         "<h2>What this run concludes</h2>",
         "<ul class='lead'>",
@@ -311,8 +312,8 @@ def _scorecard_table(headline: list[str], rankings: dict[str, pd.DataFrame]) -> 
     lines = [
         "<h2>Systems on the headline metrics</h2>",
         "<p><small>Each cell is the mean [95% interval] (rank, 1 = best in the metric's direction); systems in the "
-        f"order of {_esc(_label(headline[0]))}.</small></p>",
-        "<table><tr><th>metric</th>" + "".join(f"<th>{_esc(s)}</th>" for s in order) + "</tr>",
+        f"order of {esc(_label(headline[0]))}.</small></p>",
+        "<table><tr><th>metric</th>" + "".join(f"<th>{esc(s)}</th>" for s in order) + "</tr>",
     ]
     for metric in headline:
         by_system = rankings[metric].set_index("system")
@@ -323,8 +324,8 @@ def _scorecard_table(headline: list[str], rankings: dict[str, pd.DataFrame]) -> 
                 continue
             r = by_system.loc[system]
             rank = f" ({int(r['rank'])})" if pd.notna(r["rank"]) else " (unranked)"
-            cells.append(f"<td class='num'>{_num(r['mean'])} [{_num(r['ci_low'])}, {_num(r['ci_high'])}]{rank}</td>")
-        lines.append(f"<tr><td title='{_esc(metric)}'>{_esc(_label(metric))}</td>{''.join(cells)}</tr>")
+            cells.append(f"<td class='num'>{num(r['mean'])} [{num(r['ci_low'])}, {num(r['ci_high'])}]{rank}</td>")
+        lines.append(f"<tr><td title='{esc(metric)}'>{esc(_label(metric))}</td>{''.join(cells)}</tr>")
     return [*lines, "</table>"]
 
 
@@ -342,15 +343,15 @@ def _pairs_section(headline: list[str], pairs: dict[str, pd.DataFrame], power: p
             n = paired_n if pd.notna(paired_n) else row.get("sessions_needed", math.nan)
             if pd.notna(n):
                 basis = "the stated" if row["basis"] == "stated" else "the observed (a post-hoc plan, no evidence)"
-                gap = f"{basis} gap of {_num(row['planned_difference'])}"
+                gap = f"{basis} gap of {num(row['planned_difference'])}"
                 needed = (
                     f" The power plan asks for {_count(n)} sessions per system to detect {gap}."
                     if _count(n) != "n/a"
                     else f" The sessions per system the power plan asks for to detect {gap}: n/a."
                 )
         lines += [
-            f"<h3>{_esc(_label(metric))}</h3>",
-            f"<p><small>{_esc(table['test'].iloc[0])}, p adjusted by the plan.{needed}</small></p>",
+            f"<h3>{esc(_label(metric))}</h3>",
+            f"<p><small>{esc(table['test'].iloc[0])}, p adjusted by the plan.{needed}</small></p>",
             "<table><tr><th>a</th><th>b</th><th>a - b</th><th>p (adjusted)</th><th>verdict</th></tr>",
         ]
         for r in table.to_dict("records"):
@@ -364,9 +365,9 @@ def _pairs_section(headline: list[str], pairs: dict[str, pd.DataFrame], power: p
                     else ": the sessions per system that would make it testable: n/a"
                 )
             lines.append(
-                f"<tr><td>{_esc(r['system_a'])}</td><td>{_esc(r['system_b'])}</td><td class='num'>"
-                f"{_num(r['mean_diff'])}</td><td class='num'>{_num(r['p_adj'])}</td>"
-                f"<td class='{css}'>{_esc(verdict)}</td></tr>"
+                f"<tr><td>{esc(r['system_a'])}</td><td>{esc(r['system_b'])}</td><td class='num'>"
+                f"{num(r['mean_diff'])}</td><td class='num'>{num(r['p_adj'])}</td>"
+                f"<td class='{css}'>{esc(verdict)}</td></tr>"
             )
         lines.append("</table>")
     return lines
@@ -389,8 +390,8 @@ def _evidence_section(table: pd.DataFrame) -> list[str]:
         run, passed = _count(r["checks_run"]), _count(r["checks_passed"])
         css = "pass" if run not in ("n/a", "0") and passed == run else "fail"
         lines.append(
-            f"<tr><td>{_esc(_label(r['metric']))}</td><td class='num'>{run}</td>"
-            f"<td class='num {css}'>{passed} of {run}</td><td>{_esc(r['verdicts'])}</td></tr>"
+            f"<tr><td>{esc(_label(r['metric']))}</td><td class='num'>{run}</td>"
+            f"<td class='num {css}'>{passed} of {run}</td><td>{esc(r['verdicts'])}</td></tr>"
         )
     return [*lines, "</table>"]
 
@@ -402,9 +403,9 @@ def _extremes_section(headline: list[str], sessions: pd.DataFrame, viewer: str) 
     for metric in headline:
         for r in extremes(sessions, metric).to_dict("records"):
             shown = True
-            low = _session_link(viewer, r["low_id"], f"{_num(r['low'])} ({r['low_id']})")
-            high = _session_link(viewer, r["high_id"], f"{_num(r['high'])} ({r['high_id']})")
+            low = _session_link(viewer, r["low_id"], f"{num(r['low'])} ({r['low_id']})")
+            high = _session_link(viewer, r["high_id"], f"{num(r['high'])} ({r['high_id']})")
             lines.append(
-                f"<tr><td>{_esc(_label(metric))}</td><td>{_esc(r['system'])}</td><td>{low}</td><td>{high}</td></tr>"
+                f"<tr><td>{esc(_label(metric))}</td><td>{esc(r['system'])}</td><td>{low}</td><td>{high}</td></tr>"
             )
     return [*lines, "</table>"] if shown else []

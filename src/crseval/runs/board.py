@@ -14,7 +14,6 @@ configs. `write_board` writes the three files atomically.
 
 from __future__ import annotations
 
-import html
 import math
 import re
 from dataclasses import dataclass
@@ -24,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from crseval.core.io import atomic_path
-from crseval.reports.findings import STYLE
+from crseval.reports.findings import STYLE, esc, num
 from crseval.statistics import column_registry
 
 
@@ -190,21 +189,6 @@ def board_table(runs: list[BoardRun], metrics: list[str]) -> pd.DataFrame:
 # ------------------------------------------------------------------ for a reader
 
 
-def _esc(value) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _num(value, digits: int = 3) -> str:
-    """`value` to `digits` significant digits, as the findings page writes it: "–" missing, "n/a" infinite."""
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return "–"
-    if math.isnan(value):
-        return "–"
-    return "n/a" if math.isinf(value) else f"{value:.{digits}g}"
-
-
 def _count(value) -> str:
     try:
         value = float(value)
@@ -221,12 +205,12 @@ def _text(value) -> str:
 def _cell(row: pd.Series, metric: str) -> str:
     """ "0.8 [0.7, 0.9] (1)"; the mean alone without an interval; "–" where the run has no value."""
     mean = row.get(metric, math.nan)
-    shown = _num(mean)
+    shown = num(mean)
     if shown in ("–", "n/a"):
         return shown
     low, high = row.get(f"{metric}_ci_low", math.nan), row.get(f"{metric}_ci_high", math.nan)
-    if _num(low) != "–" and _num(high) != "–":
-        shown += f" [{_num(low)}, {_num(high)}]"
+    if num(low) != "–" and num(high) != "–":
+        shown += f" [{num(low)}, {num(high)}]"
     rank = pd.to_numeric(row.get(f"{metric}_rank", math.nan), errors="coerce")
     return shown + (f" ({int(rank)})" if pd.notna(rank) else "")
 
@@ -277,7 +261,7 @@ def board_markdown(table: pd.DataFrame, metrics: list[str]) -> str:
         lines += ["| " + " | ".join(_md(h) for h in header) + " |", "|---" * len(header) + "|"]
         for _, row in rows.iterrows():
             cells = [_md(row["run"]), _md(row["system"]), _count(row["sessions"])]
-            cells += [_md(_cell(row, m)) for m in metrics] + [_num(row[c]) for c in passes]
+            cells += [_md(_cell(row, m)) for m in metrics] + [num(row[c]) for c in passes]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
@@ -289,31 +273,31 @@ def board_html(table: pd.DataFrame, metrics: list[str], title: str = "Board") ->
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_esc(title)}</title><style>{STYLE}</style></head><body>",
-        f"<h1>{_esc(title)}</h1>",
-        f"<p><small>{_esc(_summary(table))}</small></p>",
-        f"<p class='lead'>{_esc(WITHIN_CLASS)}</p>",
-        f"<p><small>{_esc(LEGEND)}</small></p>",
+        f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+        f"<p><small>{esc(_summary(table))}</small></p>",
+        f"<p class='lead'>{esc(WITHIN_CLASS)}</p>",
+        f"<p><small>{esc(LEGEND)}</small></p>",
     ]
     missing = _missing(table, metrics)
     if missing:
-        parts.append(f"<p class='untestable'>No run has a value of: {_esc(', '.join(missing))}.</p>")
+        parts.append(f"<p class='untestable'>No run has a value of: {esc(', '.join(missing))}.</p>")
     header = "<tr><th>run</th><th>system</th><th>sessions</th>"
-    header += "".join(f"<th title='{_esc(m)}'>{_esc(_label(m) + _arrow(m))}</th>" for m in metrics)
-    header += "".join(f"<th>pass<sup>{_esc(c[len(PASS_PREFIX) :])}</sup></th>" for c in passes) + "</tr>"
+    header += "".join(f"<th title='{esc(m)}'>{esc(_label(m) + _arrow(m))}</th>" for m in metrics)
+    header += "".join(f"<th>pass<sup>{esc(c[len(PASS_PREFIX) :])}</sup></th>" for c in passes) + "</tr>"
     for number, label, runs, rows in _classes(table):
-        listed = ", ".join(f'<a href="{_esc(path)}">{_esc(run)}</a>' if path else _esc(run) for run, path in runs)
-        key = _esc(_text(rows["class_key"].iloc[0]))
+        listed = ", ".join(f'<a href="{esc(path)}">{esc(run)}</a>' if path else esc(run) for run, path in runs)
+        key = esc(_text(rows["class_key"].iloc[0]))
         parts += [
             f"<h2>Class {number}</h2>",
-            f"<p>{_esc(label)}<br><small>key <code>{key}</code>; runs: {listed}</small></p>",
+            f"<p>{esc(label)}<br><small>key <code>{key}</code>; runs: {listed}</small></p>",
             f"<table>{header}",
         ]
         for _, row in rows.iterrows():
-            cells = [f"<td>{_esc(row['run'])}</td>", f"<td>{_esc(row['system'])}</td>"]
-            cells.append(f"<td class='num'>{_esc(_count(row['sessions']))}</td>")
-            cells += [f"<td class='num'>{_esc(_cell(row, m))}</td>" for m in metrics]
-            cells += [f"<td class='num'>{_esc(_num(row[c]))}</td>" for c in passes]
+            cells = [f"<td>{esc(row['run'])}</td>", f"<td>{esc(row['system'])}</td>"]
+            cells.append(f"<td class='num'>{esc(_count(row['sessions']))}</td>")
+            cells += [f"<td class='num'>{esc(_cell(row, m))}</td>" for m in metrics]
+            cells += [f"<td class='num'>{esc(num(row[c]))}</td>" for c in passes]
             parts.append(f"<tr>{''.join(cells)}</tr>")
         parts.append("</table>")
     if not len(table):

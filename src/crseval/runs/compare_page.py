@@ -11,7 +11,6 @@ outside every results folder.
 
 from __future__ import annotations
 
-import html
 import math
 import os
 import re
@@ -21,7 +20,7 @@ from urllib.parse import quote
 import pandas as pd
 
 from crseval.core.io import atomic_path, write_json
-from crseval.reports.findings import STYLE
+from crseval.reports.findings import STYLE, esc, num
 from crseval.runs import paired
 from crseval.runs.comparability import Run
 from crseval.runs.compare import Comparison, RunComparison
@@ -37,24 +36,8 @@ FRAMES_STYLE = (
 )
 
 
-def _esc(value) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _num(value, digits: int = 3) -> str:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        return "–"
-    if math.isnan(value):
-        return "–"
-    if math.isinf(value):
-        return "n/a"
-    return f"{value:.{digits}g}"
-
-
 def _signed(value) -> str:
-    text = _num(value)
+    text = num(value)
     return f"+{text}" if text not in ("–", "n/a") and float(value) > 0 else text
 
 
@@ -82,13 +65,13 @@ def side_by_side(baseline: Run, compared: RunComparison, row: dict, page_dir: Pa
     title = f"{row['system']} session {row['session_index']} (trial {row['trial']})"
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-        f"<title>{_esc(title)}</title><style>{FRAMES_STYLE}</style></head><body>"
-        f"<header>{_esc(title)}: {_esc(row['metric'])} {_num(row['baseline_value'])} → {_num(row['run_value'])}"
+        f"<title>{esc(title)}</title><style>{FRAMES_STYLE}</style></head><body>"
+        f"<header>{esc(title)}: {esc(row['metric'])} {num(row['baseline_value'])} → {num(row['run_value'])}"
         f" ({int(row['metrics_changed'])} metrics changed)</header><div class='pair'>"
-        f"<section><h2>baseline: {_esc(baseline.name)}</h2>"
-        f'<iframe id="baseline" title="baseline" src="{_esc(left)}"></iframe></section>'
-        f"<section><h2>run: {_esc(compared.run.name)}</h2>"
-        f'<iframe id="run" title="run" src="{_esc(right)}"></iframe></section>'
+        f"<section><h2>baseline: {esc(baseline.name)}</h2>"
+        f'<iframe id="baseline" title="baseline" src="{esc(left)}"></iframe></section>'
+        f"<section><h2>run: {esc(compared.run.name)}</h2>"
+        f'<iframe id="run" title="run" src="{esc(right)}"></iframe></section>'
         "</div></body></html>\n"
     )
 
@@ -96,8 +79,8 @@ def side_by_side(baseline: Run, compared: RunComparison, row: dict, page_dir: Pa
 def _stage_rows(comparison: Comparison) -> list[str]:
     names = list(dict.fromkeys(s.stage for r in comparison.runs for s in r.comparability.stages))
     lines = [
-        "<table><tr><th>stage</th><th>baseline: " + _esc(comparison.baseline.name) + "</th>",
-        *(f"<th>{_esc(r.run.name)}</th>" for r in comparison.runs),
+        "<table><tr><th>stage</th><th>baseline: " + esc(comparison.baseline.name) + "</th>",
+        *(f"<th>{esc(r.run.name)}</th>" for r in comparison.runs),
         "</tr>",
     ]
     for name in names:
@@ -112,46 +95,46 @@ def _stage_rows(comparison: Comparison) -> list[str]:
             if stage.equal:
                 cells.append("<td class='same'>equal</td>")
             else:
-                listed = "<br>".join(_esc(d) for d in stage.differences) or "the digests differ"
+                listed = "<br>".join(esc(d) for d in stage.differences) or "the digests differ"
                 more = f"<br>{stage.omitted} more" if stage.omitted else ""
                 cells.append(f"<td>differs:<br><small>{listed}{more}</small></td>")
-        lines.append(f"<tr><td>{_esc(name)}</td><td><code>{_esc(digest)}</code></td>{''.join(cells)}</tr>")
+        lines.append(f"<tr><td>{esc(name)}</td><td><code>{esc(digest)}</code></td>{''.join(cells)}</tr>")
     return [*lines, "</table>"]
 
 
 def _verdict_cell(row: dict) -> str:
     verdict = str(row["verdict"])
     css = {"regression": "regression", "improvement": "improvement", "identical": "same"}.get(verdict, "")
-    note = f" <small>{_esc(row['note'])}</small>" if row.get("note") else ""
-    return f"<td class='{css}'>{_esc(verdict)}{note}</td>"
+    note = f" <small>{esc(row['note'])}</small>" if row.get("note") else ""
+    return f"<td class='{css}'>{esc(verdict)}{note}</td>"
 
 
 def _run_section(comparison: Comparison, compared: RunComparison, out: Path) -> list[str]:
     run = compared.run
-    lines = [f"<h2>{_esc(run.name)} against {_esc(comparison.baseline.name)}</h2>"]
+    lines = [f"<h2>{esc(run.name)} against {esc(comparison.baseline.name)}</h2>"]
     if compared.refused:
         keys = ", ".join(compared.comparability.differing_keys) or "their digests"
         stages = ", ".join(s.stage for s in compared.comparability.refused)
         return [
             *lines,
-            f"<p class='warn'>Not compared: the {_esc(stages)} differ ({_esc(keys)}). Numbers measured on other "
+            f"<p class='warn'>Not compared: the {esc(stages)} differ ({esc(keys)}). Numbers measured on other "
             "users or by other metrics do not compare; <code>--allow-different</code> compares them anyway.</p>",
         ]
     if compared.comparability.refused:
         keys = ", ".join(compared.comparability.differing_keys)
         stages = ", ".join(s.stage for s in compared.comparability.refused)
         lines.append(
-            f"<h3 class='warn'>Compared although the {_esc(stages)} differ ({_esc(keys)}): a difference below may "
+            f"<h3 class='warn'>Compared although the {esc(stages)} differ ({esc(keys)}): a difference below may "
             "come from that change, not from the systems</h3>"
         )
     comparability = compared.comparability
     if comparability.only_baseline or comparability.only_run:
         lines.append(
-            f"<p>Systems only in the baseline: {_esc(', '.join(comparability.only_baseline) or 'none')}; only in "
-            f"the run: {_esc(', '.join(comparability.only_run) or 'none')}.</p>"
+            f"<p>Systems only in the baseline: {esc(', '.join(comparability.only_baseline) or 'none')}; only in "
+            f"the run: {esc(', '.join(comparability.only_run) or 'none')}.</p>"
         )
     if compared.not_compared:
-        lines.append(f"<p><small>Not compared: {_esc('; '.join(compared.not_compared))}.</small></p>")
+        lines.append(f"<p><small>Not compared: {esc('; '.join(compared.not_compared))}.</small></p>")
     table = compared.table
     lines += [
         "<table><tr><th>system</th><th>metric</th><th>users</th><th>baseline</th><th>run</th>"
@@ -160,17 +143,17 @@ def _run_section(comparison: Comparison, compared: RunComparison, out: Path) -> 
     for system, rows in table.groupby("system", sort=False):
         if (rows["verdict"] == "identical").all():
             lines.append(
-                f"<tr><td>{_esc(system)}</td><td colspan='7' class='same'>identical on all {len(rows)} metrics "
+                f"<tr><td>{esc(system)}</td><td colspan='7' class='same'>identical on all {len(rows)} metrics "
                 "(every paired difference is 0)</td></tr>"
             )
             continue
         for row in rows.to_dict("records"):
-            interval = f"{_signed(row['diff'])} [{_num(row['ci_low'])}, {_num(row['ci_high'])}]"
+            interval = f"{_signed(row['diff'])} [{num(row['ci_low'])}, {num(row['ci_high'])}]"
             lines.append(
-                f"<tr><td>{_esc(system)}</td><td title='{_esc(row['metric'])}'>{_esc(row['label'])}</td>"
-                f"<td class='num'>{_num(row['users'])}</td><td class='num'>{_num(row['baseline_mean'])}</td>"
-                f"<td class='num'>{_num(row['run_mean'])}</td><td class='num'>{interval}</td>"
-                f"<td class='num'>{_num(row['p'], 2)}</td>{_verdict_cell(row)}</tr>"
+                f"<tr><td>{esc(system)}</td><td title='{esc(row['metric'])}'>{esc(row['label'])}</td>"
+                f"<td class='num'>{num(row['users'])}</td><td class='num'>{num(row['baseline_mean'])}</td>"
+                f"<td class='num'>{num(row['run_mean'])}</td><td class='num'>{interval}</td>"
+                f"<td class='num'>{num(row['p'], 2)}</td>{_verdict_cell(row)}</tr>"
             )
     lines.append("</table>")
     lines += _changed_section(comparison, compared, out)
@@ -188,11 +171,11 @@ def _changed_section(comparison: Comparison, compared: RunComparison, out: Path)
     for row in compared.changed.to_dict("records"):
         page = session_page_name(compared, row)
         lines.append(
-            f"<tr><td>{_esc(row['system'])}</td><td>{_esc(row['baseline_session_id'])}</td>"
-            f"<td class='num'>{int(row['trial'])}</td><td>{_esc(row['metric'])}</td>"
-            f"<td class='num'>{_num(row['baseline_value'])} → {_num(row['run_value'])}</td>"
+            f"<tr><td>{esc(row['system'])}</td><td>{esc(row['baseline_session_id'])}</td>"
+            f"<td class='num'>{int(row['trial'])}</td><td>{esc(row['metric'])}</td>"
+            f"<td class='num'>{num(row['baseline_value'])} → {num(row['run_value'])}</td>"
             f"<td class='num'>{int(row['metrics_changed'])}</td>"
-            f"<td><a class='side-by-side' href='{_esc(quote(page))}'>side by side</a></td></tr>"
+            f"<td><a class='side-by-side' href='{esc(quote(page))}'>side by side</a></td></tr>"
         )
     return [*lines, "</table>"]
 
@@ -200,10 +183,10 @@ def _changed_section(comparison: Comparison, compared: RunComparison, out: Path)
 def _lead(comparison: Comparison) -> list[str]:
     lines = ["<ul class='lead'>"]
     for compared in comparison.runs:
-        name = _esc(compared.run.name)
+        name = esc(compared.run.name)
         if compared.refused:
             keys = ", ".join(compared.comparability.differing_keys) or "digests"
-            lines.append(f"<li><b>{name}</b>: refused, not comparable ({_esc(keys)} differ).</li>")
+            lines.append(f"<li><b>{name}</b>: refused, not comparable ({esc(keys)} differ).</li>")
             continue
         verdicts = compared.table["verdict"].value_counts() if len(compared.table) else pd.Series(dtype=int)
         flagged = compared.regressions
@@ -216,7 +199,7 @@ def _lead(comparison: Comparison) -> list[str]:
         if untestable:
             said += f"; {untestable} not testable at this n"
         lines.append(
-            f"<li><b>{name}</b>: <span class='{'regression' if len(flagged) else ''}'>{_esc(said)}</span>.</li>"
+            f"<li><b>{name}</b>: <span class='{'regression' if len(flagged) else ''}'>{esc(said)}</span>.</li>"
         )
     return [*lines, "</ul>"]
 
@@ -241,9 +224,9 @@ def compare_html(comparison: Comparison, out: Path) -> str:
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_esc(title)}</title><style>{STYLE}{EXTRA_STYLE}</style></head><body>",
-        f"<h1>{_esc(title)}</h1>",
-        f"<p><small>{_esc(_rule_text(comparison))}</small></p>",
+        f"<title>{esc(title)}</title><style>{STYLE}{EXTRA_STYLE}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+        f"<p><small>{esc(_rule_text(comparison))}</small></p>",
         "<h2>What changed</h2>",
         *_lead(comparison),
         "<h2>Comparability</h2>",
@@ -278,11 +261,11 @@ def compare_markdown(comparison: Comparison) -> str:
             cells = [
                 row["system"],
                 row["metric"],
-                _num(row["users"]),
-                _num(row["baseline_mean"]),
-                _num(row["run_mean"]),
-                f"{_signed(row['diff'])} [{_num(row['ci_low'])}, {_num(row['ci_high'])}]",
-                _num(row["p"], 2),
+                num(row["users"]),
+                num(row["baseline_mean"]),
+                num(row["run_mean"]),
+                f"{_signed(row['diff'])} [{num(row['ci_low'])}, {num(row['ci_high'])}]",
+                num(row["p"], 2),
                 f"**{row['verdict']}**" if row["flag"] else str(row["verdict"]),
             ]
             lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")

@@ -1,17 +1,25 @@
-"""Time of `crseval compare`'s paired statistics (crseval.runs.paired) on two synthetic runs.
+"""Time of `crseval compare` on two synthetic runs: its paired statistics (crseval.runs.paired), and the whole
+command (results folders read, compared, the page, tables and side-by-side pages written).
 
-    python benchmarks/bench_compare_paired.py [--sessions 6000] [--systems 10] [--metrics 20] [--resamples 10000]
+    python benchmarks/bench_compare.py [--sessions 6000] [--systems 10] [--metrics 20] [--resamples 10000]
 
 Two runs of `--sessions` sessions each over `--systems` systems (the same users, session index and seed, in
 both), `--metrics` registered metrics of realistic shapes (continuous scores, 0/1 outcomes, values missing in
 part), the run's values shifted a little from the baseline's. Prints the seconds of paired_table (bootstrap
-and Monte Carlo resamples set to `--resamples`) and of changed_sessions.
+and Monte Carlo resamples set to `--resamples`), of changed_sessions, and of the command as `crseval compare`
+runs it on two results folders written for the purpose (a provenance record whose stages agree but for one
+system, and tables/sessions.parquet).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -75,6 +83,32 @@ def main() -> None:
     )
     print(f"paired_table: {paired_seconds:.2f} s ({len(table)} rows, {int(table['flag'].sum())} flagged)")
     print(f"changed_sessions: {changed_seconds:.3f} s ({len(changed)} rows)")
+    with tempfile.TemporaryDirectory() as folder:
+        paths = [
+            results_folder(Path(folder), name, table, args.resamples) for name, table in (("a", baseline), ("b", run))
+        ]
+        start = time.perf_counter()
+        command = [sys.executable, "-m", "crseval.cli", "compare", *map(str, paths), "--out", f"{folder}/out"]
+        subprocess.run(command, check=True, capture_output=True)
+        print(f"crseval compare (the whole command, one process): {time.perf_counter() - start:.2f} s")
+
+
+def results_folder(root: Path, name: str, sessions: pd.DataFrame, resamples: int) -> Path:
+    """A results folder `compare` reads: its sessions table and a record of stage digests (one system differs)."""
+    folder = root / name
+    (folder / "tables").mkdir(parents=True)
+    sessions.to_parquet(folder / "tables" / "sessions.parquet")
+    stage = {"digest": "0" * 64, "settings": {}}
+    stats = {"alpha": 0.05, "family": {"scope": "report", "method": "holm"}, "min_sessions": 2, "small_sample": 30}
+    stats |= {"bootstrap_resamples": resamples, "permutation_resamples": resamples, "seed": 11}
+    systems = {system: dict(stage) for system in sessions["system"].unique()}
+    systems[sessions["system"].iloc[0]] = {"digest": name * 64, "settings": {"system": {"version": name}}}
+    record = {
+        "config": {"stats": stats},
+        "stages": {key: stage for key in ("catalog", "user", "metrics", "judge", "statistics")} | {"systems": systems},
+    }
+    (folder / "provenance.json").write_text(json.dumps(record))
+    return folder
 
 
 if __name__ == "__main__":
