@@ -4,6 +4,7 @@ import copy
 import json
 import shutil
 
+import pandas as pd
 import pytest
 from conftest import REPO, copy_workflow, load_test_config
 
@@ -149,3 +150,13 @@ def test_differences_walk_objects_key_by_key():
     found = differences({"a": {"b": 1, "c": [1]}, "d": 2}, {"a": {"b": 2, "c": [1]}, "e": 3})
     assert found == ["a.b: baseline 1, run 2", "d: only in the baseline (2)", "e: only in the run (3)"]
     assert differences({"x": "s" * 200}, {"x": "t"})[0].endswith('..., run "t"')
+
+
+def test_a_sessions_table_without_its_identifiers_is_refused_by_name(tmp_path):
+    run = write_run(tmp_path / "a", stage_digests(config(), REPO))
+    (run.path / "tables").mkdir()
+    pd.DataFrame({"system": ["oracle"], "tas": [0.5]}).to_parquet(run.path / "tables" / "sessions.parquet")
+    with pytest.raises(RunError, match="no column session_id, session_index, seed"):
+        run.sessions()
+    with pytest.raises(RunError, match="model_metrics.csv cannot be read"):
+        run.model_metrics()

@@ -27,6 +27,8 @@ SHARED_STAGES = ("catalog", "user", "metrics", "judge", "statistics")
 MAX_RECORD_BYTES = 64 * 2**20
 MAX_TABLE_BYTES = 2 * 2**30
 MAX_DIFFERENCES = 50  # per stage; the rest are counted
+# What identifies a session in every run's sessions table (`trial` too, where users met systems several times).
+SESSION_KEYS = ("system", "session_id", "session_index", "seed")
 
 
 class RunError(Exception):
@@ -49,7 +51,13 @@ class Run:
         return self.path / relative
 
     def sessions(self) -> pd.DataFrame:
-        return _read_bounded(self.path / "tables" / "sessions.parquet", pd.read_parquet)
+        """tables/sessions.parquet, with the columns that identify a session (a trial column is optional)."""
+        path = self.path / "tables" / "sessions.parquet"
+        table = _read_bounded(path, pd.read_parquet)
+        missing = [column for column in SESSION_KEYS if column not in table.columns]
+        if missing:
+            raise RunError(f"{path} has no column {', '.join(missing)}: not a sessions table crseval wrote")
+        return table
 
     def model_metrics(self) -> pd.DataFrame:
         return _read_bounded(self.path / "tables" / "model_metrics.csv", pd.read_csv)
