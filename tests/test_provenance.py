@@ -62,6 +62,7 @@ def test_record_structure_for_the_default_config(tmp_path, no_git_above, monkeyp
         "machine",
         "outputs",
         "user_profiles",
+        "stages",
     }
     assert record["user_profiles"] == {"explicit": PROFILES["explicit"].settings()}
     assert record["outputs"] == []  # no outputs named: nothing described

@@ -161,11 +161,15 @@ def _content(path: str | None, workflow_dir: Path) -> dict | None:
         return {"sha256": None, "reason": f"{type(error).__name__}: {error.strerror or error}"}
 
 
-def _code(workflow_dir: Path, *roots: str) -> str:
-    """The digest of the library code reached from `roots`: module names, or rule scripts by file name."""
+def _code(workflow_dir: Path, *roots: str) -> str | dict:
+    """The digest of the library code reached from `roots` (module names, or rule scripts by file name); where
+    the tree lacks one, {"digest": None, "reason"}: provenance records what it cannot find, and goes on."""
     scripts = workflow_dir / "workflow" / "scripts"
     paths = [scripts / root if root.endswith(".py") else root for root in roots]
-    return code_digest(paths, workflow_dir / "src")
+    try:
+        return code_digest(paths, workflow_dir / "src")
+    except (OSError, ValueError, SyntaxError) as error:
+        return {"digest": None, "reason": f"{type(error).__name__}: {error}"}
 
 
 def _stage(settings: dict) -> dict:
@@ -186,25 +190,25 @@ def _model(backend: dict | None, workflow_dir: Path) -> dict | None:
 
 
 def catalog_stage(config: dict, workflow_dir: Path) -> dict:
-    settings = copy.deepcopy(config["catalog"])
+    settings = copy.deepcopy(config.get("catalog", {}))
     settings["path"] = _content(settings.get("path"), workflow_dir)
     settings["non_genre_values"] = _content(settings.get("non_genre_values"), workflow_dir)
     return _stage({"catalog": settings, "code": _code(workflow_dir, "index_catalog.py")})
 
 
 def user_stage(config: dict, workflow_dir: Path) -> dict:
-    sessions = config["sessions"]
+    sessions = config.get("sessions", {})
     if imports_sessions(config):
         files = sorted(glob.glob(sessions["import_paths"]))
         return _stage(
             {
                 "corpus": sorted((_content(path, workflow_dir) or {}).get("sha256") or "" for path in files),
-                "format": sessions["import_format"],
+                "format": sessions.get("import_format"),
                 "votes": _content(sessions.get("import_votes"), workflow_dir),
                 "code": _code(workflow_dir, "import_logs.py"),
             }
         )
-    simulator = {key: value for key, value in copy.deepcopy(config["simulator"]).items() if key != "realism"}
+    simulator = {key: value for key, value in copy.deepcopy(config.get("simulator", {})).items() if key != "realism"}
     simulator["templates"] = _content(simulator.get("templates"), workflow_dir)
     voice = simulator.pop("voice", None) or {}
     if voice.get("corpus"):  # without a corpus no user speaks with a voice: its settings change nothing
@@ -215,7 +219,7 @@ def user_stage(config: dict, workflow_dir: Path) -> dict:
         {
             "simulator": simulator,
             "profiles": user_profiles_settings(config),
-            "sessions": {"seed": sessions["seed"], "turns": sessions["turns"]},
+            "sessions": {"seed": sessions.get("seed"), "turns": sessions.get("turns")},
             "code": _code(workflow_dir, *USER_CODE),
         }
     )
@@ -228,16 +232,18 @@ def system_stage(system: dict, config: dict, workflow_dir: Path) -> dict:
         settings[entry.prompt_key] = _content(entry.prompt, workflow_dir)
     if entry.backend is not None:
         settings["backend"] = _model(entry.backend, workflow_dir)
-    return _stage({"system": settings, "agent": config["agent"], "code": _code(workflow_dir, *SYSTEM_CODE)})
+    return _stage({"system": settings, "agent": config.get("agent"), "code": _code(workflow_dir, *SYSTEM_CODE)})
 
 
 def metrics_stage(config: dict, workflow_dir: Path) -> dict:
-    scoring = {key: value for key, value in copy.deepcopy(config["scoring"]).items() if key != "embedding_cache"}
+    scoring = {
+        key: value for key, value in copy.deepcopy(config.get("scoring", {})).items() if key != "embedding_cache"
+    }
     backends = scoring_backends(config)
     return _stage(
         {
             "scoring": scoring,
-            "lda": config["lda"],
+            "lda": config.get("lda"),
             "topics_prompt": _content(TOPICS_PROMPT, workflow_dir) if backends else None,
             "topic_backends": {user: _model(backend, workflow_dir) for user, backend in backends.items()},
             "code": _code(workflow_dir, "score.py", "train_lda.py", "aggregate.py"),
@@ -246,7 +252,7 @@ def metrics_stage(config: dict, workflow_dir: Path) -> dict:
 
 
 def judge_stage(config: dict, workflow_dir: Path) -> dict:
-    judge = copy.deepcopy(config["judge"])
+    judge = copy.deepcopy(config.get("judge", {}))
     if not judge.get("enabled"):
         return _stage({"enabled": False})
     judge = without_runtime(judge)
@@ -260,7 +266,7 @@ def judge_stage(config: dict, workflow_dir: Path) -> dict:
 
 
 def statistics_stage(config: dict, workflow_dir: Path) -> dict:
-    return _stage({"stats": config["stats"], "code": _code(workflow_dir, "stats.py", "reliability_trials.py")})
+    return _stage({"stats": config.get("stats"), "code": _code(workflow_dir, "stats.py", "reliability_trials.py")})
 
 
 def stage_digests(config: dict, workflow_dir: str | Path) -> dict:

@@ -67,9 +67,9 @@ def config_digests():
 
 
 def library_code(script):
-    """16 hex digits of the code a rule script runs: the script and every library module it reaches, with their
-    packages' data (crseval.stage_digests). In a rule's params, an edit to that code re-runs the rule and
-    what follows; an edit the script does not reach re-runs nothing."""
+    """16 hex digits naming the code a script runs (the script, every library module it reaches and their
+    packages' data; crseval.stage_digests). In the params of the script's rules, an edit to that code re-runs
+    them and what follows, and an edit the script does not reach re-runs nothing."""
     return code_digest([WORKFLOW_DIR / "workflow" / "scripts" / script])[:16]
 
 
