@@ -193,7 +193,8 @@ def _lead(comparison: Comparison) -> list[str]:
         said = f"{len(flagged)} regression{'s' if len(flagged) != 1 else ''} flagged"
         if len(flagged):
             said += " (" + ", ".join(f"{r['system']}: {r['label']}" for r in flagged.to_dict("records")) + ")"
-        said += f"; {int(verdicts.get('improvement', 0))} improvements"
+        improved = int(verdicts.get("improvement", 0))
+        said += f"; {improved} improvement{'s' if improved != 1 else ''}"
         said += f"; {int(verdicts.get('identical', 0))} of {len(compared.table)} system-metric pairs identical"
         untestable = int(verdicts.get("not testable at this n", 0))
         if untestable:
