@@ -5,7 +5,7 @@ import pytest
 
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.tracker import Constraint, ConstraintTracker
-from crseval.simulate.retrieval import Retriever
+from crseval.catalog.retrieval import Retriever
 
 
 @pytest.fixture

@@ -13,15 +13,16 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from crseval.catalog.index import CatalogIndex
+from crseval.catalog.retrieval import Retriever
+from crseval.catalog.toolkit import RECOMMEND, SEARCH, Toolkit, ToolLimits, ToolTurn
 from crseval.core.config_checks import schema_defaults
-from crseval.core.fields import display
+from crseval.core.fields import KEYWORD_FIELD, display
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.titles import TitleRecognizer
 from crseval.language.tracker import Constraint, ConstraintTracker
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.prompts import PromptTemplate
 from crseval.simulate.agent_kind import AgentKind
-from crseval.simulate.retrieval import Retriever
 
 FIELD_PHRASES = {
     "genre": "genre {value}",
@@ -90,6 +91,27 @@ class Reply:
     candidates: list[str]
     llm: dict | None
     unknown_titles: list[str] = field(default_factory=list)  # films named that the catalog does not hold
+    # a tool-using system's turn: its `tool_calls`, `tool_turn_end` and, after a commit, `committed_titles`
+    tools: dict | None = None
+
+
+def search_arguments(constraints: list[Constraint], focus, limit: int) -> dict:
+    """The `search_films` arguments that ask for `constraints` (field by field, plot keywords as `keywords`,
+    exclusions as "field:value"), stressing the (field, value) pairs of `focus`."""
+    arguments: dict = {}
+    keywords = []
+    for c in constraints:
+        if c.negated:
+            arguments.setdefault("exclude", []).append(f"{c.field}:{c.value}")
+        elif c.field == KEYWORD_FIELD:
+            keywords.append(c.value)
+        else:
+            arguments.setdefault(c.field, []).append(c.value)
+    if keywords:
+        arguments["keywords"] = ", ".join(keywords)
+    if focus:
+        arguments["focus"] = [f"{name}:{value}" for name, value in sorted(focus)]
+    return arguments | {"limit": limit}
 
 
 _DEFAULTS = schema_defaults("agent")
@@ -124,10 +146,18 @@ class Agent(ABC):
         # what an LLM samples with: the session's seed, or a repeated trial's (crseval.simulate.sessions.trial_seed);
         # retrieval's tie-breaking stays the session's, so a system that samples nothing repeats itself
         self.sampling_seed = seed
+        self.toolkit: Toolkit | None = None  # searching and committing through the catalog toolkit (`tools: true`)
+
+    def use_tools(self, limits: ToolLimits) -> None:
+        """Search and commit through the catalog toolkit: the same retrieval and tie-breaking draws, so the same
+        films, each search and commit recorded as a tool call."""
+        self.toolkit = Toolkit(self.index, self.seed, limits, rng=self.rng)
 
     def respond(self, turn: int, user_text: str) -> Reply:
         shown = [self._title(f) for f in self.recommended]
         tracked = self.tracker.update(user_text, titles=shown)
+        if self.toolkit is not None:
+            return self.through_tools(turn, user_text, tracked, tracked, self.tracker.latest, self.settings.candidates)
         candidate_ids = self.retriever.rank(
             tracked, self.recommended, self.settings.candidates, self.rng, emphasis=self.tracker.latest
         )
@@ -137,6 +167,32 @@ class Agent(ABC):
         self.recommended.update(self.index.film_id(t) for t in titles.recommended)
         self.history += [{"role": "user", "content": user_text}, {"role": "assistant", "content": text}]
         return Reply(text, tracked, titles.recommended, titles.mentioned, candidates, llm, titles.unknown)
+
+    def through_tools(self, turn, user_text, tracked, searched, focus, limit: int, keep=None) -> Reply:
+        """A turn through the toolkit: one `search_films` for the `searched` constraints (stressing `focus`), the
+        films found (those `keep` keeps) phrased as `phrase` phrases them, the first two committed with
+        `recommend` and the phrase as its message."""
+        tool_turn = ToolTurn(self.toolkit)
+        tool_turn.call(1, SEARCH, search_arguments(searched, focus, limit))
+        found = [film["id"] for film in (tool_turn.calls[-1]["result"] or {}).get("films", [])]
+        candidate_ids = keep(found) if keep is not None else found
+        text, llm = self.phrase(turn, user_text, tracked, candidate_ids)
+        return self.commit(tool_turn, 2, turn, user_text, text, tracked, candidate_ids, llm)
+
+    def commit(self, tool_turn: ToolTurn, step: int, turn, user_text, text, tracked, candidate_ids, llm) -> Reply:
+        """The reply of a turn through the toolkit: the first two candidates committed with `recommend` (none: a
+        message without a commit); other catalog films the text names are mentioned, not recommended."""
+        if candidate_ids:
+            tool_turn.call(step, RECOMMEND, {"film_ids": candidate_ids[:2], "message": text})
+        else:
+            tool_turn.end = "message"
+        committed = tool_turn.titles() or []
+        candidates = [self._title(f) for f in candidate_ids]
+        titles = self.matcher.title_recognizer.recognise(text, candidates=candidates, user_text=user_text)
+        mentioned = [t for t in (*titles.recommended, *titles.mentioned) if t not in committed]
+        self.recommended.update(tool_turn.committed or [])
+        self.history += [{"role": "user", "content": user_text}, {"role": "assistant", "content": text}]
+        return Reply(text, list(tracked), committed, mentioned, candidates, llm, titles.unknown, tool_turn.record())
 
     def catch_up(self, history: list[dict]) -> Reply | None:
         """Replay the user turns of `history` this agent has not answered, so that a new agent picks up
@@ -212,8 +268,15 @@ class LLMAgent(Agent):
         return response.text.strip(), response.meta()
 
 
+def with_tools(agent: Agent, entry: dict) -> Agent:
+    """`agent`, searching and committing through the catalog toolkit when its entry says `tools: true`."""
+    if entry.get("tools"):
+        agent.use_tools(ToolLimits.from_config(entry.get("tool_limits")))
+    return agent
+
+
 def _template_agent(runner, seed: int) -> TemplateAgent:
-    return TemplateAgent(runner.ctx.index, runner.tracker, runner.agent_settings, seed)
+    return with_tools(TemplateAgent(runner.ctx.index, runner.tracker, runner.agent_settings, seed), runner.system)
 
 
 def _llm_agent(runner, seed: int) -> LLMAgent:
@@ -230,8 +293,10 @@ def _llm_agent(runner, seed: int) -> LLMAgent:
 
 TEMPLATE = AgentKind(
     "template",
-    "LLM-free: names the tracked wishes and the first retrieved films in a fixed sentence",
+    "LLM-free: names the tracked wishes and the first retrieved films in a fixed sentence (with `tools: true`, "
+    "searching and committing through the catalog toolkit)",
     make_agent=_template_agent,
+    optional_keys=("tools", "tool_limits"),
 )
 LLM = AgentKind(
     "llm",

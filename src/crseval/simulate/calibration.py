@@ -37,10 +37,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from crseval.catalog.toolkit import MAX_RESULTS, ToolTurn
 from crseval.language.tracker import Constraint
 from crseval.llm.prompts import PromptTemplate
 from crseval.simulate.agent_kind import AgentKind
-from crseval.simulate.agents import Agent, AgentSettings, Reply, describe_constraints, render_prompt
+from crseval.simulate.agents import Agent, AgentSettings, Reply, describe_constraints, render_prompt, with_tools
 
 
 class CalibrationAgent(Agent):
@@ -78,7 +79,11 @@ class CalibrationAgent(Agent):
 
     def _respond_with(self, turn, user_text, served):
         """Only films that satisfy every served constraint (none repeated); a reply that says
-        so when the catalog has none left."""
+        so when the catalog has none left. Through the toolkit (`tools: true`): one search for the served
+        constraints, the films found that satisfy them (those rank first), committed."""
+        if self.toolkit is not None:
+            keep = lambda found: [f for f in found if self._satisfies(f, served)][: self.settings.candidates]  # noqa: E731
+            return self.through_tools(turn, user_text, served, served, set(), MAX_RESULTS, keep)
         ranked = self.retriever.rank(served, self.recommended, len(self.index.films), self.rng)
         fitting = [f for f in ranked if self._satisfies(f, served)][: self.settings.candidates]
         return self._reply(turn, user_text, served, fitting)
@@ -172,11 +177,15 @@ class PromptEchoAgent(StubbornAgent):
 
 
 class RandomAgent(CalibrationAgent):
-    """Random catalog films in a fluent sentence; restates nothing the user asked."""
+    """Random catalog films in a fluent sentence; restates nothing the user asked. Through the toolkit it commits
+    them without a search: films no search returned."""
 
     def _respond_with(self, turn, user_text, served):
         pool = np.setdiff1d(self.index.films["film_id"].to_numpy(), np.fromiter(self.recommended, dtype=np.int64))
         picks = [int(f) for f in self.rng.choice(pool, size=min(2, len(pool)), replace=False)]
+        if self.toolkit is not None:
+            text, _ = self.phrase(turn, user_text, [], picks)
+            return self.commit(ToolTurn(self.toolkit), 1, turn, user_text, text, [], picks, None)
         return self._reply(turn, user_text, [], picks)
 
     def phrase(self, turn, user_text, tracked, candidate_ids):
@@ -236,12 +245,20 @@ class AskerAgent(LiteralAgent):
         return Reply(text, list(self.said_history[-1]), [], [], [], None)
 
 
-def _kind(name: str, cls: type[CalibrationAgent], summary: str) -> AgentKind:
+# The calibration systems that can search and commit through the catalog toolkit (`tools: true`).
+TOOL_KEYS = ("tools", "tool_limits")
+
+
+def _kind(name: str, cls: type[CalibrationAgent], summary: str, tools: bool = False) -> AgentKind:
+    def make(runner, seed):
+        return with_tools(cls(runner.ctx.index, runner.tracker, runner.agent_settings, seed), runner.system)
+
     return AgentKind(
         name,
-        summary,
-        make_agent=lambda runner, seed: cls(runner.ctx.index, runner.tracker, runner.agent_settings, seed),
+        summary + (" (with `tools: true`, through the catalog toolkit)" if tools else ""),
+        make_agent=make,
         calibration_role=lambda entry: name,
+        optional_keys=TOOL_KEYS if tools else (),
     )
 
 
@@ -256,17 +273,20 @@ def _prompt_echo_agent(runner, seed: int) -> PromptEchoAgent:
 
 
 def _lagging_agent(runner, seed: int) -> LaggingAgent:
-    return LaggingAgent(runner.ctx.index, runner.tracker, runner.agent_settings, seed, int(runner.system["lag"]))
+    agent = LaggingAgent(runner.ctx.index, runner.tracker, runner.agent_settings, seed, int(runner.system["lag"]))
+    return with_tools(agent, runner.system)
 
 
 KINDS = (
-    _kind("oracle", OracleAgent, "calibration: serves the current gold constraints (the upper bound)"),
+    _kind("oracle", OracleAgent, "calibration: serves the current gold constraints (the upper bound)", tools=True),
     AgentKind(
         "lagging",
-        "calibration: serves the gold constraints of `lag` turns earlier",
+        "calibration: serves the gold constraints of `lag` turns earlier (with `tools: true`, through the catalog "
+        "toolkit)",
         make_agent=_lagging_agent,
         calibration_role=lambda entry: f"lag{entry['lag']}",
         required_keys=("lag",),
+        optional_keys=TOOL_KEYS,
     ),
     AgentKind(
         "flaky",
@@ -275,8 +295,8 @@ KINDS = (
         calibration_role=lambda entry: "flaky",
         required_keys=("reliability",),
     ),
-    _kind("stubborn", StubbornAgent, "calibration: serves the first turn's constraints all session"),
-    _kind("random", RandomAgent, "calibration: random catalog films in a fluent sentence"),
+    _kind("stubborn", StubbornAgent, "calibration: serves the first turn's constraints all session", tools=True),
+    _kind("random", RandomAgent, "calibration: random catalog films in a fluent sentence", tools=True),
     _kind("parrot", ParrotAgent, "calibration: echoes the user's message, with a film of the first focus"),
     _kind("literal", LiteralAgent, "calibration: serves the wishes the user has said, never asks"),
     _kind("asker", AskerAgent, "calibration: asks about each wish the user has not said, then serves what it said"),

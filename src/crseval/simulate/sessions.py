@@ -218,6 +218,7 @@ def run_session(
                 "user_implies": user_turn.implies,
                 "system_asks": sorted(asks),
                 "llm": reply.llm,
+                **(reply.tools or {}),  # a tool-using system's calls and commits (crseval.catalog.toolkit)
             }
         )
         last_recommended, last_mentioned = reply.recommended_titles, reply.mentioned_titles

@@ -1,0 +1,438 @@
+"""The catalog toolkit a tool-using recommender calls: search the films, read one film, commit recommendations.
+
+Declared once in the OpenAI function format (`TOOLS`), which every tool-calling chat API takes:
+- `search_films`: films with the values asked for by field (genre, actor, director, writer, language,
+  year), without the values in `exclude`, matching plot `keywords`, the values in `focus` weighing most;
+  ranked by the retrieval the built-in agents use (crseval.catalog.retrieval), films the session already
+  committed left out; at most `limit` films, each with its id, title, year and a few fields;
+- `film_details`: one film's fields and plot, the plot cut to a bound;
+- `recommend`: commits the turn's recommendations (film ids) and the message the user reads. Only a
+  `recommend` registers a recommendation, and the first one of a turn ends it: any call after it, in the same
+  reply of the model or not, is recorded as ignored and never run, so one turn cannot commit twice (nor commit
+  and then abstain, which is how a commit protocol is gamed).
+
+Values are matched to the catalog's without regard to case; a value the catalog does not hold is reported
+back to the caller (`unknown`), never guessed. Every call is bounded: the size of its arguments, the films
+one search returns, the films one commit takes, the length of the message, the calls of a turn, the size of
+each result handed back to the model. A call that breaks a bound or the schema, names an unknown tool or
+an unknown film, or sends arguments that are not a JSON object is an error: recorded with the reason and
+returned to the model as an error result, so that it can correct itself within the turn's bound.
+
+`ToolTurn` runs one turn's calls and keeps its record (crseval.core.schemas session.schema.yaml, a turn's
+`tool_calls`, `committed_titles` and `tool_turn_end`). The deterministic tool-using systems and the LLM
+`tools` agent both go through it, so their records are alike.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from crseval.catalog.index import CatalogIndex
+from crseval.catalog.retrieval import Retriever
+from crseval.core.config_checks import load_schema
+from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
+from crseval.language.tracker import Constraint
+
+SEARCH, DETAILS, RECOMMEND = "search_films", "film_details", "recommend"
+SEARCH_FIELDS = tuple(f for f in CONCEPT_FIELDS if f != KEYWORD_FIELD)  # genre, actor, director, writer, language, year
+MAX_RESULTS = 20
+MAX_COMMIT = 10
+MAX_MESSAGE_CHARS = 2_000
+MAX_PLOT_CHARS = 600
+MAX_VALUES = 20  # values per field (and in exclude, focus)
+RECORD_ARGUMENT_CHARS = 1_000  # arguments larger than this are recorded as an excerpt
+_VALUES = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": MAX_VALUES}]}
+
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": SEARCH,
+            "description": (
+                "Search the movie catalog. Give the values the films must have by field, values to leave out, "
+                "plot keywords, and the values that matter most right now. Returns the best matching films."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    **{
+                        name: {**_VALUES, "description": f"{name} value(s) every film must have"}
+                        for name in SEARCH_FIELDS
+                    },
+                    "exclude": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "maxItems": MAX_VALUES,
+                        "description": "values the films must not have (any field; 'field:value' names the field)",
+                    },
+                    "keywords": {"type": "string", "description": "words the plot should be about"},
+                    "focus": {
+                        "type": "array",
+                        "items": {"type": "string"},
+                        "maxItems": MAX_VALUES,
+                        "description": "the values the user asked for most recently, which weigh most",
+                    },
+                    "limit": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "films"},
+                },
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": DETAILS,
+            "description": "The fields and plot of one film of the catalog, by its id.",
+            "parameters": {
+                "type": "object",
+                "properties": {"id": {"type": "integer", "description": "the film's id"}},
+                "required": ["id"],
+                "additionalProperties": False,
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": RECOMMEND,
+            "description": (
+                "Recommend films to the user: the ids of the films, and the message the user reads. This ends "
+                "your turn; only films given here count as recommended."
+            ),
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "film_ids": {
+                        "type": "array",
+                        "items": {"type": "integer"},
+                        "minItems": 1,
+                        "maxItems": MAX_COMMIT,
+                    },
+                    "message": {"type": "string", "maxLength": MAX_MESSAGE_CHARS},
+                },
+                "required": ["film_ids", "message"],
+                "additionalProperties": False,
+            },
+        },
+    },
+]
+TOOL_NAMES = tuple(tool["function"]["name"] for tool in TOOLS)
+
+
+_DEFAULTS = {
+    name: spec["default"]
+    for name, spec in load_schema()["$defs"]["system"]["properties"]["tool_limits"]["properties"].items()
+}
+
+
+@dataclass(frozen=True)
+class ToolLimits:
+    """The bounds of the toolkit (a system's `tool_limits`); the defaults are the schema's."""
+
+    calls_per_turn: int = _DEFAULTS["calls_per_turn"]  # tool calls one turn may make; then the turn ends
+    argument_chars: int = _DEFAULTS["argument_chars"]  # size of one call's arguments
+    result_chars: int = _DEFAULTS["result_chars"]  # size of one result handed back to the model
+    search_results: int = _DEFAULTS["search_results"]  # films a search returns when it gives no `limit`
+
+    @classmethod
+    def from_config(cls, section: dict | None) -> ToolLimits:
+        return cls(**(section or {}))
+
+
+class ToolError(ValueError):
+    """A call the toolkit refuses; the message says why and goes back to the model."""
+
+
+def _listed(value, name: str) -> list[str]:
+    if value is None:
+        return []
+    values = [value] if isinstance(value, (str, int)) and not isinstance(value, bool) else value
+    if not isinstance(values, list) or not all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in values):
+        raise ToolError(f"{name} must be a string or a list of strings")
+    if len(values) > MAX_VALUES:
+        raise ToolError(f"{name} holds {len(values)} values; at most {MAX_VALUES}")
+    return [str(v).strip() for v in values if str(v).strip()]
+
+
+class Catalog:
+    """Catalog values by lower-cased spelling, per field and over every field (for `exclude` and `focus`)."""
+
+    def __init__(self, index: CatalogIndex):
+        self.index = index
+        self.by_field = {f: {v.lower(): v for v in index.values(f)} for f in (*SEARCH_FIELDS, KEYWORD_FIELD)}
+
+    def value(self, name: str, text: str) -> str | None:
+        return self.by_field[name].get(text.lower())
+
+    def anywhere(self, text: str) -> tuple[str, str] | None:
+        """(field, value) of `text`: in the field it names ("director:Fritz Lang"), else in the first field that
+        holds it, in the order of SEARCH_FIELDS, then plot keywords."""
+        name, sep, rest = text.partition(":")
+        if sep and name.strip() in self.by_field:
+            value = self.value(name.strip(), rest.strip())
+            return (name.strip(), value) if value else None
+        for name in (*SEARCH_FIELDS, KEYWORD_FIELD):
+            value = self.value(name, text)
+            if value is not None:
+                return name, value
+        return None
+
+
+def argument_constraints(arguments: dict, catalog: Catalog) -> tuple[list[Constraint], set, list[str]]:
+    """The constraints a `search_films` call asks for (wanted values by field, keywords as plot keywords, excluded
+    values), the (field, value) pairs of its `focus`, and the values the catalog does not hold. ToolError for
+    arguments of the wrong shape."""
+    if not isinstance(arguments, dict):
+        raise ToolError("the arguments must be a JSON object")
+    known = {*SEARCH_FIELDS, "exclude", "keywords", "focus", "limit"}
+    unknown_keys = sorted(str(key) for key in arguments if key not in known)
+    if unknown_keys:
+        raise ToolError(f"unknown argument(s) {', '.join(unknown_keys)[:200]}; allowed: {', '.join(sorted(known))}")
+    constraints, unknown = [], []
+    for name in SEARCH_FIELDS:
+        for text in _listed(arguments.get(name), name):
+            value = catalog.value(name, text)
+            (constraints.append(Constraint(name, value, False)) if value else unknown.append(f"{name} {text}"))
+    keywords = arguments.get("keywords")
+    if keywords is not None:
+        if not isinstance(keywords, str):
+            raise ToolError("keywords must be a string")
+        for chunk in keywords.split(","):  # a listed keyword as it is, else its words
+            whole = catalog.value(KEYWORD_FIELD, chunk.strip())
+            words = [chunk.strip()] if whole else re.findall(r"[\w'-]+", chunk)
+            for word in words:
+                value = catalog.value(KEYWORD_FIELD, word)
+                if value:
+                    constraints.append(Constraint(KEYWORD_FIELD, value, False))
+    for text in _listed(arguments.get("exclude"), "exclude"):
+        found = catalog.anywhere(text)
+        (constraints.append(Constraint(found[0], found[1], True)) if found else unknown.append(f"exclude {text}"))
+    focus = set()
+    for text in _listed(arguments.get("focus"), "focus"):
+        found = catalog.anywhere(text)
+        if found:
+            focus.add(found)
+    return list(dict.fromkeys(constraints)), focus, unknown
+
+
+def _whole(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ToolError(f"{name} must be a whole number, not {json.dumps(value)[:40]}")
+    return value
+
+
+@dataclass
+class CallOutcome:
+    """One executed call: what the model is told (`result`, JSON text) and what the record keeps."""
+
+    result: dict  # handed back to the model
+    summary: dict  # kept in the record
+    committed: list[int] | None = None  # the films a recommend committed
+    message: str | None = None  # a recommend's message
+
+
+class Toolkit:
+    """The toolkit of one session: the catalog, the retrieval and its seeded tie-breaking, the films committed
+    so far (never offered again) and every film a search or a details call returned (what the session saw)."""
+
+    def __init__(self, index: CatalogIndex, seed: int, limits: ToolLimits = ToolLimits(), rng=None):
+        self.index = index
+        self.catalog = Catalog(index)
+        self.retriever = Retriever(index)
+        self.rng = rng if rng is not None else np.random.default_rng(seed)
+        self.limits = limits
+        self.committed: set[int] = set()
+        self.returned: set[int] = set()
+
+    def _film(self, film_id) -> int:
+        film_id = _whole(film_id, "a film id")
+        if film_id not in self.index.films.index:
+            raise ToolError(f"no film with id {film_id} in the catalog")
+        return film_id
+
+    def _card(self, film_id: int) -> dict:
+        row = self.index.films.loc[film_id]
+        return {
+            "id": int(film_id),
+            "title": self.index.title(film_id),
+            "year": self.index.year(film_id),
+            "genre": list(row["genre"][:3]),
+            "director": list(row["director"][:2]),
+            "actor": list(row["actor"][:3]),
+        }
+
+    def search(self, arguments: dict) -> CallOutcome:
+        constraints, focus, unknown = argument_constraints(arguments, self.catalog)
+        limit = _whole(arguments.get("limit", self.limits.search_results), "limit")
+        if not 1 <= limit <= MAX_RESULTS:
+            raise ToolError(f"limit must be between 1 and {MAX_RESULTS}")
+        films = self.retriever.rank(constraints, self.committed, limit, self.rng, emphasis=focus)
+        self.returned.update(films)
+        result = {"films": [self._card(f) for f in films], "total": len(films)}
+        if unknown:
+            result["unknown"] = unknown[:MAX_VALUES]
+        summary = {"films": [{"id": f, "title": self.index.title(f)} for f in films], "total": len(films)}
+        return CallOutcome(result, summary | ({"unknown": unknown[:MAX_VALUES]} if unknown else {}))
+
+    def details(self, arguments: dict) -> CallOutcome:
+        if set(arguments) != {"id"}:
+            raise ToolError("film_details takes exactly one argument, id")
+        film_id = self._film(arguments["id"])
+        self.returned.add(film_id)
+        row = self.index.films.loc[film_id]
+        plot = str(row["plot"] or "")
+        result = self._card(film_id) | {
+            "genre": list(row["genre"]),
+            "director": list(row["director"]),
+            "actor": list(row["actor"][:10]),
+            "writer": list(row["writer"][:5]),
+            "language": list(row["language"]),
+            "plot": plot if len(plot) <= MAX_PLOT_CHARS else plot[:MAX_PLOT_CHARS] + "…",
+        }
+        return CallOutcome(result, {"id": film_id, "title": self.index.title(film_id)})
+
+    def recommend(self, arguments: dict) -> CallOutcome:
+        extra = sorted(str(key) for key in arguments if key not in ("film_ids", "message"))
+        if extra:
+            raise ToolError(f"recommend takes film_ids and message, not {', '.join(extra)[:200]}")
+        ids, message = arguments.get("film_ids"), arguments.get("message")
+        if not isinstance(ids, list) or not ids:
+            raise ToolError("film_ids must be a non-empty list of film ids")
+        if len(ids) > MAX_COMMIT:
+            raise ToolError(f"film_ids holds {len(ids)} films; at most {MAX_COMMIT} a turn")
+        if not isinstance(message, str) or not message.strip():
+            raise ToolError("message must be the text the user reads")
+        if len(message) > MAX_MESSAGE_CHARS:
+            raise ToolError(f"message holds {len(message)} characters; at most {MAX_MESSAGE_CHARS}")
+        films = list(dict.fromkeys(self._film(f) for f in ids))
+        self.committed.update(films)
+        summary = {"films": [{"id": f, "title": self.index.title(f)} for f in films]}
+        return CallOutcome({"committed": [f["title"] for f in summary["films"]]}, summary, films, message.strip())
+
+    def run(self, name: str, arguments: dict) -> CallOutcome:
+        if name == SEARCH:
+            return self.search(arguments)
+        if name == DETAILS:
+            return self.details(arguments)
+        if name == RECOMMEND:
+            return self.recommend(arguments)
+        raise ToolError(f"unknown tool {name[:80]!r}; the tools are {', '.join(TOOL_NAMES)}")
+
+
+def _excerpt(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+@dataclass
+class ToolTurn:
+    """One turn's tool calls against a session's toolkit: runs each call in order, keeps the record, and says
+    when the turn is over (a commit, the call bound)."""
+
+    toolkit: Toolkit
+    calls: list[dict] = field(default_factory=list)
+    committed: list[int] | None = None
+    message: str | None = None
+    end: str | None = None  # "recommend", "bound", or set by the caller: "message", "error"
+
+    @property
+    def over(self) -> bool:
+        return self.end is not None
+
+    def call(self, step: int, name, arguments) -> str:
+        """Run one call (`arguments`: the JSON text the model sent, or an object); the result for the model
+        (JSON text). After the turn's commit, or past the call bound, the call is recorded and not run."""
+        name = str(name)[:200]
+        started = time.perf_counter()
+        record = {"step": step, "name": name, "arguments": None, "status": "error", "result": None, "error": None}
+        try:
+            if self.committed is not None or self.end == "bound":
+                record["arguments_text"] = _excerpt(
+                    arguments if isinstance(arguments, str) else json.dumps(arguments, default=repr)
+                )
+                record["status"] = "ignored"
+                record["error"] = (
+                    "after the turn's recommend: not run" if self.committed is not None else "past the call bound"
+                )
+                raise _Recorded()
+            parsed = self._arguments(arguments, record)
+            shown = json.dumps(parsed, ensure_ascii=False)
+            if len(shown) <= RECORD_ARGUMENT_CHARS:
+                record["arguments"] = parsed
+            else:  # the record keeps an excerpt of large arguments, never the whole
+                record["arguments_text"] = _excerpt(shown)
+            outcome = self.toolkit.run(name, parsed)
+            record["status"], record["result"] = "ok", outcome.summary
+            if outcome.committed is not None:
+                self.committed, self.message, self.end = outcome.committed, outcome.message, "recommend"
+            text = json.dumps(outcome.result, ensure_ascii=False)
+            if len(text) > self.toolkit.limits.result_chars:
+                text = json.dumps(_trimmed(outcome.result, self.toolkit.limits.result_chars), ensure_ascii=False)
+        except ToolError as error:
+            record["error"] = str(error)[:500]
+            text = json.dumps({"error": record["error"]})
+        except _Recorded:
+            text = json.dumps({"error": record["error"]})
+        record["latency_s"] = round(time.perf_counter() - started, 6)
+        self.calls.append(record)
+        if (
+            self.end is None
+            and sum(1 for c in self.calls if c["status"] != "ignored") >= self.toolkit.limits.calls_per_turn
+        ):
+            self.end = "bound"
+        return text
+
+    def _arguments(self, arguments, record: dict) -> dict:
+        if isinstance(arguments, dict):
+            text = json.dumps(arguments, ensure_ascii=False)
+        elif isinstance(arguments, str):
+            text = arguments
+        else:
+            record["arguments_text"] = _excerpt(repr(arguments))
+            raise ToolError("the arguments must be a JSON object")
+        if len(text) > self.toolkit.limits.argument_chars:
+            record["arguments_text"] = _excerpt(text)
+            raise ToolError(
+                f"the arguments hold {len(text):,} characters; at most {self.toolkit.limits.argument_chars:,}"
+            )
+        if isinstance(arguments, dict):
+            return arguments
+        try:
+            parsed = json.loads(text) if text.strip() else {}
+        except (ValueError, RecursionError) as error:
+            record["arguments_text"] = _excerpt(text)
+            raise ToolError(f"the arguments are not JSON: {str(error)[:120]}") from None
+        if not isinstance(parsed, dict):
+            record["arguments_text"] = _excerpt(text)
+            raise ToolError("the arguments must be a JSON object")
+        return parsed
+
+    def record(self) -> dict:
+        """What a turn record keeps of the turn's tool use (`tool_calls`, `tool_turn_end`, `committed_titles`)."""
+        record = {"tool_calls": self.calls, "tool_turn_end": self.end or "message"}
+        return record | ({"committed_titles": self.titles()} if self.committed is not None else {})
+
+    def titles(self) -> list[str] | None:
+        """The committed films' titles, or None when the turn committed nothing."""
+        return None if self.committed is None else [self.toolkit.index.title(f) for f in self.committed]
+
+
+class _Recorded(Exception):
+    """A call recorded without being run (after the commit, past the bound)."""
+
+
+def _trimmed(result: dict, limit: int) -> dict:
+    """A result cut to fit `limit` characters of JSON: films dropped from the end, the plot shortened."""
+    result = dict(result)
+    if "plot" in result:
+        result["plot"] = result["plot"][: max(0, limit // 2)]
+    films = list(result.get("films", []))
+    while films and len(json.dumps(result | {"films": films}, ensure_ascii=False)) > limit:
+        films.pop()
+    if "films" in result:
+        result["films"], result["cut"] = films, True
+    return result
