@@ -147,3 +147,100 @@ def test_a_count_or_mean_that_is_infinite_reads_n_a():
     assert "The sessions per system the power plan asks for to detect the stated gap of 0.1: n/a." in page
     assert "<td class='num fail'>1 of n/a</td>" in page and "<td class='num pass'>2 of 2</td>" in page
     assert findings.evidence(None, scorecard)["metric"].tolist() == ["stale_rate", "tas"]  # n/a checks last
+
+
+# Tool calls: beta calls tools and some calls fail; gamma calls tools without an error; alpha calls none (NaN).
+TOOL_COUNTS = {  # session -> (calls, errors, ignored, turns ended at the call bound)
+    "beta/s00000": (10, 2, 1, 0),
+    "beta/s00001": (6, 0, 0, 0),
+    "beta/s00002": (24, 4, 0, 1),
+    "<b>gamma</b>/s00000": (5, 0, 0, 0),
+    "<b>gamma</b>/s00001": (3, 0, 2, 0),
+    "<b>gamma</b>/s00002": (0, 0, 0, 0),
+}
+# turns.parquet's tool_error_kinds: per turn, its distinct error kinds as a JSON list ("" without an error,
+# missing for a system without tools). beta's kinds, in turns: "unknown film id" 2 (a kind twice in a cell counts
+# once; the texts read as their kinds), the others 1 each (a cell that is no JSON list is read as lines).
+ERROR_KINDS = [
+    ("beta", '["unknown film id", "unknown film id: 12"]'),
+    ("beta", '["arguments not JSON"]'),
+    ("beta", "unknown film id: 5\ntoo many calls"),
+    ("beta", '["<script>x</script>"]'),
+    ("beta", ""),
+    ("beta", "[]"),
+    ("alpha", None),
+    ("<b>gamma</b>", ""),
+]
+
+
+def tool_sessions():
+    table = sessions()
+    for i, name in enumerate(findings.TOOL_COLUMNS):
+        table[name] = [TOOL_COUNTS.get(sid, (math.nan,) * 4)[i] for sid in table["session_id"]]
+    return table
+
+
+def tool_turns():
+    return pd.DataFrame(ERROR_KINDS, columns=["system", "tool_error_kinds"])
+
+
+def tool_page(table, turns=None):
+    return findings.findings_page(
+        "demo", model_metrics(), ["tas"], posthoc(), paired(), pd.DataFrame(), 0.05, table, turns=turns
+    )
+
+
+def test_error_kind_is_the_text_before_the_first_colon():
+    assert findings.error_kind("unknown film id: 99999") == "unknown film id"
+    assert findings.error_kind("after the turn's recommend") == "after the turn's recommend"
+    assert findings.error_kind("x" * 100) == "x" * 60
+    assert findings.error_kind(findings.error_kind("y" * 80 + ": z")) == "y" * 60
+
+
+def test_tool_calls_are_counted_per_system():
+    table = findings.tool_calls_table(tool_sessions(), tool_turns()).set_index("system")
+    assert table.index.tolist() == ["<b>gamma</b>", "beta"]  # alpha recorded no tool calls
+    beta = table.loc["beta"]
+    assert (beta["calls"], beta["errors"], beta["error_share"], beta["ignored"], beta["bound_turns"]) == (
+        40,
+        6,
+        0.15,
+        1,
+        1,
+    )
+    assert beta["kinds"] == [("unknown film id", 2), ("<script>x</script>", 1), ("arguments not JSON", 1)]
+    assert (beta["worst_id"], beta["worst_errors"]) == ("beta/s00002", 4)
+    gamma = table.loc["<b>gamma</b>"]
+    assert (gamma["calls"], gamma["errors"], gamma["error_share"], gamma["ignored"]) == (8, 0, 0.0, 2)
+    assert gamma["kinds"] == [] and pd.isna(gamma["worst_id"])
+    assert findings.tool_calls_table(tool_sessions())["kinds"].isna().all()  # no turns table: no kinds
+    assert findings.tool_calls_table(tool_sessions().drop(columns="tool_ignored")).empty
+
+
+def test_the_page_names_tool_call_errors():
+    page = tool_page(tool_sessions(), tool_turns())
+    assert "<h2>Tool calls</h2>" in page and "<th>most common errors (turns)</th>" in page
+    assert (
+        "<tr><td>beta</td><td class='num'>40</td><td class='num fail'>6&nbsp;(15.0%)</td>"
+        "<td>unknown film id (2 turns); &lt;script&gt;x&lt;/script&gt; (1 turn); arguments not JSON (1 turn)</td>"
+        "<td class='num'>1</td><td class='num'>1</td>"
+        '<td><a href="../viewer/index.html#session=beta%2Fs00002">4 (beta/s00002)</a></td></tr>'
+    ) in page
+    assert (
+        "<tr><td>&lt;b&gt;gamma&lt;/b&gt;</td><td class='num'>8</td><td class='num pass'>0&nbsp;(0.0%)</td>"
+        "<td>–</td><td class='num'>0</td><td class='num'>2</td><td>–</td></tr>"
+    ) in page
+    assert "<td>alpha</td><td class='num'>" not in page.split("<h2>Tool calls</h2>")[1].split("</table>")[0]
+    assert "<script>" not in page and "<b>gamma" not in page
+    # without the turns table's kinds: the counts, no kinds
+    page = tool_page(tool_sessions())
+    assert "<h2>Tool calls</h2>" in page and "most common errors" not in page and "error's kind" not in page
+    assert "<td class='num fail'>6&nbsp;(15.0%)</td><td class='num'>1</td><td class='num'>1</td>" in page
+
+
+def test_no_tool_calls_section_without_its_columns_or_errors():
+    assert "Tool calls" not in tool_page(sessions(), tool_turns())
+    for name in findings.TOOL_COLUMNS:
+        assert "Tool calls" not in tool_page(tool_sessions().drop(columns=name), tool_turns())
+    no_errors = tool_sessions().assign(tool_errors=0)
+    assert "Tool calls" not in tool_page(no_errors, tool_turns())

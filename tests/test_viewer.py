@@ -441,3 +441,197 @@ def test_a_session_twice_in_the_shards_is_an_error(experiment, tmp_path):
     experiment["shards"].append(experiment["shards"][0])
     with pytest.raises(ValueError, match="oracle/s00000.*twice"):
         write(experiment, tmp_path / "viewer")
+
+
+# A tool-using system (docs/tools_contract_draft.md): user 1 meets "toolbot", whose turns record tool calls.
+TOOL_SESSION = "toolbot/s00001"
+NOT_JSON = '{"genre": "<script>alert(3)</script>'
+
+
+def tool_call(step, name, arguments, status="ok", result=None, error=None, latency=0.25, text=None) -> dict:
+    call = {"step": step, "name": name, "arguments": arguments, "status": status}
+    if text is not None:
+        call["arguments_text"] = text
+    return call | {"result": result, "error": error, "latency_s": latency}
+
+
+def tool_record() -> dict:
+    """Turn 1 searches (markup in the arguments and in a title found), reads an unknown film (an error), reads
+    a film, commits it, and calls once more after the commit (ignored); turn 2 sends arguments that are no JSON
+    (an error), searches, and stops at the call bound (an error); turn 3 answers without any call."""
+    record = simulated("oracle", 1) | {"session_id": TOOL_SESSION, "system": "toolbot"}
+    first, second, third = record["turns"]
+    found = {"films": [{"id": 7, "title": "Halloween"}, {"id": 8, "title": "<b>The Thing</b>"}], "total": 12}
+    committed = {"films": [found["films"][0]]}
+    first |= {
+        "system_text": "Try Halloween.",
+        "recommended_titles": ["Halloween"],
+        "mentioned_titles": [],
+        "committed_titles": ["Halloween"],
+        "tool_turn_end": "recommend",
+        "tool_calls": [
+            tool_call(1, "search_films", {"genre": ["horror"], "keywords": INJECTION}, result=found, latency=0.5),
+            tool_call(2, "film_details", {"id": 99999}, "error", error="unknown film id: 99999", latency=0.001),
+            tool_call(2, "film_details", {"id": 7}, result={"id": 7, "title": "Halloween"}, latency=0.0123456),
+            tool_call(3, "recommend", {"film_ids": [7], "message": "Try Halloween."}, result=committed),
+            tool_call(3, "search_films", {"genre": "comedy"}, "ignored", error="after the turn's recommend", latency=0),
+        ],
+    }
+    second |= {
+        "system_text": "Let me look further.",
+        "recommended_titles": [],
+        "mentioned_titles": [],
+        "tool_turn_end": "bound",
+        "tool_calls": [
+            tool_call(1, "search_films", None, "error", error="arguments not JSON: Expecting ','", text=NOT_JSON),
+            tool_call(2, "search_films", {"genre": "horror"}, result={"films": [], "total": 0}),
+            tool_call(3, "search_films", {"genre": "horror"}, "error", error="too many calls: the bound is 2"),
+        ],
+    }
+    third |= {
+        "system_text": "Anything else?",
+        "recommended_titles": [],
+        "mentioned_titles": [],
+        "tool_turn_end": "message",
+        "tool_calls": [],
+    }
+    return record
+
+
+def add_tool_session(experiment: dict, root: Path, record: dict | None = None) -> dict:
+    """The toolbot's session in a shard of its own (written without the schema, which gets the tool fields
+    elsewhere); the tables leave it out."""
+    record = record or tool_record()
+    shard = root / "sessions" / "toolbot" / "shard-0.jsonl"
+    write_sessions([record], shard)
+    experiment["shards"].append(shard)
+    experiment["records"][record["session_id"]] = record
+    return record
+
+
+def test_a_turns_tool_calls_are_written_bounded_and_summarised(experiment, tmp_path):
+    add_tool_session(experiment, tmp_path / "results")
+    write(experiment, tmp_path / "viewer")
+    sessions = chunked(tmp_path / "viewer")
+    first, second, third = (t["tools"] for t in sessions[TOOL_SESSION][1]["turns"])
+    assert {k: v for k, v in first.items() if k != "calls"} == {
+        "count": 5,
+        "errors": 1,
+        "ignored": 1,
+        "names": [["search_films", 2], ["film_details", 2], ["recommend", 1]],
+        "more_names": 0,
+        "more": 0,
+        "committed": ["Halloween"],
+        "end": "recommend",
+    }
+    assert first["calls"] == [
+        {
+            "step": 1,
+            "name": "search_films",
+            "arguments": '{"genre":["horror"],"keywords":"<img src=x onerror=alert(1)>"}',
+            "raw": False,
+            "status": "ok",
+            "result": "2 of 12 found: Halloween · <b>The Thing</b>",
+            "error": None,
+            "latency_s": 0.5,
+        },
+        {
+            "step": 2,
+            "name": "film_details",
+            "arguments": '{"id":99999}',
+            "raw": False,
+            "status": "error",
+            "result": None,
+            "error": "unknown film id: 99999",
+            "latency_s": 0.001,
+        },
+        {
+            "step": 2,
+            "name": "film_details",
+            "arguments": '{"id":7}',
+            "raw": False,
+            "status": "ok",
+            "result": "Halloween (id 7)",
+            "error": None,
+            "latency_s": 0.0123,
+        },
+        {
+            "step": 3,
+            "name": "recommend",
+            "arguments": '{"film_ids":[7],"message":"Try Halloween."}',
+            "raw": False,
+            "status": "ok",
+            "result": "committed: Halloween",
+            "error": None,
+            "latency_s": 0.25,
+        },
+        {
+            "step": 3,
+            "name": "search_films",
+            "arguments": '{"genre":"comedy"}',
+            "raw": False,
+            "status": "ignored",
+            "result": None,
+            "error": "after the turn's recommend",
+            "latency_s": 0,
+        },
+    ]
+    # arguments that were no JSON: the excerpt the record kept, marked raw
+    assert second["calls"][0] | {"error": None} == {
+        "step": 1,
+        "name": "search_films",
+        "arguments": NOT_JSON,
+        "raw": True,
+        "status": "error",
+        "result": None,
+        "error": None,
+        "latency_s": 0.25,
+    }
+    assert second["calls"][1]["result"] == "0 of 0 found"
+    assert (second["count"], second["errors"], second["committed"], second["end"]) == (3, 2, None, "bound")
+    assert third == {
+        "count": 0,
+        "errors": 0,
+        "ignored": 0,
+        "names": [],
+        "more_names": 0,
+        "calls": [],
+        "more": 0,
+        "committed": None,
+        "end": "message",
+    }
+    # the other systems' turns carry nothing new: their chunk is what it was
+    for sid, (_, session) in sessions.items():
+        assert sid == TOOL_SESSION or all("tools" not in t for t in session["turns"])
+
+
+def test_markup_in_tool_calls_is_stored_as_data(experiment, tmp_path):
+    add_tool_session(experiment, tmp_path / "results")
+    write(experiment, tmp_path / "viewer")
+    chunk = (tmp_path / "viewer" / "data" / "0.js").read_text(encoding="utf-8")
+    assert "<img" not in chunk and "<script" not in chunk and "<b>" not in chunk
+    assert '\\"keywords\\":\\"\\u003cimg src=x onerror=alert(1)\\u003e\\"' in chunk
+    assert "Halloween · \\u003cb\\u003eThe Thing\\u003c/b\\u003e" in chunk
+    assert '{\\"genre\\": \\"\\u003cscript\\u003ealert(3)\\u003c/script\\u003e' in chunk
+
+
+def test_thousands_of_calls_in_a_turn_stay_bounded(experiment, tmp_path):
+    """A turn with 3,000 recorded calls, each with 5,000 characters of arguments and of error, and 3,000 tool
+    names: the chunk carries the first 50 calls, their texts cut to 300 characters, and 8 names; the rest is
+    counted."""
+    record = tool_record()
+    long = "x" * 5000
+    record["turns"][1]["tool_calls"] = [
+        tool_call(i, f"tool_{i:04d}_{long}", {"q": long}, "error", error=f"bad: {long}") for i in range(1, 3001)
+    ]
+    add_tool_session(experiment, tmp_path / "results", record)
+    write(experiment, tmp_path / "viewer")
+    assert (tmp_path / "results" / "sessions" / "toolbot" / "shard-0.jsonl").stat().st_size > 30_000_000
+    tools = chunked(tmp_path / "viewer")[TOOL_SESSION][1]["turns"][1]["tools"]
+    assert (tools["count"], tools["errors"], tools["more"], len(tools["calls"])) == (3000, 3000, 2950, 50)
+    assert len(tools["names"]) == 8 and tools["more_names"] == 2992 and tools["names"][0][1] == 1
+    assert tools["calls"][49]["step"] == 50
+    call = tools["calls"][0]
+    assert len(call["name"]) == viewer.TOOL_NAME and call["name"].endswith("…")
+    assert len(call["arguments"]) == len(call["error"]) == viewer.TOOL_TEXT and call["arguments"].endswith("x…")
+    assert (tmp_path / "viewer" / "data" / "0.js").stat().st_size < 100_000

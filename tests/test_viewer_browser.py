@@ -3,8 +3,8 @@
 The experiment is test_viewer.py's hand-written one (two systems meeting three simulated users, and one
 imported dialogue whose texts hold markup). Checks what a reader sees: the list, its filters, a session's
 chat with the simulator's hidden state and the titles, the same user side by side, the keys, and that the
-page fits 1280 px. Leaves a screenshot in tests/artifacts/viewer.png (and the list and side-by-side views
-beside it).
+page fits 1280 px; a tool-using system's calls folded under each reply. Leaves a screenshot in
+tests/artifacts/viewer.png (and the list, side-by-side and tool-call views beside it).
 """
 
 import json
@@ -16,7 +16,17 @@ from pathlib import Path
 from urllib.parse import quote, unquote, urlsplit
 
 import pytest
-from test_viewer import IMPORTED, INJECTION, SCRIPT, add_trial, build_experiment, write
+from test_viewer import (
+    IMPORTED,
+    INJECTION,
+    NOT_JSON,
+    SCRIPT,
+    TOOL_SESSION,
+    add_tool_session,
+    add_trial,
+    build_experiment,
+    write,
+)
 
 # Installs Debian packages: only when asked (.ci/run asks).
 SYSTEM_TESTS = "CRSEVAL_SYSTEM_TESTS"
@@ -288,6 +298,89 @@ def test_a_session_id_that_is_not_a_session_is_refused_without_a_fetch(browser, 
     # a real session still opens afterwards
     open_hash(browser, "#session=oracle%2Fs00000", "document.body.dataset.session === 'oracle/s00000'")
     assert browser.execute_script("return document.getElementById('error').hidden") is True
+
+
+def test_a_tool_using_systems_calls_unfold_under_each_reply(browser, tmp_path):
+    """The toolbot's turns (test_viewer.tool_record): each reply has its calls folded; unfolded, one row per
+    call with its status, arguments, result or error and latency; the committed film marked among the
+    recommendations; markup in arguments, titles and excerpts stays text."""
+    from selenium.webdriver.common.by import By
+
+    experiment = build_experiment(tmp_path / "results")
+    record = add_tool_session(experiment, tmp_path / "results")
+    write(experiment, tmp_path / "viewer")
+    browser.get((tmp_path / "viewer" / "index.html").as_uri())
+    wait_for(browser, "document.body.dataset.ready === '1'")
+    browser.execute_script("window.__alerted = false; window.alert = () => { window.__alerted = true; };")
+    opened = f"document.body.dataset.session === {TOOL_SESSION!r}"
+    open_hash(browser, f"#session={quote(TOOL_SESSION, safe='')}", opened)
+    assert texts(browser, ".msg.system .text") == [t["system_text"] for t in record["turns"]]
+    # folded by default; the summary counts the calls, the errors, the ignored and how a turn ended
+    assert browser.execute_script("return Array.from(document.querySelectorAll('details.tools')).map(d => d.open)") == [
+        False,
+        False,
+    ]
+    assert browser.find_element(By.CSS_SELECTOR, ".turn[data-turn='1'] table.tool-calls").is_displayed() is False
+    assert texts(browser, ".turn[data-turn='1'] details.tools summary span") == [
+        "5 tool calls: search_films ×2, film_details ×2, recommend",
+        "1 error",
+        "1 ignored",
+    ]
+    assert texts(browser, ".turn[data-turn='2'] details.tools summary span") == [
+        "3 tool calls: search_films ×3",
+        "2 errors",
+        "ended at the call bound",
+    ]
+    assert texts(browser, ".turn[data-turn='3'] .tools.none span") == [
+        "0 tool calls",
+        "ended with a message, nothing committed",
+    ]
+    # the committed film among the recommendations, marked
+    assert texts(browser, ".turn[data-turn='1'] .msg.system .chip.rec") == ["Halloween"]
+    assert texts(browser, ".turn[data-turn='1'] .chip.rec.committed") == ["Halloween"]
+    marker = "return getComputedStyle(document.querySelector('.chip.rec.committed'), '::before').content"
+    assert "✓" in browser.execute_script(marker)
+    assert texts(browser, ".turn[data-turn='2'] .chip.rec") == []
+    # unfolded: one row per call
+    for turn in ("1", "2"):
+        browser.find_element(By.CSS_SELECTOR, f".turn[data-turn='{turn}'] details.tools summary").click()
+    wait_for(browser, "document.querySelectorAll('details.tools[open]').length === 2")
+    first = ".turn[data-turn='1'] tr.tool-call"
+    assert browser.find_element(By.CSS_SELECTOR, first).is_displayed()
+    assert texts(browser, f"{first} .tool-name") == [c["name"] for c in record["turns"][0]["tool_calls"]]
+    assert browser.execute_script(
+        f"return Array.from(document.querySelectorAll({first!r})).map(r => r.dataset.status)"
+    ) == ["ok", "error", "ok", "ok", "ignored"]
+    assert texts(browser, f"{first} .tool-status") == ["ok", "error", "ok", "ok", "ignored"]
+    assert texts(browser, f"{first} .tool-args")[0] == '{"genre":["horror"],"keywords":"' + INJECTION + '"}'
+    assert texts(browser, f"{first} .tool-outcome") == [
+        "2 of 12 found: Halloween · <b>The Thing</b>",
+        "unknown film id: 99999",
+        "Halloween (id 7)",
+        "committed: Halloween",
+        "after the turn's recommend",
+    ]
+    assert texts(browser, f"{first} .tool-latency") == ["0.500 s", "0.001 s", "0.012 s", "0.250 s", "0 s"]
+    styles = browser.execute_script(
+        "return ['ok', 'error', 'ignored'].map(s => getComputedStyle("
+        "document.querySelector('.tool-status-chip.s-' + s)).backgroundColor)"
+    )
+    assert len(set(styles)) == 3
+    raw = browser.find_element(By.CSS_SELECTOR, ".turn[data-turn='2'] .tool-args.raw")
+    assert raw.text == NOT_JSON and "not JSON" in raw.get_attribute("title")
+    assert browser.execute_script("return document.querySelectorAll('img, b, .chat script').length") == 0
+    assert browser.execute_script("return window.__alerted") is False
+    assert fits(browser)
+    browser.execute_script("document.querySelector(\".turn[data-turn='1']\").scrollIntoView()")
+    ARTIFACTS.mkdir(exist_ok=True)
+    browser.save_screenshot(str(ARTIFACTS / "viewer-tools.png"))
+    # side by side with the other systems: the toolbot's cell has its calls folded too
+    open_hash(browser, "#side=1&systems=oracle,toolbot", "document.querySelectorAll('.side-head').length === 2")
+    cell = ".side-cell[data-system='toolbot'][data-turn='1']"
+    assert texts(browser, f"{cell} details.tools summary span")[1:] == ["1 error", "1 ignored"]
+    assert texts(browser, f"{cell} .chip.rec.committed") == ["Halloween"]
+    assert texts(browser, ".side-cell[data-system='oracle'] .tools") == []
+    assert fits(browser)
 
 
 def report_items(report_html: Path) -> dict:

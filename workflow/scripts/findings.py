@@ -4,12 +4,17 @@ and params.report_page, the report's entry (htmlindex), with links to where `sna
 puts each file. The zip holds every report item as data/raw/<id>/<file name>, <id> the first 16 hex digits of
 the SHA-256 of its path as the rule names it (a directory reported with htmlindex by <directory>/<htmlindex>,
 its other files beside that page); `snakemake.report_href(path)` is Snakemake's own href to such an item from
-another one (`../<id>/<file name>`). tests/test_viewer_browser.py follows every link of both pages."""
+another one (`../<id>/<file name>`). tests/test_viewer_browser.py follows every link of both pages.
+
+The kinds of tool-call errors come from the turns table's `tool_error_kinds` column, read only when the rule
+declares the table as `input.turns` (rules.aggregate.output.turns) and the table has that column; without it
+the page counts the errors from the sessions table and names no kinds."""
 
 import os
 from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval.core.io import atomic_path, log_to
@@ -37,6 +42,13 @@ def in_report(path: str) -> str:
     return str(snakemake.report_href(Path(path).as_posix()))
 
 
+def error_kinds(path):
+    """The turns table's system and tool-call error kinds, when the rule gives the table and it has them."""
+    if not path or findings.ERROR_KINDS not in pq.read_schema(path).names:
+        return None
+    return pd.read_parquet(path, columns=["system", findings.ERROR_KINDS])
+
+
 output = Path(snakemake.output[0])
 sessions = pd.read_parquet(snakemake.input.sessions)
 judges = [c for c in column_registry.JUDGE_SCORES if c in sessions] if snakemake.params.judged else []
@@ -51,6 +63,7 @@ tables = dict(
     sessions=sessions,
     validity=table(snakemake.input.validity) if snakemake.input.validity else None,
     scorecard=table(snakemake.input.scorecard) if snakemake.input.scorecard else None,
+    turns=error_kinds(snakemake.input.get("turns")),
 )
 links = dict(snakemake.params.links)
 if snakemake.params.report_page == "index.html":

@@ -13,7 +13,11 @@ files; links to the session viewer and the tables beside it):
   validity table), ordered by how much was checked before what passed, so a metric that passed the
   one check it could run does not read as better founded than one that passed three of four;
 - per headline metric and system, links to the sessions with the lowest and the highest value in
-  the session viewer (`<viewer>#session=<session_id>`).
+  the session viewer (`<viewer>#session=<session_id>`);
+- when a tool-using system's calls failed (docs/tools_contract_draft.md), per such system: its calls, the
+  errors (count and share), the most common error kinds, the turns that ended at the call bound and the calls
+  ignored after the turn's recommend (`tool_calls_table`; the session columns TOOL_COLUMNS, the kinds from
+  the turns table's `tool_error_kinds` when it has one).
 Every value read from a table is escaped: system names and metric labels come from the config. A number
 that is missing shows as "–"; one that is no finite number (an inf a table holds) as "n/a", and a mean
 that is no finite number is left unranked.
@@ -27,7 +31,9 @@ once for each (workflow/scripts/findings.py).
 from __future__ import annotations
 
 import html
+import json
 import math
+from collections import Counter
 from urllib.parse import quote
 
 import numpy as np
@@ -36,6 +42,12 @@ import pandas as pd
 from crseval.statistics import column_registry
 
 VIEWER = "../viewer/index.html"
+# per session, the counts the tool_use metric family writes: calls, calls with status "error", calls ignored
+# after the turn's recommend, turns that ended at the call bound (NaN or absent: no tool-using system)
+TOOL_COLUMNS = ("tool_calls", "tool_errors", "tool_ignored", "tool_bound_turns")
+ERROR_KINDS = "tool_error_kinds"  # turns table: the turn's distinct error kinds (a JSON list of strings)
+KINDS_SHOWN = 3
+KIND_LENGTH = 60
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;
 color:#1d1f23;line-height:1.45}
@@ -211,6 +223,67 @@ def extremes(sessions: pd.DataFrame, metric: str) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def error_kind(text) -> str:
+    """The kind of a tool call's error: its text up to the first ":", at most KIND_LENGTH characters ("unknown
+    film id: 99999" -> "unknown film id"). A kind is its own kind."""
+    return str(text).split(":", 1)[0].strip()[:KIND_LENGTH]
+
+
+def _kinds_of(cell) -> list[str]:
+    """The distinct error kinds in one turn's `tool_error_kinds` cell: a JSON list of strings (the kinds, or
+    error texts); a cell that is no JSON list is read as one per line; missing or empty, none."""
+    if cell is None or (isinstance(cell, float) and math.isnan(cell)) or not str(cell).strip():
+        return []
+    try:
+        items = json.loads(cell)
+    except (TypeError, ValueError):
+        items = None
+    if not isinstance(items, list):
+        items = str(cell).splitlines()
+    return list(dict.fromkeys(error_kind(item) for item in items if item is not None and str(item).strip()))
+
+
+def tool_calls_table(sessions: pd.DataFrame, turns: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Per system whose sessions recorded tool calls (a value in `tool_calls`), over all its sessions: calls,
+    errors, error_share (errors / calls, NaN without calls), ignored, bound_turns, kinds (the KINDS_SHOWN most
+    common error kinds as (kind, turns with an error of that kind), most first, then by name; None when
+    `turns` has no `tool_error_kinds`), worst_id and worst_errors (the session with the most errors, first by id among
+    equals; missing without errors). Empty when `sessions` lacks one of TOOL_COLUMNS."""
+    columns = ["system", "calls", "errors", "error_share", "ignored", "bound_turns", "kinds", "worst_id"]
+    columns.append("worst_errors")
+    if not set(TOOL_COLUMNS) <= set(sessions.columns):
+        return pd.DataFrame(columns=columns)
+    counts = sessions[["system", "session_id"]].astype(str)
+    for name in TOOL_COLUMNS:
+        counts[name] = _finite(sessions[name].tolist()).to_numpy()
+    counts = counts[counts["tool_calls"].notna()].sort_values(["system", "session_id"], kind="stable")
+    counts = counts.reset_index(drop=True)
+    kinds = None
+    if turns is not None and ERROR_KINDS in turns and "system" in turns:
+        kinds = {}
+        for system, cells in turns.groupby(turns["system"].astype(str), sort=True)[ERROR_KINDS]:
+            found = Counter(kind for cell in cells.tolist() for kind in _kinds_of(cell))
+            kinds[system] = sorted(found.items(), key=lambda item: (-item[1], item[0]))[:KINDS_SHOWN]
+    rows = []
+    for system, own in counts.groupby("system", sort=True):
+        calls, errors = own["tool_calls"].sum(), own["tool_errors"].sum()
+        worst = own.loc[own["tool_errors"].idxmax()] if errors > 0 else None
+        rows.append(
+            [
+                system,
+                calls,
+                errors,
+                errors / calls if calls > 0 else math.nan,
+                own["tool_ignored"].sum(),
+                own["tool_bound_turns"].sum(),
+                None if kinds is None else kinds.get(system, []),
+                None if worst is None else worst["session_id"],
+                None if worst is None else worst["tool_errors"],
+            ]
+        )
+    return pd.DataFrame(rows, columns=columns)
+
+
 def _session_link(viewer: str, session_id: str, text: str) -> str:
     return f'<a href="{esc(viewer)}#session={quote(str(session_id), safe="")}">{esc(text)}</a>'
 
@@ -262,10 +335,12 @@ def findings_page(
     scorecard: pd.DataFrame | None = None,
     links: dict[str, str] | None = None,
     viewer: str = VIEWER,
+    turns: pd.DataFrame | None = None,
 ) -> str:
     """The findings page as one HTML document (see the module docstring). `links`: label -> href of the
     tables and summaries to link to (those the run wrote); `viewer`: href of the session viewer's page. Both
-    relative to where the page is opened."""
+    relative to where the page is opened. `turns`: the turns table's `system` and `tool_error_kinds` columns,
+    for the kinds of the tool calls' errors (None: the kinds are left out)."""
     systems = model_metrics["model"].astype(str).tolist()
     size = "no sessions"
     if "sessions" in model_metrics and len(model_metrics):
@@ -297,6 +372,7 @@ def findings_page(
     ]
     parts += _scorecard_table(headline, rankings)
     parts += _pairs_section(headline, pairs, power)
+    parts += _tool_calls_section(tool_calls_table(sessions, turns), viewer)
     parts += _evidence_section(evidence(validity, scorecard))
     parts += _extremes_section(headline, sessions, viewer)
     parts.append("</body></html>")
@@ -371,6 +447,41 @@ def _pairs_section(headline: list[str], pairs: dict[str, pd.DataFrame], power: p
             )
         lines.append("</table>")
     return lines
+
+
+def _tool_calls_section(table: pd.DataFrame, viewer: str) -> list[str]:
+    """The tool-using systems' calls, when some call of any of them failed; nothing otherwise."""
+    if not len(table) or not (_finite(table["errors"]) > 0).any():
+        return []
+    kinds = table["kinds"].notna().any()
+    lines = [
+        "<h2>Tool calls</h2>",
+        "<p><small>Over every session of each tool-using system. An error is a call the toolkit refused (an "
+        "unknown tool or film id, arguments that are no JSON or off the schema, too many films or calls); an "
+        "ignored call was recorded and never run. "
+        + ("An error's kind is its text up to the first colon, counted in the turns it occurred in. " if kinds else "")
+        + "The viewer shows each turn's calls under the reply.</small></p>",
+        "<table><tr><th>system</th><th>calls</th><th>errors</th>"
+        + ("<th>most common errors (turns)</th>" if kinds else "")
+        + "<th>turns ended at the call bound</th><th>ignored calls</th><th>the session with most errors</th></tr>",
+    ]
+    for r in table.to_dict("records"):
+        share = "" if pd.isna(r["error_share"]) else f"&nbsp;({r['error_share']:.1%})"
+        css = "fail" if r["errors"] > 0 else "pass"
+        named = "; ".join(f"{kind} ({n} turn{'s' if n != 1 else ''})" for kind, n in r["kinds"] or [])
+        worst = (
+            _session_link(viewer, r["worst_id"], f"{_count(r['worst_errors'])} ({r['worst_id']})")
+            if isinstance(r["worst_id"], str)
+            else "–"
+        )
+        lines.append(
+            f"<tr><td>{esc(r['system'])}</td><td class='num'>{_count(r['calls'])}</td>"
+            f"<td class='num {css}'>{_count(r['errors'])}{share}</td>"
+            + (f"<td>{esc(named) or '–'}</td>" if kinds else "")
+            + f"<td class='num'>{_count(r['bound_turns'])}</td><td class='num'>{_count(r['ignored'])}</td>"
+            f"<td>{worst}</td></tr>"
+        )
+    return [*lines, "</table>"]
 
 
 def _evidence_section(table: pd.DataFrame) -> list[str]:

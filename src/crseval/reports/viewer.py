@@ -4,11 +4,12 @@
 script or style), `<output_dir>/list.js` (one compact row per session: identifiers and the numeric
 metrics of tables/sessions.parquet) and `<output_dir>/data/<n>.js` (the turns of about CHUNK_SIZE
 sessions each: texts, the simulated user's hidden state, the titles the scorer recognised, the per-turn
-CC, CR, copying and TAS of tables/turns.parquet, and the judges' scores and rationales). The page loads
-the data with <script src> tags (`window.crsevalData(payload)`, JSONP style), never fetch(), so it
-works opened from file:// and inside a Snakemake report (`report(directory(...), htmlindex="index.html")`);
-a chunk is loaded when one of its sessions is opened. Chunks hold whole session indices (the same
-seeded user in every system and trial), so a side-by-side view reads one chunk.
+CC, CR, copying and TAS of tables/turns.parquet, the judges' scores and rationales, and the tool calls of a
+tool-using system, bounded: see `_tools`). The page loads the data with <script src> tags
+(`window.crsevalData(payload)`, JSONP style), never fetch(), so it works opened from file:// and inside a
+Snakemake report (`report(directory(...), htmlindex="index.html")`); a chunk is loaded when one of its
+sessions is opened. Chunks hold whole session indices (the same seeded user in every system and trial), so a
+side-by-side view reads one chunk.
 
 Every string from the sessions is data: written JSON-escaped (`<`, `>` and `&` as \\u escapes), shown
 with textContent. The output is deterministic: the same inputs give the same bytes.
@@ -50,6 +51,11 @@ DECIMALS = 4
 TURN_METRICS = ("cc", "cr", "copying", "tas")  # per-turn columns of turns.parquet shown beside each reply
 VISIBLE = 8  # metric columns the list shows until the reader picks others
 LIST_FIELDS = ("id", "system", "session_index", "seed", "profile", "trial", "turns", "ending", "chunk")
+TOOL_CALLS_SHOWN = 50  # a turn's tool calls a chunk carries, in order; the others are only counted
+TOOL_TEXT = 300  # characters of a call's arguments, result summary and error a chunk carries
+TOOL_NAME = 60  # characters of a tool's name (the model's, so any text)
+TOOL_NAMES = 8  # distinct tool names the summary of a turn's calls lists
+TOOL_KEYS = ("tool_calls", "committed_titles", "tool_turn_end")  # a tool-using system's turn has them
 _UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
@@ -294,6 +300,8 @@ def _session(record: dict, per_turn: dict, judgements: list[dict] | None) -> dic
                 "metrics": per_turn.get((sid, turn["turn"]), {}),
             }
         )
+        if any(key in turn for key in TOOL_KEYS):  # other systems' turns: the chunk as it always was
+            turns[-1]["tools"] = _tools(turn)
     provenance = record.get("provenance") or {}
     return {
         "id": sid,
@@ -309,6 +317,80 @@ def _session(record: dict, per_turn: dict, judgements: list[dict] | None) -> dic
         "source_file": provenance.get("source_file"),
         "judges": judgements or [],
         "turns": turns,
+    }
+
+
+def _cut(text: str, limit: int = TOOL_TEXT) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _compact(value) -> str:
+    """`value` as compact JSON (keys in the order recorded), cut to TOOL_TEXT characters."""
+    return _cut(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str))
+
+
+def _titles(films) -> list[str]:
+    return [str(f.get("title")) for f in films if isinstance(f, dict)] if isinstance(films, list) else []
+
+
+def _result(name: str, result) -> str | None:
+    """A call's recorded result summary as one line: the titles a search found (of how many), the title a
+    film_details read, the titles a recommend committed; any other result as compact JSON."""
+    if result is None:
+        return None
+    if isinstance(result, dict) and isinstance(result.get("films"), list):
+        titles = " · ".join(_titles(result["films"]))
+        if name == "recommend":
+            return _cut(f"committed: {titles}")
+        total = result.get("total")
+        found = f"{len(result['films'])} of {total}" if isinstance(total, int) else f"{len(result['films'])}"
+        return _cut(f"{found} found" + (f": {titles}" if titles else ""))
+    if isinstance(result, dict) and "title" in result:
+        return _cut(f"{result['title']}" + (f" (id {result['id']})" if "id" in result else ""))
+    return _compact(result)
+
+
+def _call(call: dict) -> dict:
+    name = _cut(str(call.get("name")), TOOL_NAME)
+    arguments = call.get("arguments")
+    raw = arguments is None and call.get("arguments_text") is not None
+    error = call.get("error")
+    return {
+        "step": _number(call.get("step")),
+        "name": name,
+        "arguments": _cut(str(call["arguments_text"])) if raw else _compact(arguments),
+        "raw": raw,
+        "status": str(call.get("status")),
+        "result": _result(str(call.get("name")), call.get("result")),
+        "error": None if error is None else _cut(str(error)),
+        "latency_s": _number(call.get("latency_s")),
+    }
+
+
+def _tools(turn: dict) -> dict:
+    """What a tool-using system's turn did (docs/tools_contract_draft.md), bounded whatever the record holds:
+    the first TOOL_CALLS_SHOWN calls, each with its arguments as compact JSON (or the excerpt of what the
+    model sent when they were no JSON), status, result summary and error cut to TOOL_TEXT characters; over
+    every call, how many there were (`more`: those not carried), how many failed or were ignored, and the
+    tool names with their counts (the first TOOL_NAMES names; `more_names` the others); the titles the
+    turn committed through `recommend` (None when it committed nothing) and how the turn ended."""
+    calls = [c if isinstance(c, dict) else {} for c in (turn.get("tool_calls") or [])]
+    statuses = [str(c.get("status")) for c in calls]
+    names: dict[str, int] = {}
+    for call in calls:
+        name = _cut(str(call.get("name")), TOOL_NAME)
+        names[name] = names.get(name, 0) + 1
+    committed = turn.get("committed_titles")
+    return {
+        "count": len(calls),
+        "errors": statuses.count("error"),
+        "ignored": statuses.count("ignored"),
+        "names": [[name, n] for name, n in list(names.items())[:TOOL_NAMES]],
+        "more_names": max(0, len(names) - TOOL_NAMES),
+        "calls": [_call(c) for c in calls[:TOOL_CALLS_SHOWN]],
+        "more": max(0, len(calls) - TOOL_CALLS_SHOWN),
+        "committed": None if committed is None else [str(t) for t in committed],
+        "end": _text(turn.get("tool_turn_end")),
     }
 
 

@@ -626,9 +626,11 @@
       parts.push(judgeBlock(j));
     });
     var imported = s.turns.every(function (t) { return !t.user_meta; });
+    var tooled = s.turns.some(function (t) { return !!t.tools; });
     if (imported) parts.push(el("p", "note", "Imported dialogue: no simulated user, so no hidden state."));
     parts.push(el("p", "legend muted", [
       "films: ", chip("recommended", "rec"), " ", chip("mentioned", "mention"), " ", chip("outside the catalog", "unknown"),
+      tooled ? [" ", chip("committed through recommend", "rec committed"), "  · under each reply: its tool calls (click to unfold)"] : null,
       imported ? null : ["  · beside each user turn: the simulated user's hidden state (gold constraints: ",
         chip("said", "status said"), " ", chip("on ask", "status on-ask"), " ", chip("hidden", "status hidden"), ")"]
     ]));
@@ -694,9 +696,72 @@
     return parts.length ? el("div", "turn-metrics", parts) : null;
   }
 
+  /* the turn's recommendations: the titles it committed through the recommend tool (marked), then any
+     other recommended title the scorer read in the text */
+  function recChips(t) {
+    var committed = t.tools && t.tools.committed;
+    if (!committed) return chips(t.recommended_titles, "rec", "recommended (catalog)");
+    var others = (t.recommended_titles || []).filter(function (title) { return committed.indexOf(title) < 0; });
+    return [chips(committed, "rec committed", "recommended: committed through the recommend tool"),
+      chips(others, "rec", "recommended (catalog)")];
+  }
+
+  var TOOL_STATUS = { ok: "ok", error: "error", ignored: "ignored" }; /* status -> class "s-<status>"; any other: "s-other" */
+  var TOOL_END = {
+    message: "ended with a message, nothing committed",
+    bound: "ended at the call bound",
+    error: "ended: the model call failed"
+  };
+
+  function plural(n, one, many) {
+    return n + " " + (n === 1 ? one : many);
+  }
+
+  /* a tool-using system's calls in the turn, folded: the summary counts them (names, errors, ignored calls,
+     how the turn ended unless by a commit); inside, one row per call (the first 50 the chunk carries) */
+  function toolFold(tools) {
+    if (!tools) return null;
+    var names = tools.names.map(function (pair) {
+      return pair[1] > 1 ? pair[0] + " ×" + pair[1] : pair[0];
+    });
+    if (tools.more_names) names.push("… " + plural(tools.more_names, "other", "others"));
+    var summary = [el("span", "tool-count", plural(tools.count, "tool call", "tool calls") + (names.length ? ": " + names.join(", ") : ""))];
+    if (tools.errors) summary.push(el("span", "tool-flag s-error", plural(tools.errors, "error", "errors")));
+    if (tools.ignored) summary.push(el("span", "tool-flag s-ignored", tools.ignored + " ignored"));
+    if (tools.end && tools.end !== "recommend") {
+      var ended = Object.prototype.hasOwnProperty.call(TOOL_END, tools.end) ? TOOL_END[tools.end] : "ended: " + tools.end;
+      summary.push(el("span", "tool-end", ended));
+    }
+    if (!tools.count) return el("div", "tools none", summary);
+    var rows = el("tbody");
+    tools.calls.forEach(function (c) {
+      var status = Object.prototype.hasOwnProperty.call(TOOL_STATUS, c.status) ? TOOL_STATUS[c.status] : "other";
+      var outcome = [];
+      if (c.result !== null && c.result !== undefined) outcome.push(el("span", "tool-result", c.result));
+      if (c.error !== null && c.error !== undefined) outcome.push(el("span", "tool-error", c.error));
+      var tr = el("tr", "tool-call s-" + status, [
+        el("td", "tool-step", c.step === null ? "–" : String(c.step)),
+        el("td", "tool-name", c.name),
+        titled(el("td", "tool-args" + (c.raw ? " raw" : ""), c.arguments),
+          c.raw ? "not JSON: an excerpt of what the model sent" : "the arguments, as compact JSON"),
+        el("td", "tool-status", el("span", "tool-status-chip s-" + status, c.status)),
+        el("td", "tool-outcome", outcome),
+        el("td", "tool-latency", c.latency_s === null ? "–" : fmt(c.latency_s) + " s")
+      ]);
+      tr.dataset.status = status;
+      rows.appendChild(tr);
+    });
+    var head = el("thead", "", el("tr", "", ["step", "tool", "arguments", "status", "result / error", "latency"].map(function (h) {
+      return el("th", "", h);
+    })));
+    var parts = [el("summary", "", summary), el("table", "tool-calls", [head, rows])];
+    if (tools.more) parts.push(el("p", "tool-more", "… and " + plural(tools.more, "more call", "more calls") + " not shown (the first " + tools.calls.length + " are)"));
+    return el("details", "tools", parts);
+  }
+
   function titleChips(t) {
     var row = el("div", "chips", [
-      chips(t.recommended_titles, "rec", "recommended (catalog)"),
+      recChips(t),
       chips(t.mentioned_titles, "mention", "mentioned (catalog)"),
       chips(t.unknown_titles, "unknown", "named, outside the catalog")
     ]);
@@ -724,7 +789,8 @@
       el("div", "who", "system"),
       el("div", "text", t.system_text || "(no reply)"),
       titleChips(t),
-      turnMetrics(t)
+      turnMetrics(t),
+      toolFold(t.tools)
     ]);
     var block = el("div", "turn", [el("div", "pair", [user, system])]);
     block.dataset.turn = String(t.turn);
@@ -876,7 +942,8 @@
           el("div", "u" + (userDiffers ? " u-differs" : ""), [el("span", "who", "user "), t.user_text]),
           el("div", "s", t.system_text || "(no reply)"),
           titleChips(t),
-          turnMetrics(t)
+          turnMetrics(t),
+          toolFold(t.tools)
         ]);
         cell.dataset.system = s.system;
         cell.dataset.turn = String(n);
