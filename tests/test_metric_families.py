@@ -31,7 +31,7 @@ def with_scoring(config: dict, change) -> dict:
 
 
 def test_the_families_in_column_order():
-    assert list(families.FAMILY_KINDS) == ["tas", "cas", "adherence", "goals", "response_stats"]
+    assert list(families.FAMILY_KINDS) == ["tas", "cas", "adherence", "goals", "response_stats", "tool_use"]
     assert {name: kind.name for name, kind in families.FAMILY_KINDS.items()} == {n: n for n in families.FAMILY_KINDS}
     assert scorer.FAMILIES == {name: kind.scorer for name, kind in families.FAMILY_KINDS.items()}
 
@@ -54,13 +54,16 @@ def test_every_family_is_declared_completely(kind, config):
     for field in ("parse_settings", "backends", "embedding_users", "reads_lda", "checks", "figures"):
         assert callable(getattr(kind, field)), field
     assert callable(kind.scatter_columns) and callable(kind.figure_params)
-    assert kind.settings(scoring) is not None
+    if kind.name in scoring:  # a family without settings may have no section (tool_use)
+        assert kind.settings(scoring) is not None
     assert isinstance(kind.backends(scoring), dict)
     assert all(isinstance(key, str) and key.startswith("scoring.") for key in kind.embedding_users(scoring))
     assert isinstance(kind.reads_lda(scoring), bool)
     assert list(kind.checks(config)) == []
-    # its headline metrics and plotted columns are metrics it declares
-    assert kind.headline and all(session[name].metric for name in kind.headline)
+    # its headline metrics and plotted columns are metrics it declares; a family `scoring.metrics` does not select
+    # by default has no headline (`stats.metrics`' default names none of its columns)
+    selected_by_default = kind.name in load_schema()["properties"]["scoring"]["properties"]["metrics"]["default"]
+    assert bool(kind.headline) == selected_by_default and all(session[name].metric for name in kind.headline)
     assert all(session[name].metric for name in kind.distribution_columns)
     assert all(session[name].metric for name in kind.scatter_columns(scoring))
     assert all(isinstance(figure, str) for figure in kind.figures(scoring, ["x"]))

@@ -23,6 +23,7 @@ from crseval.core.columns import SESSION_ID_COLUMNS, Column
 from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.response_stats import CLUSTER_KEYS
 from crseval.metrics.scorer import FAMILIES
+from crseval.metrics.tool_use import SESSION_NAMES as TOOL_USE
 from crseval.simulate.agents import AgentSettings, TemplateAgent
 from crseval.simulate.sessions import SessionContext, run_session, session_seed
 from crseval.simulate.user import SimulatorSettings, Templates
@@ -82,12 +83,15 @@ def test_ground_truth_columns_are_exactly_those_missing_without_it(scored):
             continue
         if column.ground_truth:
             assert math.isnan(imported[column.name]), column.name
-        elif column.name not in (*CLUSTER_KEYS, "embedding_diversity"):
-            # every other metric has a value without ground truth (the clusters need embeddings, off here)
+        elif column.name not in (*CLUSTER_KEYS, "embedding_diversity", *TOOL_USE):
+            # every other metric has a value without ground truth (the clusters need embeddings, off here; the
+            # template system calls no tool, so the tool_use columns are not measured)
             assert not pd.isna(imported[column.name]), column.name
     # goal metrics that need a user who keeps a wish to itself, a success, or a recorded ending (this session
     # is an explicit user's of the session format before profiles) are NaN by definition
+    # (and the tool_use metrics, of a system that calls no tool)
     undefined_here = {"elicitation_rate", "undisclosed_met", "turns_to_undisclosed", "turns_to_success", "abandoned"}
+    undefined_here |= set(TOOL_USE)
     measured = [
         c
         for c in column_registry.SESSION_COLUMNS.values()
