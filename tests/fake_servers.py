@@ -234,6 +234,65 @@ class FakeOpenAI:
         self._httpd.server_close()
 
 
+class ToolOllama(FakeOllama):
+    """FakeOllama whose replies may ask for tools: `calls(body)` gives the reply's `message.tool_calls` in
+    Ollama's shape ([{"function": {"name", "arguments": <object>}}]), or None for a reply of text only; the
+    text is `content(body)` when given (None leaves `content` out), else "" when there are calls and "Try
+    Heat." when there are none. Messages without `content` (Ollama's client leaves empty fields out) are fine."""
+
+    def __init__(self, calls, **options):
+        super().__init__(**options)
+        self.calls = calls
+
+    def reply(self, body: dict) -> dict:
+        calls = self.calls(body)
+        content = self.content(body) if self.content is not None else "" if calls is not None else "Try Heat."
+        message = {"role": "assistant"}
+        if calls is not None:
+            message["tool_calls"] = calls
+        if content is not None:
+            message["content"] = content
+        return {
+            "model": body["model"],
+            "created_at": "2026-01-01T00:00:00Z",
+            "message": message,
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": 11,
+            "eval_count": 5,
+        }
+
+
+class ToolOpenAI(FakeOpenAI):
+    """FakeOpenAI whose replies may ask for tools: `calls(body)` gives `choices[0].message.tool_calls` in
+    OpenAI's shape ([{"id", "type": "function", "function": {"name", "arguments": <JSON text>}}]), or None
+    for a reply of text only; the text is `content(body)` when given, else null when there are calls."""
+
+    def __init__(self, calls, **options):
+        super().__init__(**options)
+        self.calls = calls
+
+    def reply(self, body: dict) -> dict:
+        calls = self.calls(body)
+        if calls is None:
+            return super().reply(body)
+        content = self.content(body) if self.content is not None else None
+        return {
+            "id": "chatcmpl-tools",
+            "object": "chat.completion",
+            "created": 1767225600,
+            "model": body["model"],
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content, "tool_calls": calls},
+                    "finish_reason": "tool_calls",
+                }
+            ],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16},
+        }
+
+
 if __name__ == "__main__":
     # For running config/test/rerun.yaml by hand: a fake Ollama at its hosts until Ctrl-C.
     import argparse

@@ -3,7 +3,9 @@
 Reads prompt templates and, for the embedded models, the GGUF parts installed from PyPI
 (assembled and hash-checked into the model folder on first use); writes replies to the on-disk
 response cache (`llm.cache_dir`), keyed by backend, model, messages and options. Backends
-(llama.cpp in-process, Ollama, OpenAI-compatible), retries with backoff, reply checks.
+(llama.cpp in-process, Ollama, OpenAI-compatible), retries with backoff, reply checks. Requests may
+offer tools and replies ask for them, in one neutral shape on every backend (crseval.llm.base); running
+the tools is the caller's.
 """
 
 from crseval.llm.base import LLMError, LLMRequest, LLMResponse, TransientLLMError

@@ -1,5 +1,12 @@
 """The request/response types shared by every backend, the two kinds of failure, and the checks
-every reply passes before anyone sees it (one place, so that all backends fail the same way)."""
+every reply passes before anyone sees it (one place, so that all backends fail the same way).
+
+Tool calls: a request may carry tool definitions (`LLMRequest.tools`) and tool messages (an assistant
+message that asked for tools, a tool result), and a reply may ask for tools (`LLMResponse.tool_calls`)
+instead of, or besides, giving text. The messages and calls are kept in one neutral shape, which each
+backend translates to its API's, so that the loop that runs the tools and the cache see one format;
+a reply's calls are bounded and checked here, like its text (`tool_calls_from`).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
-from crseval.core.canonical import canonical_sha
+from crseval.core.canonical import canonical_json, canonical_sha
 from crseval.core.redact import redact_url, redact_urls  # noqa: F401 (the backends' API)
 
 
@@ -46,13 +53,62 @@ def retry_after(value: str | None) -> float | None:
 # The sampling options of a config's `options` (the schema's `$defs/options`), as a request's fields.
 SAMPLING_OPTIONS = ("temperature", "top_p", "max_tokens")
 
+# What a reply may ask for: more calls are dropped, longer names and arguments cut (the response's `extra` says so).
+MAX_TOOL_CALLS_PER_REPLY = 64
+MAX_TOOL_NAME_CHARS = 200
+MAX_ARGUMENT_CHARS = 100_000
+# The fields a neutral message dict may have besides role and content: `tool_calls` (an assistant message
+# that asked for tools: [{"id", "name", "arguments"}]), `tool_call_id` and `name` (a tool's result).
+TOOL_MESSAGE_FIELDS = ("tool_calls", "tool_call_id", "name")
+TOOL_CALL_FIELDS = ("id", "name", "arguments")
+
+
+def message_tuple(message: Mapping) -> tuple[str, ...]:
+    """A neutral message dict as an LLMRequest holds it: (role, content), or (role, content, the canonical
+    JSON of its tool fields) when it has any. Tool calls must be {"id", "name", "arguments"}, all strings."""
+    role, content = message["role"], message["content"]
+    # a tool result's id and name; other messages' stray `name`s are not the request's (as before tools)
+    fields = TOOL_MESSAGE_FIELDS if role == "tool" else ("tool_calls",)
+    extra = {key: message[key] for key in fields if message.get(key) not in (None, [], "")}
+    if not extra:
+        return (role, content)
+    if "tool_calls" in extra:
+        calls = extra["tool_calls"]
+        if not isinstance(calls, (list, tuple)) or not all(
+            isinstance(call, Mapping) and all(isinstance(call.get(key), str) for key in TOOL_CALL_FIELDS)
+            for call in calls
+        ):
+            raise ValueError(
+                f"a message's tool_calls must be a list of {{id, name, arguments}} strings: {calls!r:.200}"
+            )
+        extra["tool_calls"] = [{key: call[key] for key in TOOL_CALL_FIELDS} for call in calls]
+    return (role, "" if content is None else content, canonical_json(extra))
+
+
+def tool_definitions_json(tools) -> str:
+    """The canonical JSON of tool definitions in OpenAI's function format ([{"type": "function", "function":
+    {"name", "description", "parameters"}}]), as LLMRequest.tools holds them; "" for none."""
+    if not tools:
+        return ""
+    if isinstance(tools, str):
+        tools = json.loads(tools)
+    if not isinstance(tools, list) or not all(
+        isinstance(tool, Mapping)
+        and isinstance(tool.get("function"), Mapping)
+        and isinstance(tool["function"].get("name"), str)
+        for tool in tools
+    ):
+        raise ValueError('tools must be a list of {"type": "function", "function": {"name", ...}}')
+    return canonical_json(tools)
+
 
 @dataclass(frozen=True)
 class LLMRequest:
     """Everything that determines a reply. `tag` names the prompt template and its version,
     so that editing a template invalidates the cached replies made with it."""
 
-    messages: tuple[tuple[str, str], ...]  # (role, content)
+    # (role, content), or (role, content, canonical JSON of the tool fields) for a tool message (message_tuple)
+    messages: tuple[tuple[str, ...], ...]
     temperature: float = 0.7
     max_tokens: int = 48
     seed: int = 0
@@ -62,10 +118,17 @@ class LLMRequest:
     # > 0: ask for the probabilities of this many most likely tokens at every position of the reply
     # (TokenLogprob), where the backend gives them
     top_logprobs: int = 0
+    # the canonical JSON of the tool definitions the model may call (tool_definitions_json); "" for none
+    tools: str = ""
+
+    def __post_init__(self):
+        if not isinstance(self.tools, str) or self.tools:  # given as a list, or as JSON in any key order
+            object.__setattr__(self, "tools", tool_definitions_json(self.tools))
 
     @classmethod
     def chat(cls, messages: list[dict], **options) -> "LLMRequest":
-        return cls(messages=tuple((m["role"], m["content"]) for m in messages), **options)
+        """A request of neutral message dicts (role, content, and the tool fields of TOOL_MESSAGE_FIELDS)."""
+        return cls(messages=tuple(message_tuple(m) for m in messages), **options)
 
     @classmethod
     def sampled(cls, messages: list[dict], options: Mapping, **fields) -> "LLMRequest":
@@ -75,15 +138,22 @@ class LLMRequest:
         return cls.chat(messages, **{key: options[key] for key in SAMPLING_OPTIONS}, **fields)
 
     def message_dicts(self) -> list[dict]:
-        return [{"role": role, "content": content} for role, content in self.messages]
+        """The neutral message dicts, tool fields included."""
+        return [{"role": m[0], "content": m[1], **(json.loads(m[2]) if len(m) > 2 else {})} for m in self.messages]
+
+    def tool_definitions(self) -> list[dict] | None:
+        """The tool definitions (OpenAI's function format), or None when the request has none."""
+        return json.loads(self.tools) if self.tools else None
 
     def key(self, backend: str, model: str) -> str:
-        """Content hash of backend, model, messages, options, schema and template tag. A request that
-        asks for no token probabilities keeps the key it had before they could be asked for, so
-        replies cached then are still found."""
+        """Content hash of backend, model, messages (tool fields included), options, schema, tools and
+        template tag. A request that asks for no token probabilities and has no tools keeps the key it
+        had before either could be asked for, so replies cached then are still found."""
         fields = asdict(self)
         if not fields["top_logprobs"]:
             del fields["top_logprobs"]
+        if not fields["tools"]:
+            del fields["tools"]
         return canonical_sha({"backend": backend, "model": model, **fields})
 
 
@@ -100,6 +170,13 @@ class LLMResponse:
     # per generated token, in reply order, when the request asked for them and the backend gave them
     # (OpenAI's chat format: {"token", "logprob", "top_logprobs": [{"token", "logprob"}, ...]}); None otherwise
     token_logprobs: list[dict] | None = None
+    # the tools the reply asks to call, in its order: [{"id", "name", "arguments" (JSON text as the model gave
+    # it)}]; None when it asks for none. A reply is good when it has text or at least one call (has_content).
+    tool_calls: list[dict] | None = None
+
+    def has_content(self) -> bool:
+        """Non-blank text or at least one tool call: what every reply must have."""
+        return good_reply(self.text, self.tool_calls)
 
     def meta(self) -> dict:
         """The per-turn `llm` record of the session schema."""
@@ -267,6 +344,102 @@ def reply_text(where: str, data, path: tuple, seen: str) -> str:
             problem = f"{walked} is {'an empty string' if not value else 'blank'}"
     if problem:
         raise TransientLLMError(f"{where}: reply has no text ({problem}); {seen}")
+    return clean_unicode(value)
+
+
+def good_reply(text, tool_calls) -> bool:
+    """A reply anyone may see or cache: text that is a string, non-blank unless the reply asks for a tool
+    (then it may be ""), and tool calls that are None or a list of {"id", "name", "arguments"} strings."""
+    if not isinstance(text, str):
+        return False
+    if tool_calls is None:
+        return bool(text.strip())
+    return (
+        isinstance(tool_calls, list)
+        and all(
+            isinstance(call, dict)
+            and set(call) == set(TOOL_CALL_FIELDS)
+            and all(isinstance(v, str) for v in call.values())
+            for call in tool_calls
+        )
+        and (bool(tool_calls) or bool(text.strip()))
+    )
+
+
+def tool_calls_from(where: str, raw, seen: str) -> tuple[list[dict] | None, dict]:
+    """The tool calls of a reply in the neutral shape ({"id", "name", "arguments"}), from a chat API's list of
+    {"id"?, "function": {"name", "arguments"}} (arguments as JSON text, as OpenAI gives them, or as a JSON value,
+    as Ollama does: written back as JSON), and what `extra` must say about them; (None, {}) for no calls.
+
+    Bounded: MAX_TOOL_CALLS_PER_REPLY calls kept (`tool_calls_dropped`: how many more there were), names cut to
+    MAX_TOOL_NAME_CHARS and arguments to MAX_ARGUMENT_CHARS characters (`tool_names_cut`, `tool_arguments_cut`:
+    the calls' indices), so a runaway server cannot fill the cache. A call without an id gets `call_<index>`.
+    Garbage (not a list, an entry or function that is not an object, a name missing, blank or not a string)
+    is a TransientLLMError naming what is wrong, like an unreadable reply.
+    """
+    if raw is None or raw == []:
+        return None, {}
+    if not isinstance(raw, list):
+        raise TransientLLMError(f"{where}: reply's tool_calls is {_kind(raw)}, not a list; {seen}")
+    notes: dict = {}
+    if len(raw) > MAX_TOOL_CALLS_PER_REPLY:
+        notes["tool_calls_dropped"] = len(raw) - MAX_TOOL_CALLS_PER_REPLY
+        raw = raw[:MAX_TOOL_CALLS_PER_REPLY]
+    calls, names_cut, arguments_cut = [], [], []
+    for index, entry in enumerate(raw):
+        here = f"tool_calls[{index}]"
+        function = entry.get("function") if isinstance(entry, dict) else None
+        problem = None
+        if not isinstance(entry, dict):
+            problem = f"{here} is {_kind(entry)}, not an object"
+        elif not isinstance(function, dict):
+            problem = f"{here}.function is {'missing' if 'function' not in entry else _kind(function)}, not an object"
+        elif not isinstance(function.get("name"), str):
+            name = function.get("name")
+            problem = f"{here}.function.name is {'missing' if 'name' not in function else _kind(name)}, not a string"
+        elif not function["name"].strip():
+            problem = f"{here}.function.name is blank"
+        if problem:
+            raise TransientLLMError(f"{where}: reply has an unusable tool call ({problem}); {seen}")
+        name, arguments = function["name"], function.get("arguments")
+        if arguments is None:
+            arguments = "{}"  # a call of a tool without parameters, as some servers send it
+        elif not isinstance(arguments, str):
+            try:
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            except (TypeError, ValueError, RecursionError):  # cannot come from decoded JSON; never trusted
+                raise TransientLLMError(f"{where}: reply's {here}.function.arguments is unusable; {seen}") from None
+        if len(name) > MAX_TOOL_NAME_CHARS:
+            name = name[:MAX_TOOL_NAME_CHARS]
+            names_cut.append(index)
+        if len(arguments) > MAX_ARGUMENT_CHARS:
+            arguments = arguments[:MAX_ARGUMENT_CHARS]
+            arguments_cut.append(index)
+        call_id = entry.get("id")
+        call_id = call_id[:MAX_TOOL_NAME_CHARS] if isinstance(call_id, str) and call_id.strip() else f"call_{index}"
+        calls.append({"id": clean_unicode(call_id), "name": clean_unicode(name), "arguments": clean_unicode(arguments)})
+    if names_cut:
+        notes["tool_names_cut"] = names_cut
+    if arguments_cut:
+        notes["tool_arguments_cut"] = arguments_cut
+    return calls, notes
+
+
+def reply_content(where: str, data, path: tuple, calls: list[dict] | None, seen: str) -> str:
+    """The text at `path` of a reply that asks for `calls`: as reply_text when it asks for none; else the text
+    may be missing, null or blank (then ""), but anything else there is a TransientLLMError."""
+    if not calls:
+        return reply_text(where, data, path, seen)
+    value = data
+    for step in path:
+        try:
+            value = value[step]
+        except (KeyError, IndexError, TypeError):
+            return ""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise TransientLLMError(f"{where}: reply's text is {_kind(value)}, not a string; {seen}")
     return clean_unicode(value)
 
 

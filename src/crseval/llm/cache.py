@@ -2,7 +2,8 @@
 
 One small JSON file per reply under `<dir>/<key[:2]>/<key>.json`, written atomically, so that
 concurrent jobs can share a cache and a killed job never leaves a half-written entry. A reply's
-token probabilities, when it has them, are kept with it (the judge's G-Eval scores need them).
+token probabilities, when it has them, are kept with it (the judge's G-Eval scores need them), and so are
+the tools it asks to call: such a reply may have no text, and is still good; one with neither is never kept.
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ class ResponseCache:
 
     def get(self, key: str) -> LLMResponse | None:
         """The cached reply, or None for a miss. Unreadable entries and empty replies (which older
-        versions cached) are misses: they are asked for again and overwritten, never trusted."""
+        versions cached: neither text nor tool calls) are misses: they are asked for again and overwritten,
+        never trusted."""
         path = self._path(key)
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -32,14 +34,14 @@ class ResponseCache:
             return None
         except (ValueError, TypeError, OSError, RecursionError):  # half a file, not UTF-8, wrong fields
             return None
-        if not isinstance(response.text, str) or not response.text.strip():
+        if not response.has_content():  # neither text nor tool calls, or calls of the wrong shape
             return None
         if response.token_logprobs is not None and not isinstance(response.token_logprobs, list):
             return None
         return response
 
     def put(self, key: str, response: LLMResponse) -> None:
-        if not isinstance(response.text, str) or not response.text.strip():
+        if not response.has_content():
             raise ValueError(f"refusing to cache an empty reply of {response.backend} model {response.model}")
         record = {
             "text": response.text,
@@ -52,6 +54,8 @@ class ResponseCache:
         }
         if response.token_logprobs is not None:  # kept, so that a re-run needs no call to weigh the scores again
             record["token_logprobs"] = response.token_logprobs
+        if response.tool_calls is not None:  # only then: entries of replies without calls stay as they were
+            record["tool_calls"] = response.tool_calls
         text = json.dumps(record, ensure_ascii=False)
         try:
             content = text.encode("utf-8")

@@ -1,4 +1,8 @@
-"""LLMClient: cache lookup, then the backend with retries and exponential backoff."""
+"""LLMClient: cache lookup, then the backend with retries and exponential backoff.
+
+A reply is good when it has text or asks for at least one tool (LLMResponse.has_content): a tool-using
+system's model may answer a turn with calls only.
+"""
 
 from __future__ import annotations
 
@@ -91,12 +95,13 @@ class LLMClient:
                 attempt += 1
 
     def _checked(self, response: LLMResponse) -> LLMResponse:
-        """The backend's reply, if it has text: the backends check this themselves, and this makes
-        sure that no backend can hand an empty reply to the caller or the cache."""
-        if not isinstance(response.text, str) or not response.text.strip():
+        """The backend's reply, if it has text or asks for a tool (well-formed calls): the backends check
+        this themselves, and this makes sure that no backend can hand an empty reply to the caller or the cache."""
+        if not response.has_content():
+            calls = "" if response.tool_calls is None else f" and tool calls {response.tool_calls!r:.60}"
             raise TransientLLMError(
                 f"{self.backend.name} model {self.backend.model}: reply has no text "
-                f"(the backend returned {response.text!r:.40})"
+                f"(the backend returned {response.text!r:.40}{calls})"
             )
         return response
 

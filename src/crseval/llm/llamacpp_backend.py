@@ -19,12 +19,29 @@ the session's preferences, so few tokens are reused (benchmarks/bench_llm_prefix
 CPU kernels give slightly different logits for a token depending on where its batch starts and how
 long it is, so a reply can depend on the previous call in the process (a reused prefix) and differ
 from a fresh evaluation's at the same seed.
+
+Tool calls (LLMRequest.tools): the small embedded models have no tool-call format of their own that
+llama-cpp-python reads back, so the model answers one JSON object, held to a grammar made from the tool
+definitions: {"tool": <name>, "arguments": {...}} (one call per reply, the arguments held to that tool's
+parameter schema as far as llama.cpp's schema grammar goes: integer bounds are not enforced) or
+{"message": "..."}. The definitions are written into the system message; earlier calls go back as the
+JSON the model gave, earlier messages as {"message": ...}, and tool results as user turns "Result of
+<name>: <result JSON>", which every chat template holds. This was measured against llama-cpp-python's
+`chatml-function-calling` format on the embedded Qwen (benchmarks/bench_llm_tools.py, 15 turns of a
+recommender with three tools): here 91-100% of replies were well-formed calls of a known tool and 67-80%
+of turns reached `recommend` within 4 calls (temperature 0.7 and 0.2), at 5-7 s a call on one thread;
+with chatml-function-calling none were, as its first step always chose "message:" and its message is held
+to a grammar of tool names ("functions.search_films:" as text). That format also renders no tool results,
+ignores the seed, leaves the arguments unbounded by max_tokens, and writes ChatML, which Gemma does not read.
+The small models fill nearly every optional argument the grammar offers (in the definitions' canonical,
+alphabetical order), so their calls are well-formed but often not what the user asked for.
 """
 
 from __future__ import annotations
 
 import atexit
 import json
+import re
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -32,7 +49,16 @@ from pathlib import Path
 import numpy as np
 
 from crseval.llm.backend_kind import BackendKind
-from crseval.llm.base import LLMError, LLMRequest, LLMResponse, excerpt, reply_text, short_label, token_count
+from crseval.llm.base import (
+    LLMError,
+    LLMRequest,
+    LLMResponse,
+    excerpt,
+    reply_text,
+    short_label,
+    token_count,
+    tool_calls_from,
+)
 from crseval.llm.models import EMBEDDED_MODELS, model_path
 
 
@@ -67,6 +93,115 @@ def merge_system_into_user(messages: list[dict]) -> list[dict]:
         else:
             rest.insert(0, {"role": "user", "content": system})
     return rest
+
+
+TOOL_INSTRUCTIONS = (
+    "You can call these tools:\n{tools}\n\n"
+    'Answer with one JSON object: {{"tool": "<tool name>", "arguments": {{...}}}} to call one tool (its result '
+    'comes back as "Result of <tool name>: ..."), or {{"message": "<text>"}} to write to the user.'
+)
+
+
+def tool_reply_schema(tools: list[dict]) -> dict:
+    """The JSON schema of a reply to a request with tools: a call of one of them, its arguments held to its
+    parameter schema, or a message."""
+    calls = [
+        {
+            "type": "object",
+            "properties": {
+                "tool": {"const": tool["function"]["name"]},
+                "arguments": tool["function"].get("parameters") or {"type": "object"},
+            },
+            "required": ["tool", "arguments"],
+        }
+        for tool in tools
+    ]
+    message = {"type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"]}
+    return {"anyOf": [*calls, message]}
+
+
+def tool_prompt(tools: list[dict]) -> str:
+    """The tool definitions as the system message tells them to the model."""
+    lines = []
+    for tool in tools:
+        function = tool["function"]
+        parameters = json.dumps(function.get("parameters") or {}, ensure_ascii=False, separators=(",", ":"))
+        description = " ".join(str(function.get("description") or "").split())
+        lines.append(f"- {function['name']}: {description} Arguments (JSON schema): {parameters}")
+    return TOOL_INSTRUCTIONS.format(tools="\n".join(lines))
+
+
+def tool_messages(messages: list[dict], tools: list[dict]) -> list[dict]:
+    """Neutral messages, tool fields included, as plain turns any chat template holds: the tool definitions
+    added to the system message, an assistant's calls and text as the JSON the model answers with, a tool's
+    result as a user turn "Result of <name>: <content>"."""
+    shaped, told = [], False
+    for message in messages:
+        role, content = message["role"], message["content"]
+        if role == "system" and not told:
+            shaped.append({"role": "system", "content": f"{content}\n\n{tool_prompt(tools)}"})
+            told = True
+        elif role == "assistant":
+            turns = [_call_json(call) for call in message.get("tool_calls") or []]
+            if content.strip() and not turns:
+                turns = [json.dumps({"message": content}, ensure_ascii=False)]
+            shaped.append({"role": "assistant", "content": "\n".join(turns)})
+        elif role == "tool":
+            shaped.append({"role": "user", "content": f"Result of {message.get('name') or 'the tool'}: {content}"})
+        else:
+            shaped.append({"role": role, "content": content})
+    if not told:
+        shaped.insert(0, {"role": "system", "content": tool_prompt(tools)})
+    return shaped
+
+
+def _call_json(call: dict) -> str:
+    """A call as the model would have answered it (the arguments as given when they are not JSON)."""
+    try:
+        arguments = json.loads(call["arguments"])
+    except (ValueError, RecursionError):
+        return f'{{"tool": {json.dumps(call["name"], ensure_ascii=False)}, "arguments": {call["arguments"]}}}'
+    return json.dumps({"tool": call["name"], "arguments": arguments}, ensure_ascii=False)
+
+
+_CUT_CALL = re.compile(r'\s*\{\s*"tool"\s*:\s*("(?:[^"\\]|\\.)*")\s*,\s*"arguments"\s*:\s*(.*)', re.S)
+
+
+def parse_tool_reply(where: str, text: str, seen: str) -> tuple[str, list[dict] | None, dict]:
+    """Text, tool calls and notes of a reply held to tool_reply_schema. A reply cut short (max_tokens) is
+    still read: a call with its arguments as far as they go (not JSON: the caller refuses them), a message
+    as far as it goes; `tool_reply_cut` says so."""
+    try:
+        value, cut = json.loads(text), False
+    except (ValueError, RecursionError):
+        value, cut = None, True
+    if isinstance(value, dict) and isinstance(value.get("tool"), str) and "arguments" in value:
+        call = {"function": {"name": value["tool"], "arguments": value["arguments"]}}
+        calls, notes = tool_calls_from(where, [call], seen)
+        return "", calls, notes
+    if isinstance(value, dict) and isinstance(value.get("message"), str):
+        return value["message"], None, {}
+    match = _CUT_CALL.match(text) if cut else None
+    name = _json_string(match.group(1)) if match else None
+    if name is not None:
+        call = {"function": {"name": name, "arguments": match.group(2)}}
+        calls, notes = tool_calls_from(where, [call], seen)
+        return "", calls, {**notes, "tool_reply_cut": True}
+    for ending in ('"}', "}") if cut else ():
+        try:
+            value = json.loads(text + ending)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("message"), str):
+            return value["message"], None, {"tool_reply_cut": True}
+    return text, None, {"tool_reply_unread": True}  # not the grammar's JSON (a model file that ignores it)
+
+
+def _json_string(text: str) -> str | None:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
 
 
 class TopTokens:
@@ -156,6 +291,16 @@ class LlamaCppBackend:
             max_tokens=request.max_tokens,
             seed=request.seed,
         )
+        tools = request.tool_definitions()
+        if tools and request.json_schema is not None:
+            raise LLMError(f"llamacpp model {self.model}: a request with tools cannot also have a json_schema")
+        if tools:
+            messages = tool_messages(request.message_dicts(), tools)
+            if not self._system_role:
+                messages = merge_system_into_user(messages)
+            kwargs.update(
+                messages=messages, response_format={"type": "json_object", "schema": tool_reply_schema(tools)}
+            )
         if request.json_schema is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": request.json_schema}
         recorder = TopTokens(request.top_logprobs) if request.top_logprobs > 0 else None
@@ -170,6 +315,11 @@ class LlamaCppBackend:
         where = f"llamacpp model {self.model}"
         seen = f"completion: {excerpt(json.dumps(reply, ensure_ascii=True, default=repr))}"
         text = reply_text(where, reply, ("choices", 0, "message", "content"), seen)
+        calls, notes = None, {}
+        if tools:
+            text, calls, notes = parse_tool_reply(where, text, seen)
+            if not calls:
+                text = reply_text(where, {"message": text}, ("message",), seen)
         usage = reply.get("usage") if isinstance(reply.get("usage"), dict) else {}
         return LLMResponse(
             text=text,
@@ -178,8 +328,9 @@ class LlamaCppBackend:
             latency_s=latency,
             prompt_tokens=token_count(usage.get("prompt_tokens")),
             completion_tokens=token_count(usage.get("completion_tokens")),
-            extra={"finish_reason": short_label(reply["choices"][0].get("finish_reason"))},
+            extra={"finish_reason": short_label(reply["choices"][0].get("finish_reason")), **notes},
             token_logprobs=recorder.entries(llm) if recorder is not None else None,
+            tool_calls=calls,
         )
 
 

@@ -1,4 +1,12 @@
-"""An Ollama server's /api/chat (the thesis setup), one bounded POST per call (crseval.llm.server)."""
+"""An Ollama server's /api/chat (the thesis setup), one bounded POST per call (crseval.llm.server).
+
+Tools: a request's definitions go out as `tools` (a request without them sends `"tools": []`, the body
+Ollama's own client sends, so replies cached before tools existed stay valid), an assistant's calls as
+`tool_calls: [{"function": {"name", "arguments": <object>}}]` (Ollama takes arguments as an object only:
+arguments the model gave that are not a JSON object go back as {}), a tool's result as {"role": "tool",
+"content", "tool_name"}; the reply's `message.tool_calls` (arguments an object) come back neutral, the
+arguments written as JSON text (crseval.llm.base.tool_calls_from).
+"""
 
 from __future__ import annotations
 
@@ -14,9 +22,10 @@ from crseval.llm.base import (
     TransientLLMError,
     json_reply,
     redact_url,
-    reply_text,
+    reply_content,
     short_label,
     token_count,
+    tool_calls_from,
 )
 from crseval.llm.server import ServerCall
 
@@ -76,18 +85,26 @@ class OllamaBackend:
         if self.num_ctx:
             options["num_ctx"] = self.num_ctx
         # the body ollama's client.chat() sends (it drops empty message fields), so replies stay as they were
-        messages = [{key: value for key, value in m.items() if value} for m in request.message_dicts()]
-        payload = {"model": self.model, "messages": messages, "tools": [], "stream": False, "options": options}
+        messages = [{key: value for key, value in m.items() if value} for m in ollama_messages(request.message_dicts())]
+        tools = request.tool_definitions() or []
+        payload = {"model": self.model, "messages": messages, "tools": tools, "stream": False, "options": options}
         if request.json_schema is not None:
             payload["format"] = request.json_schema
-        return self.parse_reply(*self._call.post(payload, request))
+        return self.parse_reply(*self._call.post(payload, request), tools=bool(request.tools))
 
-    def parse_reply(self, status: int, content_type: str | None, body: bytes, latency_s: float) -> LLMResponse:
-        """The reply in an HTTP response; LLMError (transient when worth retrying) for anything unusable."""
+    def parse_reply(
+        self, status: int, content_type: str | None, body: bytes, latency_s: float, tools: bool = False
+    ) -> LLMResponse:
+        """The reply in an HTTP response; LLMError (transient when worth retrying) for anything unusable.
+        Its tool calls are read only for a request that offered `tools` (other callers want text)."""
         data, seen = json_reply(self._where, status, content_type, body)
         if "done" in data and data["done"] is not True:  # a fragment of a streamed reply, or junk
             raise TransientLLMError(f"{self._where}: reply is unfinished (done is {json_value(data['done'])}); {seen}")
-        text = reply_text(self._where, data, ("message", "content"), seen)
+        message = data.get("message") if tools else None
+        calls, notes = tool_calls_from(
+            self._where, message.get("tool_calls") if isinstance(message, dict) else None, seen
+        )
+        text = reply_content(self._where, data, ("message", "content"), calls, seen)
         return LLMResponse(
             text=text,
             backend=self.name,
@@ -95,8 +112,34 @@ class OllamaBackend:
             latency_s=latency_s,
             prompt_tokens=token_count(data.get("prompt_eval_count")),
             completion_tokens=token_count(data.get("eval_count")),
-            extra={"finish_reason": short_label(data.get("done_reason"))},
+            extra={"finish_reason": short_label(data.get("done_reason")), **notes},
+            tool_calls=calls,
         )
+
+
+def ollama_messages(messages: list[dict]) -> list[dict]:
+    """Neutral message dicts (crseval.llm.base.message_tuple) in Ollama's chat format; plain ones as they are."""
+    shaped = []
+    for message in messages:
+        if message.get("tool_calls"):
+            calls = [
+                {"function": {"name": c["name"], "arguments": _object(c["arguments"])}} for c in message["tool_calls"]
+            ]
+            shaped.append({"role": message["role"], "content": message["content"], "tool_calls": calls})
+        elif message["role"] == "tool":
+            shaped.append({"role": "tool", "content": message["content"], "tool_name": message.get("name", "")})
+        else:
+            shaped.append(message)
+    return shaped
+
+
+def _object(arguments: str) -> dict:
+    """A call's arguments as the object Ollama takes; {} for text that is not a JSON object."""
+    try:
+        value = json.loads(arguments)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
 
 
 def json_value(value) -> str:

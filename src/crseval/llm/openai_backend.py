@@ -2,6 +2,11 @@
 
 One bounded POST to `<base_url>/chat/completions` per call (crseval.llm.server): the reply's size and
 the call's duration are bounded, and the key goes only to the base URL's origin.
+
+Tools: a request's definitions go out as `tools` with `tool_choice: "auto"`, its neutral tool messages in
+OpenAI's shape (an assistant's `tool_calls` of {"id", "type": "function", "function": {"name", "arguments"}},
+a result as {"role": "tool", "tool_call_id", "content"}), and the reply's `message.tool_calls` come back
+neutral (crseval.llm.base.tool_calls_from).
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ from crseval.llm.base import (
     LLMResponse,
     json_reply,
     redact_url,
-    reply_text,
+    reply_content,
     short_label,
     token_count,
     token_logprobs_from,
+    tool_calls_from,
 )
 from crseval.llm.server import ServerCall
 
@@ -39,6 +45,34 @@ def api_key_from(api_key_env: str | None, where: str) -> str | None:
             "export it, or remove api_key_env for a server that needs no key"
         )
     return key
+
+
+def openai_messages(messages: list[dict]) -> list[dict]:
+    """Neutral message dicts (crseval.llm.base.message_tuple) in OpenAI's chat format; plain ones as they are."""
+    shaped = []
+    for message in messages:
+        if message.get("tool_calls"):
+            shaped.append(
+                {
+                    "role": message["role"],
+                    "content": message["content"] or None,  # OpenAI's own form of "calls only"
+                    "tool_calls": [
+                        {
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": c["name"], "arguments": c["arguments"]},
+                        }
+                        for c in message["tool_calls"]
+                    ],
+                }
+            )
+        elif message["role"] == "tool":
+            shaped.append(
+                {"role": "tool", "tool_call_id": message.get("tool_call_id", ""), "content": message["content"]}
+            )
+        else:
+            shaped.append(message)
+    return shaped
 
 
 def completions_url(base_url: str) -> str:
@@ -71,7 +105,7 @@ class OpenAIBackend:
     def complete(self, request: LLMRequest) -> LLMResponse:
         kwargs = dict(
             model=self.model,
-            messages=request.message_dicts(),
+            messages=openai_messages(request.message_dicts()),
             temperature=request.temperature,
             top_p=request.top_p,
             max_tokens=request.max_tokens,
@@ -84,12 +118,26 @@ class OpenAIBackend:
             }
         if request.top_logprobs > 0:
             kwargs.update(logprobs=True, top_logprobs=request.top_logprobs)
-        return self.parse_reply(*self._call.post(kwargs, request))
+        if request.tools:
+            kwargs.update(tools=request.tool_definitions(), tool_choice="auto")
+        return self.parse_reply(*self._call.post(kwargs, request), tools=bool(request.tools))
 
-    def parse_reply(self, status: int, content_type: str | None, body: bytes, latency_s: float) -> LLMResponse:
-        """The reply in an HTTP response; LLMError (transient when worth retrying) for anything unusable."""
+    def parse_reply(
+        self, status: int, content_type: str | None, body: bytes, latency_s: float, tools: bool = False
+    ) -> LLMResponse:
+        """The reply in an HTTP response; LLMError (transient when worth retrying) for anything unusable.
+        Its tool calls are read only for a request that offered `tools` (other callers want text)."""
         data, seen = json_reply(self._where, status, content_type, body)
-        text = reply_text(self._where, data, ("choices", 0, "message", "content"), seen)
+        choices = data.get("choices") if tools else None
+        message = (
+            choices[0].get("message")
+            if isinstance(choices, list) and choices and isinstance(choices[0], dict)
+            else None
+        )
+        calls, notes = tool_calls_from(
+            self._where, message.get("tool_calls") if isinstance(message, dict) else None, seen
+        )
+        text = reply_content(self._where, data, ("choices", 0, "message", "content"), calls, seen)
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         return LLMResponse(
             text=text,
@@ -98,8 +146,9 @@ class OpenAIBackend:
             latency_s=latency_s,
             prompt_tokens=token_count(usage.get("prompt_tokens")),
             completion_tokens=token_count(usage.get("completion_tokens")),
-            extra={"finish_reason": short_label(data["choices"][0].get("finish_reason"))},
+            extra={"finish_reason": short_label(data["choices"][0].get("finish_reason")), **notes},
             token_logprobs=token_logprobs_from(self._where, data["choices"][0]),
+            tool_calls=calls,
         )
 
 
