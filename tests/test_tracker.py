@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
+from crseval.catalog.retrieval import Retriever
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.tracker import Constraint, ConstraintTracker
-from crseval.catalog.retrieval import Retriever
 
 
 @pytest.fixture

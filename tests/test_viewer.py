@@ -443,7 +443,7 @@ def test_a_session_twice_in_the_shards_is_an_error(experiment, tmp_path):
         write(experiment, tmp_path / "viewer")
 
 
-# A tool-using system (docs/tools_contract_draft.md): user 1 meets "toolbot", whose turns record tool calls.
+# A tool-using system (docs/own_recommender.md): user 1 meets "toolbot", whose turns record tool calls.
 TOOL_SESSION = "toolbot/s00001"
 NOT_JSON = '{"genre": "<script>alert(3)</script>'
 

@@ -49,6 +49,8 @@ rule viewer:
 rule findings:
     input:
         sessions=rules.aggregate.output.sessions,
+        # the kinds of tool-call errors of tool-using systems (its `tool_error_kinds` column, when the family ran)
+        turns=rules.aggregate.output.turns,
         model_metrics=rules.aggregate.output.model_metrics,
         posthoc=rules.stats.output.posthoc,
         paired=rules.stats.output.paired,

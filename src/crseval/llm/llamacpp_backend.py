@@ -102,15 +102,29 @@ TOOL_INSTRUCTIONS = (
 )
 
 
+# Size bounds a schema may state that llama.cpp's grammar would unroll into one rule per repetition (a
+# 2,000-character string, 20 list items): past its limits it refuses the grammar. The caller checks them.
+UNROLLED = ("maxLength", "minLength", "maxItems", "minItems")
+
+
+def grammar_schema(schema):
+    """`schema` without the size bounds a grammar cannot hold (UNROLLED), at every depth."""
+    if isinstance(schema, dict):
+        return {key: grammar_schema(value) for key, value in schema.items() if key not in UNROLLED}
+    if isinstance(schema, list):
+        return [grammar_schema(value) for value in schema]
+    return schema
+
+
 def tool_reply_schema(tools: list[dict]) -> dict:
     """The JSON schema of a reply to a request with tools: a call of one of them, its arguments held to its
-    parameter schema, or a message."""
+    parameter schema (without the size bounds a grammar cannot hold: the tools check those), or a message."""
     calls = [
         {
             "type": "object",
             "properties": {
                 "tool": {"const": tool["function"]["name"]},
-                "arguments": tool["function"].get("parameters") or {"type": "object"},
+                "arguments": grammar_schema(tool["function"].get("parameters") or {"type": "object"}),
             },
             "required": ["tool", "arguments"],
         }

@@ -137,5 +137,5 @@ class FamilyKind:
         return self.scorer.turn_columns
 
     def settings(self, scoring: dict) -> Any:
-        """Its settings, parsed from its section of `scoring`."""
-        return self.parse_settings(scoring[self.name])
+        """Its settings, parsed from its section of `scoring` (a family without settings has no section)."""
+        return self.parse_settings(scoring.get(self.name, {}))

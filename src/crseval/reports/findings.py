@@ -14,7 +14,7 @@ files; links to the session viewer and the tables beside it):
   one check it could run does not read as better founded than one that passed three of four;
 - per headline metric and system, links to the sessions with the lowest and the highest value in
   the session viewer (`<viewer>#session=<session_id>`);
-- when a tool-using system's calls failed (docs/tools_contract_draft.md), per such system: its calls, the
+- when a tool-using system's calls failed (docs/own_recommender.md), per such system: its calls, the
   errors (count and share), the most common error kinds, the turns that ended at the call bound and the calls
   ignored after the turn's recommend (`tool_calls_table`; the session columns TOOL_COLUMNS, the kinds from
   the turns table's `tool_error_kinds` when it has one).

@@ -368,7 +368,7 @@ def _call(call: dict) -> dict:
 
 
 def _tools(turn: dict) -> dict:
-    """What a tool-using system's turn did (docs/tools_contract_draft.md), bounded whatever the record holds:
+    """What a tool-using system's turn did (docs/own_recommender.md), bounded whatever the record holds:
     the first TOOL_CALLS_SHOWN calls, each with its arguments as compact JSON (or the excerpt of what the
     model sent when they were no JSON), status, result summary and error cut to TOOL_TEXT characters; over
     every call, how many there were (`more`: those not carried), how many failed or were ignored, and the

@@ -15,12 +15,20 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from crseval.core.registry import look_up
-from crseval.simulate import agents, calibration, chat, http_system, python_system
+from crseval.simulate import agents, calibration, chat, http_system, python_system, tools_agent
 from crseval.simulate.agent_kind import AgentKind
 
 AGENT_KINDS: dict[str, AgentKind] = {
     kind.name: kind
-    for kind in (agents.TEMPLATE, agents.LLM, *calibration.KINDS, chat.KIND, http_system.KIND, python_system.KIND)
+    for kind in (
+        agents.TEMPLATE,
+        agents.LLM,
+        *calibration.KINDS,
+        chat.KIND,
+        http_system.KIND,
+        python_system.KIND,
+        tools_agent.KIND,
+    )
 }
 
 
