@@ -210,7 +210,7 @@ def test_value_out_of_its_bounds_is_named_at_the_key(mutate, line):
             lambda c: c["systems"][3].update(agent="gpt"),
             "systems[3].agent: 'gpt' is not one of "
             "['template', 'llm', 'oracle', 'lagging', 'flaky', 'stubborn', 'random', 'parrot', 'literal', 'asker', "
-            "'prompt_echo', 'chat', 'http', 'python']",
+            "'prompt_echo', 'chat', 'http', 'python', 'tools']",
         ),
         (lambda c: c["systems"][3].update(agent="lagging"), "systems[3]: 'lag' is a required property"),
         (lambda c: c["systems"][3].update(agent="prompt_echo"), "systems[3]: 'prompt' is a required property"),

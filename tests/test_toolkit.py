@@ -2,6 +2,7 @@
 the commit rule, the bounds, hostile calls, and the deterministic tool systems against their twins."""
 
 import json
+from dataclasses import asdict
 
 import pytest
 from test_sessions import arguments
@@ -17,6 +18,7 @@ from crseval.catalog.toolkit import (
     ToolTurn,
     argument_constraints,
 )
+from crseval.core.config_checks import load_schema as load_config_schema
 from crseval.core.session_records import load_schema, session_validator, validate_session
 from crseval.language.tracker import Constraint
 from crseval.simulate.shard import build_shard_runner
@@ -32,6 +34,12 @@ def test_the_tools_are_declared_once_in_the_function_format():
     for tool in TOOLS:
         assert tool["type"] == "function" and tool["function"]["parameters"]["type"] == "object"
     assert ToolLimits() == ToolLimits(calls_per_turn=8, argument_chars=10_000, result_chars=4_000, search_results=5)
+
+
+def test_the_schema_states_the_toolkits_defaults():
+    described = load_config_schema()["$defs"]["system"]["properties"]["tool_limits"]["properties"]
+    for name, value in asdict(ToolLimits()).items():
+        assert described[name]["description"].endswith(f"(default {value:,})"), name
 
 
 def test_search_arguments_become_catalog_constraints(demo_index):

@@ -34,7 +34,6 @@ import numpy as np
 
 from crseval.catalog.index import CatalogIndex
 from crseval.catalog.retrieval import Retriever
-from crseval.core.config_checks import load_schema
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.language.tracker import Constraint
 
@@ -124,20 +123,15 @@ TOOLS = [
 TOOL_NAMES = tuple(tool["function"]["name"] for tool in TOOLS)
 
 
-_DEFAULTS = {
-    name: spec["default"]
-    for name, spec in load_schema()["$defs"]["system"]["properties"]["tool_limits"]["properties"].items()
-}
-
-
 @dataclass(frozen=True)
 class ToolLimits:
-    """The bounds of the toolkit (a system's `tool_limits`); the defaults are the schema's."""
+    """The bounds of the toolkit (a system's `tool_limits`, an entry's own: not filled into the config); the
+    schema's description of each key states its default (tests/test_toolkit.py holds the two together)."""
 
-    calls_per_turn: int = _DEFAULTS["calls_per_turn"]  # tool calls one turn may make; then the turn ends
-    argument_chars: int = _DEFAULTS["argument_chars"]  # size of one call's arguments
-    result_chars: int = _DEFAULTS["result_chars"]  # size of one result handed back to the model
-    search_results: int = _DEFAULTS["search_results"]  # films a search returns when it gives no `limit`
+    calls_per_turn: int = 8  # tool calls one turn may make; then the turn ends
+    argument_chars: int = 10_000  # size of one call's arguments
+    result_chars: int = 4_000  # size of one result handed back to the model
+    search_results: int = 5  # films a search returns when it gives no `limit`
 
     @classmethod
     def from_config(cls, section: dict | None) -> ToolLimits:
