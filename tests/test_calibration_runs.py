@@ -2,17 +2,19 @@
 eight turns, the demo catalog) and what is done with finished runs: its figures, `crseval compare` and
 `crseval board` across runs, and re-runs after edits to the library code.
 
-A second run starts from a copy of its results folder under another experiment name, in a workflow copy of its
-own, with the oracle replaced by a two-turn lag under the same name (one system's setting changed, made worse on
-purpose): the oracle's sessions are removed, so the workflow simulates only them again and recomputes what
-follows. A third folder holds the record the provenance rule writes for the config with every system meeting the
-`realistic` user instead of the `explicit` one, beside the base run's tables (nothing else is run: a refusal, the
-comparability heading and a board's classes read the records alone).
+Two more results folders start from a copy of the base run's, each in a workflow copy of its own (both made at
+once): one with the oracle replaced by a two-turn lag under the same name (one system's setting changed, made
+worse on purpose), whose oracle sessions are simulated again and scored, with the tables and the viewer made
+again, and then its provenance record written (its figures and statistics stay the base run's: compare reads
+the record's stages, the sessions table and the viewer); and one holding the record the provenance rule writes
+for the config with every system meeting the `realistic` user instead of the `explicit` one, beside the base
+run's tables (a refusal, the comparability heading and a board's classes read the records alone).
 """
 
 import csv
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -30,10 +32,10 @@ BASE = "calibration-demo"
 CONFIG = "config/test/calibration_demo.yaml"
 
 
-def derived(tmp: Path, base: Path, experiment: str, change, target: str = "") -> tuple[Path, subprocess.Popen]:
+def derived(tmp: Path, base: Path, experiment: str, change, targets: tuple[str, ...]) -> tuple[Path, subprocess.Popen]:
     """A run of the calibration config changed by `change` (which returns the systems whose sessions it changes),
-    started from a copy of the base run's results, up to `target` (a file of the run; everything when empty).
-    The workflow is started, not awaited."""
+    started from a copy of the base run's results: the workflow makes `targets` (files of the run), then writes
+    the run's provenance record. Started, not awaited."""
     (tmp / experiment).mkdir()
     workdir = copy_workflow(tmp / experiment)
     config = load_test_config("calibration_demo")
@@ -41,13 +43,25 @@ def derived(tmp: Path, base: Path, experiment: str, change, target: str = "") ->
     config["experiment"] = experiment
     results = workdir / "results" / experiment
     shutil.copytree(base, results)
-    for system in redo:
+    for system in redo:  # its sessions and their scores, and the tables and viewer made of them, are made anew
         shutil.rmtree(results / "sessions" / system)
+        shutil.rmtree(results / "scores" / system)
+    for made in [results / "tables" / "sessions.parquet", results / "tables" / "turns.parquet"] if redo else []:
+        made.unlink()
+    if redo:
+        shutil.rmtree(results / "viewer")
     (results / "provenance.json").unlink()
     configfile = write_config(workdir, config, f"{experiment}.yaml")
-    targets = [f"results/{experiment}/{target}"] if target else []
-    command = [sys.executable, "-m", "snakemake", "--cores", "1", *targets, "--configfile", str(configfile)]
-    return results, subprocess.Popen(command, cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    snakemake = [sys.executable, "-m", "snakemake", "--cores", "1"]
+    files = [f"results/{experiment}/{target}" for target in targets]
+    # targets before --configfile, which takes every file after it
+    steps = [[*snakemake, *files, "--configfile", str(configfile)]] if targets else []
+    record = [f"results/{experiment}/provenance.json", "--allowed-rules", "provenance"]
+    steps.append([*snakemake, *record, "--configfile", str(configfile)])
+    script = " && ".join(shlex.join(step) for step in steps)
+    return results, subprocess.Popen(
+        ["bash", "-c", script], cwd=workdir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
 
 
 def worse_oracle(config: dict) -> list[str]:
@@ -68,8 +82,8 @@ def runs(tmp_path_factory):
     run = run_snakemake(workdir, "--configfile", CONFIG)  # rule all asks for the validity figure
     base = workdir / "results" / BASE
     started = {
-        "worse": derived(tmp, base, "cmp-worse", worse_oracle),
-        "profile": derived(tmp, base, "cmp-profile", realistic_user, target="provenance.json"),
+        "worse": derived(tmp, base, "cmp-worse", worse_oracle, ("tables/sessions.parquet", "viewer")),
+        "profile": derived(tmp, base, "cmp-profile", realistic_user, ()),
     }
     found = {"workdir": workdir, "base": base, "log": run.stdout + run.stderr}
     for name, (target, process) in started.items():
