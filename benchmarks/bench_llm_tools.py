@@ -3,9 +3,9 @@
     python benchmarks/bench_llm_tools.py [--options json,chatml] [--seeds 1] [--threads 2] [--max-steps 4]
         [--temperature 0.7] [--max-tokens 200] [--out FILE]
 
-A movie recommender with the three tools of a tool-using system (search_films, film_details, recommend: a
-local copy of their definitions) and a system prompt that says to search, then recommend, answers 15 user
-turns in 5 conversations of 3 turns, at most `--max-steps` model calls per turn. The tools run here on a
+A movie recommender with the three tools of a tool-using system (search_films, film_details, recommend: the
+shipped definitions, crseval.catalog.toolkit.TOOLS) and a system prompt that says to search, then recommend,
+answers 15 user turns in 5 conversations of 3 turns, at most `--max-steps` model calls per turn. The tools run here on a
 small invented catalog (a search matches any of the values asked for); a call that is not well-formed gets
 an error result, as the real loop gives it. The options:
 
@@ -39,60 +39,12 @@ from pathlib import Path
 import jsonschema
 from llama_cpp import llama_chat_format
 
+from crseval.catalog.toolkit import TOOLS
 from crseval.llm import LLMError, LLMRequest
 from crseval.llm.llamacpp_backend import LlamaCppBackend, _load
 from crseval.llm.models import model_path
 
 MODEL = "qwen2.5-coder-0.5b-instruct"
-STRINGS = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]}
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "search_films",
-            "description": "Search the film catalog. Give the values the films must have; returns matching films "
-            "with their ids.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "genre": STRINGS,
-                    "actor": STRINGS,
-                    "director": STRINGS,
-                    "writer": STRINGS,
-                    "language": STRINGS,
-                    "year": STRINGS,
-                    "exclude": {"type": "array", "items": {"type": "string"}},
-                    "keywords": {"type": "string"},
-                    "focus": {"type": "array", "items": {"type": "string"}},
-                    "limit": {"type": "integer", "minimum": 1, "maximum": 20},
-                },
-            },
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "film_details",
-            "description": "The details of one film of the catalog, by its id.",
-            "parameters": {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]},
-        },
-    },
-    {
-        "type": "function",
-        "function": {
-            "name": "recommend",
-            "description": "Recommend films of the catalog to the user, by their ids, with a message. Ends the turn.",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "film_ids": {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 10},
-                    "message": {"type": "string"},
-                },
-                "required": ["film_ids", "message"],
-            },
-        },
-    },
-]
 SYSTEM = (
     "You are a movie recommender. For each request of the user, first call search_films with what the user "
     "wants, then call recommend with the ids of films from the search results and a short message. Only "

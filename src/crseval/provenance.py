@@ -24,6 +24,7 @@ from importlib import metadata
 from pathlib import Path
 
 import crseval
+from crseval.core.canonical import MISSING, changed_settings
 from crseval.core.experiment import imports_sessions
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.redact import redact_url
@@ -416,22 +417,17 @@ class ProvenanceError(Exception):
     """A results folder without a usable provenance record."""
 
 
-def _config_changes(recorded, current, key: str = "") -> list[str]:
+def _config_changes(recorded, current) -> list[str]:
     """`key: recorded X, config Y` for every setting whose value differs (dicts compared key by key)."""
-    if isinstance(recorded, dict) and isinstance(current, dict):
-        changes = []
-        for name in sorted(set(recorded) | set(current), key=str):
-            path = f"{key}.{name}" if key else str(name)
-            if name not in recorded:
-                changes.append(f"{path}: not recorded, config {json.dumps(current[name])}")
-            elif name not in current:
-                changes.append(f"{path}: recorded {json.dumps(recorded[name])}, not in config")
-            else:
-                changes += _config_changes(recorded[name], current[name], path)
-        return changes
-    if recorded != current:
-        return [f"{key}: recorded {json.dumps(recorded)}, config {json.dumps(current)}"]
-    return []
+    changes = []
+    for path, was, now in changed_settings(recorded, current):
+        if was is MISSING:
+            changes.append(f"{path}: not recorded, config {json.dumps(now)}")
+        elif now is MISSING:
+            changes.append(f"{path}: recorded {json.dumps(was)}, not in config")
+        else:
+            changes.append(f"{path}: recorded {json.dumps(was)}, config {json.dumps(now)}")
+    return changes
 
 
 def _malformed(record: dict) -> str:

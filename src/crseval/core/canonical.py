@@ -27,3 +27,20 @@ RUNTIME_KEYS = ("concurrency",)
 def without_runtime(section: dict) -> dict:
     """`section` without the keys that change speed only: what identifies a system's or a judge's results."""
     return {key: value for key, value in section.items() if key not in RUNTIME_KEYS}
+
+
+MISSING = object()  # a setting one side does not have (changed_settings)
+
+
+def changed_settings(first, second, key: str = ""):
+    """(key path, first value, second value) of every setting that differs, mappings compared key by key in
+    sorted order; MISSING where one side lacks the key. Verify's and compare's lists of differences walk here."""
+    if isinstance(first, dict) and isinstance(second, dict):
+        for name in sorted(set(first) | set(second), key=str):
+            path = f"{key}.{name}" if key else str(name)
+            if name not in first or name not in second:
+                yield path, first.get(name, MISSING), second.get(name, MISSING)
+            else:
+                yield from changed_settings(first[name], second[name], path)
+    elif first != second:
+        yield key, first, second

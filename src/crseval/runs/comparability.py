@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from crseval.core.canonical import MISSING, changed_settings
+
 # Stages whose difference refuses a comparison, and those that define a board's class.
 REFUSING = ("catalog", "user", "metrics")
 CLASS_STAGES = (*REFUSING, "judge")
@@ -130,22 +132,17 @@ def _short(value) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def differences(baseline, run, key: str = "") -> list[str]:
+def differences(baseline, run) -> list[str]:
     """`key: baseline X, run Y` for every setting that differs, objects compared key by key."""
-    if isinstance(baseline, dict) and isinstance(run, dict):
-        found = []
-        for name in sorted(set(baseline) | set(run), key=str):
-            path = f"{key}.{name}" if key else str(name)
-            if name not in baseline:
-                found.append(f"{path}: only in the run ({_short(run[name])})")
-            elif name not in run:
-                found.append(f"{path}: only in the baseline ({_short(baseline[name])})")
-            else:
-                found += differences(baseline[name], run[name], path)
-        return found
-    if baseline != run:
-        return [f"{key}: baseline {_short(baseline)}, run {_short(run)}"]
-    return []
+    found = []
+    for path, was, now in changed_settings(baseline, run):
+        if was is MISSING:
+            found.append(f"{path}: only in the run ({_short(now)})")
+        elif now is MISSING:
+            found.append(f"{path}: only in the baseline ({_short(was)})")
+        else:
+            found.append(f"{path}: baseline {_short(was)}, run {_short(now)}")
+    return found
 
 
 @dataclass
