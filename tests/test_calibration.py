@@ -126,16 +126,16 @@ def test_stubborn_never_leaves_the_first_wishes(calibration_run):
 
 
 def test_the_prompt_echo_is_its_twin_after_its_prompt_line(calibration_run):
-    """The prompt echo meets the same users as the stubborn system and answers as it does, after its prompt's
-    first line, which names the current gold constraints (its reported state)."""
+    """The prompt echo meets the same users as the stubborn system and answers as it does, after the first line
+    of its prompt's turn part, which names the current gold constraints (its reported state)."""
     _, records = calibration_run
     for echo, twin in zip(records["prompt_echo"], records["stubborn"]):
         for turn, same in zip(echo["turns"], twin["turns"], strict=True):
             assert turn["user_text"] == same["user_text"]
             assert turn["recommended_titles"] == same["recommended_titles"]
             line, answer = turn["system_text"].split(". ", 1)[0], turn["system_text"].removesuffix(same["system_text"])
-            assert line == "You are a movie recommender in a conversation" and answer != turn["system_text"]
-            assert "The user is looking for: " in answer
+            assert line == "(For the recommender" and answer != turn["system_text"]
+            assert "The user now wants: " in answer
             assert turn["system_constraints"] == turn["user_meta"]["constraints"]
 
 

@@ -244,3 +244,24 @@ def test_no_tool_calls_section_without_its_columns_or_errors():
         assert "Tool calls" not in tool_page(tool_sessions().drop(columns=name), tool_turns())
     no_errors = tool_sessions().assign(tool_errors=0)
     assert "Tool calls" not in tool_page(no_errors, tool_turns())
+
+
+def test_no_testable_pair_on_any_metric_is_said_once():
+    """When no pair of any headline metric is testable at this n, the conclusions name each metric's leader and say
+    once, for all metrics, the sessions per system that would make every pair testable (the most any pair needs)."""
+    untestable = posthoc().assign(testable=[False] * 3, sessions_to_test=[8.0, 9.0, 8.0], differs=[False] * 3)
+    wilcoxon = paired().assign(wilcoxon_testable=[False] * 3, wilcoxon_sessions_to_test=[8.0, 8.0, 10.0])
+    page = findings.findings_page(
+        "demo", model_metrics(), ["tas", "stale_rate"], untestable, wilcoxon, pd.DataFrame(), 0.05, sessions()
+    )
+    conclusions = page.split("<h2>What this run concludes</h2>")[1].split("</ul>")[0]
+    assert conclusions.count("testable at this n") == 1 and conclusions.count("would make them all testable") == 1
+    assert "No pair of systems is testable at this n on any headline metric</span>; 10 sessions per system" in page
+    assert "<b>grounded TAS</b>: beta leads with 0.55 [0.5, 0.6].</li>" in conclusions
+    # the pairs' tables still say it per pair
+    assert page.count("not testable at this n: testable from 8 sessions per system") == 4
+    # one metric with a testable pair: each metric says its own again
+    mixed = findings.findings_page(
+        "demo", model_metrics(), ["tas", "stale_rate"], untestable, paired(), pd.DataFrame(), 0.05, sessions()
+    )
+    assert "on any headline metric" not in mixed and "(all testable from 9 sessions per system)" in mixed

@@ -7,7 +7,8 @@ files; links to the session viewer and the tables beside it):
 - per headline metric, every pair of systems: a difference the recommended post-hoc test (or, where
   it has no row, the paired Wilcoxon test) finds at the plan's alpha, no difference found, or not
   testable at this n with the sessions per system that would make it testable; and the sessions
-  per system the power plan asks for the observed gap (power.csv);
+  per system the power plan asks for the observed gap (power.csv). When no pair of any headline metric
+  is testable, the conclusions say so once, with the sessions per system that would make them all testable;
 - the evidence behind each metric: how many validity checks could be run on it and how many it
   passed (the scorecard when real users' verdicts were joined, else the calibration systems'
   validity table), ordered by how much was checked before what passed, so a metric that passed the
@@ -288,7 +289,26 @@ def _session_link(viewer: str, session_id: str, text: str) -> str:
     return f'<a href="{esc(viewer)}#session={quote(str(session_id), safe="")}">{esc(text)}</a>'
 
 
-def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame) -> str:
+def _none_testable(pairs: pd.DataFrame) -> bool:
+    return bool(len(pairs)) and bool(pairs["verdict"].eq("not testable at this n").all())
+
+
+def _shared_untestable(pairs: dict[str, pd.DataFrame]) -> str | None:
+    """The sentence said once when no pair of any headline metric is testable at this n (each metric's
+    sentence then leaves it out): with the sessions per system that would make them all testable."""
+    if not pairs or not all(_none_testable(table) for table in pairs.values()):
+        return None
+    needed = pd.concat([pd.to_numeric(t["sessions_to_test"], errors="coerce") for t in pairs.values()])
+    most = _count(needed.max()) if needed.notna().all() else "n/a"
+    said = "<li><span class='untestable'>No pair of systems is testable at this n on any headline metric</span>"
+    if most == "n/a":
+        return f"{said} (the sessions per system that would make them testable: n/a).</li>"
+    return f"{said}; {most} sessions per system would make them all testable.</li>"
+
+
+def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame, shared: bool = False) -> str:
+    """The metric's leader and what its pairs show; `shared`: the untestable pairs are said once for all metrics
+    (`_shared_untestable`), so only the leader is named."""
     if not len(ranked) or ranked["mean"].isna().all():
         return f"<li>{esc(_label(metric))}: no values.</li>"
     if ranked["rank"].isna().all():
@@ -297,6 +317,8 @@ def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame) -
     leaders = " = ".join(best["system"])
     top = best.iloc[0]
     interval = f"{num(top['mean'])} [{num(top['ci_low'])}, {num(top['ci_high'])}]"
+    if shared:
+        return f"<li><b>{esc(_label(metric))}</b>: {esc(leaders)} leads with {interval}.</li>"
     counts = pairs["verdict"].value_counts() if len(pairs) else pd.Series(dtype=int)
     differ, untestable = int(counts.get("differs", 0)), int(counts.get("not testable at this n", 0))
     total = len(pairs)
@@ -352,6 +374,7 @@ def findings_page(
     headline = [m for m in headline if column_registry.thesis_name(m) in model_metrics]
     rankings = {m: ranking(model_metrics, m) for m in headline}
     pairs = {m: pair_verdicts(m, posthoc, paired, alpha) for m in headline}
+    shared = _shared_untestable(pairs)
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -367,7 +390,8 @@ def findings_page(
         + "</nav>",
         "<h2>What this run concludes</h2>",
         "<ul class='lead'>",
-        *(_headline_sentence(m, rankings[m], pairs[m]) for m in headline),
+        *(_headline_sentence(m, rankings[m], pairs[m], shared=shared is not None) for m in headline),
+        *([shared] if shared else []),
         "</ul>",
     ]
     parts += _scorecard_table(headline, rankings)

@@ -71,15 +71,34 @@ def render_prompt(
     constraints: list[Constraint],
     candidate_ids: list[int],
 ) -> str:
-    """The prompt an `llm` system is given at a turn: `prompt` with `{constraints}` (the tracked wishes) and
-    `{candidates}` (one card per candidate). What a turn records (its `system_constraints` and
-    `candidate_titles`) renders it again: the scorer reads what a reply copies from its prompt
-    (crseval.metrics.grounded.SystemPrompt)."""
-    return prompt.render(
-        constraints=describe_constraints(constraints),
-        candidates="\n".join(f"- {film_card(index, recognizer, f)}" for f in candidate_ids)
+    """The prompt an `llm` system is given at a turn, without the user's words: `prompt` with `{constraints}`
+    (the tracked wishes) and `{candidates}` (one card per candidate). What a turn records (its
+    `system_constraints` and `candidate_titles`) renders it again: the scorer reads what a reply copies from
+    its prompt (crseval.metrics.grounded.SystemPrompt)."""
+    return prompt.render(**prompt_values(index, recognizer, constraints, candidate_ids))
+
+
+def prompt_values(
+    index: CatalogIndex, recognizer: TitleRecognizer, constraints: list[Constraint], candidate_ids: list[int]
+) -> dict[str, str]:
+    """What fills a recommender's template at a turn: `constraints` and `candidates`."""
+    return {
+        "constraints": describe_constraints(constraints),
+        "candidates": "\n".join(f"- {film_card(index, recognizer, f)}" for f in candidate_ids)
         or "- (no film in the catalog matches)",
-    )
+    }
+
+
+def history_window(history: list[dict], exchanges: int) -> list[dict]:
+    """The earlier exchanges an LLM is given: at least `exchanges` (all there are, when fewer) and fewer than
+    twice as many, dropped `exchanges` at a time. A window that slid by one exchange at every turn would change
+    the prompt right after the instructions at every turn; this one keeps the beginning of consecutive
+    prompts the same, except at the turns where it drops, so a prefix cache reuses it."""
+    if exchanges <= 0:
+        return []
+    held = len(history) // 2
+    start = max(held - exchanges, 0) // exchanges * exchanges
+    return history[2 * start :]
 
 
 @dataclass
@@ -255,9 +274,13 @@ class LLMAgent(Agent):
         self.options = options
 
     def phrase(self, turn, user_text, tracked, candidate_ids):
-        system = render_prompt(self.prompt, self.index, self.matcher.title_recognizer, tracked, candidate_ids)
-        history = self.history[-2 * self.settings.history_turns :] if self.settings.history_turns else []
-        messages = [{"role": "system", "content": system}, *history, {"role": "user", "content": user_text}]
+        values = prompt_values(self.index, self.matcher.title_recognizer, tracked, candidate_ids)
+        if self.prompt.has_turn_part:  # instructions first, the turn's wishes and candidates after the history
+            system, message = self.prompt.render_system(**values), self.prompt.render_turn(user_text, **values)
+        else:
+            system, message = self.prompt.render(**values), user_text
+        history = history_window(self.history, self.settings.history_turns)
+        messages = [{"role": "system", "content": system}, *history, {"role": "user", "content": message}]
         request = LLMRequest.sampled(
             messages,
             self.options,

@@ -20,11 +20,12 @@ under test may do: the session runner hands it over only to agents whose class s
 - `prompt_echo` (`prompt`: a template such as an `llm` system's): the stubborn system with a prompt that
   it echoes. Its prompt is rendered as an `llm` system's is (crseval.simulate.agents.render_prompt) with the
   current gold constraints, as a tracker that follows the user would give them, and its candidates; its
-  reply is the prompt's first line ("You are a movie recommender ... The user is looking for: genre
-  comedy.") and then the stubborn system's answer. It reports the current gold constraints as its state
-  (what its prompt was given), so the scorer renders the same prompt from its record. The stubborn system
-  is its twin: the same users, films and answers, without the echo. A metric that scores it above its twin
-  credits words copied from the system's own prompt (as small LLMs do: they repeat their instructions).
+  reply is the prompt's first line that changes with the turn ("(For the recommender. The user now wants:
+  genre comedy." of a two-part template) and then the stubborn system's answer. It reports the current gold
+  constraints as its state (what its prompt was given), so the scorer renders the same prompt from its
+  record. The stubborn system is its twin: the same users, films and answers, without the echo. A metric
+  that scores it above its twin credits words copied from the system's own prompt (as small LLMs do: they
+  repeat their instructions).
 
 `literal` and `asker` differ only under a user who keeps wishes to itself (a profile other than
 `explicit`, crseval.simulate.profiles); under `explicit` both serve every gold constraint.
@@ -41,7 +42,7 @@ from crseval.catalog.toolkit import MAX_RESULTS, ToolTurn
 from crseval.language.tracker import Constraint
 from crseval.llm.prompts import PromptTemplate
 from crseval.simulate.agent_kind import AgentKind
-from crseval.simulate.agents import Agent, AgentSettings, Reply, describe_constraints, render_prompt, with_tools
+from crseval.simulate.agents import Agent, AgentSettings, Reply, describe_constraints, prompt_values, with_tools
 
 
 class CalibrationAgent(Agent):
@@ -155,8 +156,9 @@ class StubbornAgent(CalibrationAgent):
 
 
 class PromptEchoAgent(StubbornAgent):
-    """The stubborn system with a prompt: its reply is its prompt's first line, rendered with the current
-    gold constraints, then the stubborn system's answer. It reports the current gold constraints as its
+    """The stubborn system with a prompt: its reply is its prompt's first line that changes with the turn (of
+    the turn part, when the template has one), rendered with the current gold constraints, then the stubborn
+    system's answer. It reports the current gold constraints as its
     state (what the prompt was given)."""
 
     def __init__(self, index, matcher, settings, seed, prompt: PromptTemplate):
@@ -170,9 +172,9 @@ class PromptEchoAgent(StubbornAgent):
 
     def phrase(self, turn, user_text, tracked, candidate_ids):
         answer, _ = super().phrase(turn, user_text, tracked, candidate_ids)
-        prompt = render_prompt(
-            self.prompt, self.index, self.matcher.title_recognizer, self.gold_history[-1], candidate_ids
-        )
+        values = prompt_values(self.index, self.matcher.title_recognizer, self.gold_history[-1], candidate_ids)
+        # the first line that changes with the turn: a two-part template's turn part (crseval.llm.prompts)
+        prompt = self.prompt.render_turn(**values) if self.prompt.has_turn_part else self.prompt.render(**values)
         return f"{prompt.splitlines()[0].strip()} {answer}", None
 
 
