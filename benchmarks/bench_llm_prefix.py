@@ -1,7 +1,8 @@
 """Prompt-prefix reuse in the embedded llama.cpp models: prompt tokens evaluated and seconds per call
 of the default experiment's LLM calls, and whether reusing a prefix changes the replies.
 
-    python benchmarks/bench_llm_prefix.py [--sessions 1] [--tile 16] [--threads 1] [--out FILE]
+    python benchmarks/bench_llm_prefix.py [--sessions 1] [--modes previous fresh aligned] [--tile 16]
+                                          [--threads 1] [--out FILE]
 
 First the default config's LLM systems (config/config.yaml) each simulate `--sessions` sessions on the
 demo catalog, and its judge judges them, all through crseval's own code and the product backend,
@@ -39,6 +40,7 @@ from crseval.judge.llm_judge import Judge
 from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.client import RetryPolicy
+from crseval.llm.lazy_grammar import LazyGrammarLlama
 from crseval.llm.llamacpp_backend import LlamaCppBackend, _load
 from crseval.llm.prompts import PromptTemplate
 from crseval.simulate.shard import build_shard_runner
@@ -69,7 +71,7 @@ class Replay(LlamaCppBackend):
     def __init__(self, model: str, n_ctx: int, threads: int, mode: str, tile: int):
         super().__init__(model, n_ctx=n_ctx, threads=threads)
         self.mode, self.tile, self.evals = mode, tile, []
-        self._llm = llama_cpp.Llama(
+        self._llm = LazyGrammarLlama(
             model_path=self._path,
             n_ctx=n_ctx,
             n_threads=self.threads,
@@ -164,9 +166,11 @@ def record(config: dict, sessions: int, threads: int, folder: Path) -> dict[str,
     return groups
 
 
-def replay(group: str, backend: dict, calls: list, threads: int, tile: int) -> tuple[list[dict], list[dict]]:
+def replay(
+    group: str, backend: dict, calls: list, threads: int, tile: int, modes=MODES
+) -> tuple[list[dict], list[dict]]:
     """Per mode one row of totals, and one row per call and mode."""
-    replays = {mode: Replay(backend["model"], backend.get("n_ctx", 2048), threads, mode, tile) for mode in MODES}
+    replays = {mode: Replay(backend["model"], backend.get("n_ctx", 2048), threads, mode, tile) for mode in modes}
     per_call = []
     for number, (request, recorded) in enumerate(calls):
         texts = {}
@@ -188,10 +192,10 @@ def replay(group: str, backend: dict, calls: list, threads: int, tile: int) -> t
                     "same_as_recorded": response.text == recorded,
                 }
             )
-        for row in per_call[-len(MODES) :]:
-            row["same_as_fresh"] = texts[row["mode"]] == texts["fresh"]
+        for row in per_call[-len(modes) :]:
+            row["same_as_fresh"] = texts[row["mode"]] == texts["fresh"] if "fresh" in texts else None
     totals = []
-    for mode in MODES:
+    for mode in modes:
         rows = [r for r in per_call if r["mode"] == mode]
         totals.append(
             {
@@ -204,7 +208,7 @@ def replay(group: str, backend: dict, calls: list, threads: int, tile: int) -> t
                 "evaluated_per_call": round(sum(r["prompt_tokens_evaluated"] for r in rows) / len(rows), 1),
                 "s_per_call": round(sum(r["s"] for r in rows) / len(rows), 3),
                 "replies_as_recorded": sum(r["same_as_recorded"] for r in rows),
-                "replies_as_fresh": sum(r["same_as_fresh"] for r in rows),
+                "replies_as_fresh": sum(bool(r["same_as_fresh"]) for r in rows),
             }
         )
     return totals, per_call
@@ -213,6 +217,7 @@ def replay(group: str, backend: dict, calls: list, threads: int, tile: int) -> t
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=1, help="sessions per LLM system (default 1)")
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), help="ways of reusing the cache")
     parser.add_argument("--tile", type=int, default=16, help="the aligned mode's tile, in tokens (default 16)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, help="also write every call's rows here (JSON lines)")
@@ -224,7 +229,7 @@ def main() -> None:
     print(json.dumps({"recorded_calls": {g: len(d["calls"]) for g, d in groups.items()}}), flush=True)
     everything, all_calls = [], []
     for group, data in groups.items():
-        totals, per_call = replay(group, data["backend"], data["calls"], args.threads, args.tile)
+        totals, per_call = replay(group, data["backend"], data["calls"], args.threads, args.tile, args.modes)
         for row in totals:
             print(json.dumps(row), flush=True)
         everything += totals
@@ -232,7 +237,7 @@ def main() -> None:
     if args.out:
         args.out.write_text("".join(json.dumps(row) + "\n" for row in all_calls))
     summary = {"wall_s": round(time.perf_counter() - started, 1), "tile": args.tile, "threads": args.threads}
-    for mode in MODES:
+    for mode in args.modes:
         rows = [r for r in everything if r["mode"] == mode]
         summary[mode] = {
             "prompt_tokens_evaluated": sum(r["prompt_tokens_evaluated"] for r in rows),

@@ -93,7 +93,8 @@ def test_only_the_experiment_catalog_and_systems_must_be_given():
 
 
 def test_a_minimal_config_filled_is_the_default_experiment():
-    """Every default is the default experiment's value; the judge is the one section it sets otherwise."""
+    """Every default is the default experiment's value; the judge and the sessions' size are what it sets
+    otherwise."""
     shipped = default_config()
     judge = {key: shipped["judge"][key] for key in ("enabled", "backend", "options")}
     minimal = {
@@ -101,6 +102,7 @@ def test_a_minimal_config_filled_is_the_default_experiment():
         "catalog": {"path": shipped["catalog"]["path"]},
         "systems": shipped["systems"],
         "judge": judge,
+        "sessions": {"count": 8, "shard_size": 8},
     }
     check_config(minimal)
     fill_defaults(minimal)

@@ -79,8 +79,32 @@ def test_qwen_json_schema_output_parses_and_same_seed_same_reply():
     first = backend.complete(request)
     reply = json.loads(first.text)
     assert set(reply) == {"title", "score"} and isinstance(reply["score"], int)
+    # the same seed from the same state (a prompt reused from the previous call can give other logits: see
+    # docs/reproducibility.md), as in a model just loaded
+    backend.llama().reset()
     assert backend.complete(request).text == first.text
     assert first.backend == "llamacpp" and first.completion_tokens > 0
+
+
+def test_a_grammar_held_reply_redraws_only_the_tokens_the_grammar_refuses():
+    """The token drawn without the grammar is kept when the grammar allows it; otherwise the grammar-first chain
+    draws again. Values the model would not write by itself force redraws; the reply still matches the schema,
+    and the same seed gives the same reply in a model just loaded."""
+    schema = {
+        "type": "object",
+        "properties": {"verdict": {"type": "string", "enum": ["zq-keep", "zq-drop"]}},
+        "required": ["verdict"],
+        "additionalProperties": False,
+    }
+    messages = [{"role": "user", "content": USER + " Answer as JSON with a verdict."}]
+    request = LLMRequest.chat(messages, max_tokens=24, seed=4, temperature=0.7, json_schema=schema)
+    backend = LlamaCppBackend("qwen2.5-coder-0.5b-instruct", n_ctx=576, threads=1)  # a model of its own
+    reply = backend.complete(request)
+    assert json.loads(reply.text)["verdict"] in ("zq-keep", "zq-drop")
+    sampler = backend.llama()._sampler
+    assert 0 < sampler.redrawn < sampler.tokens  # some tokens were the model's own, some were redrawn
+    again = LlamaCppBackend("qwen2.5-coder-0.5b-instruct", n_ctx=640, threads=1).complete(request)
+    assert again.text == reply.text
 
 
 SCORE_SCHEMA = {
@@ -93,8 +117,9 @@ SCORE_SCHEMA = {
 
 def test_token_probabilities_are_llama_cpps_own():
     """The logits processor reads what llama-cpp-python's `logprobs` option reports (which needs the
-    model loaded with logits_all): the same tokens, the same top tokens, the same probabilities."""
-    from llama_cpp import Llama
+    model loaded with logits_all): the same tokens, the same top tokens, the same probabilities (the same
+    grammar-held sampling as the product's, crseval.llm.lazy_grammar)."""
+    from crseval.llm.lazy_grammar import LazyGrammarLlama as Llama
 
     messages = [{"role": "user", "content": USER + " Rate film noir from 1 to 5 as JSON."}]
     request = LLMRequest.chat(

@@ -20,6 +20,10 @@ CPU kernels give slightly different logits for a token depending on where its ba
 long it is, so a reply can depend on the previous call in the process (a reused prefix) and differ
 from a fresh evaluation's at the same seed.
 
+A reply held to a JSON grammar (the judge's, a tool call's) is sampled as llama.cpp's own tools sample it
+(crseval.llm.lazy_grammar): the grammar checks the token drawn without it and draws again only when it
+breaks the grammar, instead of checking every token of the vocabulary at every position.
+
 Tool calls (LLMRequest.tools): the small embedded models have no tool-call format of their own that
 llama-cpp-python reads back, so the model answers one JSON object, held to a grammar made from the tool
 definitions: {"tool": <name>, "arguments": {...}} (one call per reply, the arguments held to that tool's
@@ -64,9 +68,10 @@ from crseval.llm.models import EMBEDDED_MODELS, model_path
 
 @lru_cache(maxsize=4)
 def _load(path: str, n_ctx: int, threads: int, chat_format: str | None):
-    from llama_cpp import Llama  # only a job that runs an embedded model loads llama.cpp
+    # only a job that runs an embedded model loads llama.cpp
+    from crseval.llm.lazy_grammar import LazyGrammarLlama
 
-    return Llama(
+    return LazyGrammarLlama(
         model_path=path,
         n_ctx=n_ctx,
         n_threads=threads,
