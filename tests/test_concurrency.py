@@ -38,8 +38,8 @@ LATENCY = re.compile(rb'"latency_s": ?[0-9.eE+-]+')
 
 
 def recommend_first_candidate(body: dict) -> str:
-    """A deterministic reply that names the first candidate of the prompt, as a grounded CRS would."""
-    prompt = body["messages"][0]["content"]
+    """A deterministic reply that names the first candidate of the turn's message, as a grounded CRS would."""
+    prompt = body["messages"][-1]["content"]
     candidates = [line[2:].rsplit(" (", 1)[0] for line in prompt.splitlines() if line.startswith("- ")]
     return f"You might enjoy {candidates[0]}: it fits what you asked for." if candidates else "Tell me more."
 

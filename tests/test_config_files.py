@@ -240,7 +240,7 @@ def test_a_schema_pattern_ends_where_the_text_ends():
 )
 def test_a_plan_past_its_bounds_is_named_before_anything_is_planned(change, words):
     config = copy.deepcopy(default_config())
-    config["sessions"].update(change)
+    config["sessions"].update({"count": 6, "shard_size": 3, **change})
     started = time.perf_counter()
     with pytest.raises(ConfigError) as caught:
         check_config(config)
@@ -254,7 +254,7 @@ def with_bounds(config: dict, sessions: int, jobs: int) -> dict:
 
 def test_the_bounds_on_a_plan_may_be_raised_and_hold_for_an_imported_corpus():
     config = copy.deepcopy(default_config())
-    config["sessions"]["count"] = 300_000  # 1,200,000 sessions in 400,000 shards
+    config["sessions"].update(count=300_000, shard_size=3)  # 1,200,000 sessions in 400,000 shards
     config["sessions"].update(max_sessions=2_000_000, max_jobs=2_000_000)
     check_config(config)
     config["judge"]["enabled"] = False  # two jobs a shard

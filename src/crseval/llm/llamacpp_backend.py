@@ -14,8 +14,9 @@ Prompt-prefix reuse: llama-cpp-python's Llama.generate keeps the KV cache of the
 prompt shares with the previous call's tokens and evaluates only the rest (for Gemma too: llama.cpp
 keeps a full-size sliding-window cache by default, so the prefix can be kept). Seeds, the JSON
 grammar and the logits processor do not reset it. What is shared is only what the prompts share from
-their first token: a CRS prompt's system text holds the turn's wishes and candidates, a judge prompt
-the session's preferences, so few tokens are reused (benchmarks/bench_llm_prefix.py). llama.cpp's
+their first token, so the prompts are laid out stable part first (crseval.llm.prompts): a recommender's
+instructions, then the earlier exchanges, then the turn's wishes and candidates; the judge's criteria
+before the session (benchmarks/bench_llm_prefix.py measures what is reused). llama.cpp's
 CPU kernels give slightly different logits for a token depending on where its batch starts and how
 long it is, so a reply can depend on the previous call in the process (a reused prefix) and differ
 from a fresh evaluation's at the same seed.
