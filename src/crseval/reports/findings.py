@@ -6,7 +6,8 @@ files; links to the session viewer and the tables beside it):
 - the systems ranked on each headline metric, with the mean and its 95% interval (model_metrics.csv);
 - per headline metric, every pair of systems: a difference the recommended post-hoc test (or, where
   it has no row, the paired Wilcoxon test) finds at the plan's alpha, no difference found, or not
-  testable at this n with the sessions per system that would make it testable; and the sessions
+  testable at this n with the sessions per system that would make it testable (sessions with a value of
+  the metric: a metric undefined in some sessions needs more sessions than that); and the sessions
   per system the power plan asks for the observed gap (power.csv). When no pair of any headline metric
   is testable, the conclusions say so once, with the sessions per system that would make them all testable;
 - the evidence behind each metric: how many validity checks could be run on it and how many it
@@ -303,7 +304,7 @@ def _shared_untestable(pairs: dict[str, pd.DataFrame]) -> str | None:
     said = "<li><span class='untestable'>No pair of systems is testable at this n on any headline metric</span>"
     if most == "n/a":
         return f"{said} (the sessions per system that would make them testable: n/a).</li>"
-    return f"{said}; {most} sessions per system would make them all testable.</li>"
+    return f"{said}; {most} sessions per system with a value would make them all testable.</li>"
 
 
 def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame, shared: bool = False) -> str:
@@ -337,7 +338,7 @@ def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame, s
         if needed.notna().any():
             most = _count(needed.max())
             said += (
-                f" (all testable from {most} sessions per system)"
+                f" (all testable from {most} sessions per system with a value)"
                 if most != "n/a"
                 else " (the sessions per system that would make them all testable: n/a)"
             )
@@ -460,7 +461,7 @@ def _pairs_section(headline: list[str], pairs: dict[str, pd.DataFrame], power: p
             to_test = pd.to_numeric(r["sessions_to_test"], "coerce")
             if verdict == "not testable at this n" and pd.notna(to_test):
                 verdict += (
-                    f": testable from {_count(to_test)} sessions per system"
+                    f": testable from {_count(to_test)} sessions per system with a value"
                     if _count(to_test) != "n/a"
                     else ": the sessions per system that would make it testable: n/a"
                 )
