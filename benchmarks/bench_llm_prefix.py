@@ -208,7 +208,7 @@ def replay(
                 "evaluated_per_call": round(sum(r["prompt_tokens_evaluated"] for r in rows) / len(rows), 1),
                 "s_per_call": round(sum(r["s"] for r in rows) / len(rows), 3),
                 "replies_as_recorded": sum(r["same_as_recorded"] for r in rows),
-                "replies_as_fresh": sum(bool(r["same_as_fresh"]) for r in rows),
+                "replies_as_fresh": sum(r["same_as_fresh"] for r in rows) if "fresh" in modes else None,
             }
         )
     return totals, per_call
@@ -243,7 +243,11 @@ def main() -> None:
             "prompt_tokens_evaluated": sum(r["prompt_tokens_evaluated"] for r in rows),
             "of_prompt_tokens": sum(r["prompt_tokens"] for r in rows),
             "replies_as_recorded": f"{sum(r['replies_as_recorded'] for r in rows)}/{sum(r['calls'] for r in rows)}",
-            "replies_as_fresh": f"{sum(r['replies_as_fresh'] for r in rows)}/{sum(r['calls'] for r in rows)}",
+            "replies_as_fresh": (
+                f"{sum(r['replies_as_fresh'] for r in rows)}/{sum(r['calls'] for r in rows)}"
+                if "fresh" in args.modes
+                else None
+            ),
         }
     print(json.dumps(summary), flush=True)
 

@@ -451,6 +451,13 @@ def test_garbage_tool_calls_are_transient_errors_naming_the_problem(kind, calls,
             LLMClient(backend, None, retry=NO_WAIT).complete(tool_request())
 
 
+def served_backend(kind: str, server):
+    """The `kind` backend on `server`, its reply bound raised out of the way (the tests bound the calls)."""
+    if kind == "openai":
+        return OpenAIBackend("m", base_url=server.base_url, max_reply_bytes=BIG)
+    return OllamaBackend("m", host=server.host, max_reply_bytes=BIG)
+
+
 @pytest.mark.parametrize("kind", ["openai", "ollama"])
 def test_ten_thousand_tool_calls_are_cut_to_the_bound(kind):
     if kind == "openai":
@@ -463,12 +470,7 @@ def test_ten_thousand_tool_calls_are_cut_to_the_bound(kind):
         calls = [{"function": {"name": "f", "arguments": {"i": i}}} for i in range(10_000)]
         server = ScriptedOllama([ollama_reply(calls)])
     with server:
-        backend = (
-            OpenAIBackend("m", base_url=server.base_url, max_reply_bytes=BIG)
-            if kind == "openai"
-            else OllamaBackend("m", host=server.host, max_reply_bytes=BIG)
-        )
-        response = backend.complete(tool_request())
+        response = served_backend(kind, server).complete(tool_request())
     assert len(response.tool_calls) == MAX_TOOL_CALLS_PER_REPLY == 64
     assert response.extra["tool_calls_dropped"] == 10_000 - 64
     assert response.tool_calls[-1]["arguments"] == '{"i": 63}'
@@ -493,12 +495,7 @@ def test_a_ten_megabyte_arguments_string_is_cut_and_flagged(kind):
     else:
         server = ScriptedOllama([ollama_reply([{"function": {"name": "search_films", "arguments": json.loads(huge)}}])])
     with server:
-        backend = (
-            OpenAIBackend("m", base_url=server.base_url, max_reply_bytes=BIG)
-            if kind == "openai"
-            else OllamaBackend("m", host=server.host, max_reply_bytes=BIG)
-        )
-        response = backend.complete(tool_request())
+        response = served_backend(kind, server).complete(tool_request())
     (call,) = response.tool_calls
     assert len(call["arguments"]) == MAX_ARGUMENT_CHARS and call["arguments"].startswith('{"keywords": "xxx')
     assert response.extra["tool_arguments_cut"] == [0]
