@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from crseval.statistics import comparison
 
@@ -113,3 +115,39 @@ def test_one_family_setting_changes_every_table_alike():
                     )
             summary = comparison.compare_systems(sessions(), settings, judged=False).texts["summary"]
             assert ("over the whole report" if scope == "report" else "over the rows of one metric") in summary
+
+
+def test_adjusted_p_values_by_hand():
+    """Four p values 0.01, 0.04, 0.03, 0.2 (sorted: 0.01, 0.03, 0.04, 0.2).
+    Holm: 0.04, max(0.09, 0.04) = 0.09, max(0.08, 0.09) = 0.09, max(0.2, 0.09) = 0.2.
+    BH, from the largest: 0.2 x 4/4 = 0.2; 0.04 x 4/3 = 0.0533; 0.03 x 4/2 = 0.06, held to 0.0533; 0.01 x 4/1 = 0.04.
+    Bonferroni: 0.04, 0.16, 0.12, 0.8; and 0.3 x 4 is capped at 1."""
+    from crseval.statistics.plan import adjusted_p_values
+
+    p = [0.01, 0.04, 0.03, 0.2]
+    assert adjusted_p_values(p, "holm") == pytest.approx([0.04, 0.09, 0.09, 0.2])
+    assert adjusted_p_values(p, "bh") == pytest.approx([0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.2])
+    assert adjusted_p_values(p, "bonferroni") == pytest.approx([0.04, 0.16, 0.12, 0.8])
+    assert adjusted_p_values([0.3, 0.5, 0.01, 0.02], "bonferroni")[:2].tolist() == [1.0, 1.0]
+    assert adjusted_p_values([], "holm").tolist() == []
+    with pytest.raises(ValueError, match="unknown multiplicity method 'hochberg'"):
+        adjusted_p_values(p, "hochberg")
+
+
+@given(
+    st.lists(st.floats(0.0, 1.0, allow_nan=False), min_size=1, max_size=30),
+    st.sampled_from([("holm", "holm"), ("bh", "fdr_bh"), ("bonferroni", "bonferroni")]),
+)
+@settings(max_examples=200, deadline=None)
+def test_adjusted_p_values_are_statsmodels_numbers_and_bounded(p, methods):
+    """The same floats as statsmodels' multipletests (ties included), never below the raw p nor above 1, and
+    in the raw p values' order."""
+    from statsmodels.stats.multitest import multipletests
+
+    from crseval.statistics.plan import adjusted_p_values
+
+    ours, theirs = adjusted_p_values(p, methods[0]), multipletests(p, method=methods[1])[1]
+    assert ours.tolist() == theirs.tolist()
+    assert (ours >= np.asarray(p)).all() and (ours <= 1.0).all()
+    order = np.argsort(p, kind="stable")
+    assert (np.diff(ours[order]) >= 0).all()

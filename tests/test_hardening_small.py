@@ -211,10 +211,19 @@ def test_verify_names_an_unreadable_configfile(tmp_path, capsys):
     broken = tmp_path / "broken.yaml"
     broken.write_text("simulator: [unclosed\n")
     assert main(["verify", str(results), "--configfile", str(broken)]) == 2
-    assert capsys.readouterr().err.startswith(f"crseval verify: --configfile {broken} cannot be read: ")
+    error = capsys.readouterr().err
+    assert error.startswith(f"crseval verify: --configfile {broken}: ") and f"{broken}, line 2" in error, error
     broken.write_text("- a list\n")
     assert main(["verify", str(results), "--configfile", str(broken)]) == 2
-    assert "holds a list, not a config" in capsys.readouterr().err
+    assert "holds a list; a config file holds a mapping of settings" in capsys.readouterr().err
+    # read as the workflow reads a config: bounded, so a few lines of aliases cannot make a billion values
+    broken.write_text(
+        "a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+        + "".join(f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    )
+    assert main(["verify", str(results), "--configfile", str(broken)]) == 2
+    error = capsys.readouterr().err
+    assert "Traceback" not in error and str(broken) in error and "values" in error, error
 
 
 def test_import_logs_to_an_existing_file_is_named_before_anything_is_read(tmp_path, capsys):

@@ -35,6 +35,7 @@ import yaml
 
 from crseval.catalog.index import CatalogIndex
 from crseval.core.config_checks import ConfigError, fill_defaults
+from crseval.core.config_files import load_config_file
 from crseval.core.io import write_json
 from crseval.core.session_records import catalog_sha, write_sessions
 from crseval.corpora.formats import FORMATS, CorpusError, import_logs, import_votes
@@ -198,17 +199,10 @@ def _verify(args) -> int:
 
     config = None
     if args.configfile is not None:
-        try:
-            config = yaml.safe_load(args.configfile.read_text(encoding="utf-8"))
-        except (OSError, UnicodeError, yaml.YAMLError) as error:
-            print(f"crseval verify: --configfile {args.configfile} cannot be read: {error}", file=sys.stderr)
-            return 2
-        if not isinstance(config, dict):
-            print(
-                f"crseval verify: --configfile {args.configfile} holds a {type(config).__name__}, not a config "
-                "(a mapping of settings)",
-                file=sys.stderr,
-            )
+        try:  # bounded in size, depth and aliases, as the workflow reads a --configfile
+            config = load_config_file(args.configfile)
+        except ConfigError as error:
+            print(f"crseval verify: --configfile {args.configfile}: {error}", file=sys.stderr)
             return 2
         fill_defaults(config)
     try:

@@ -20,11 +20,11 @@ import warnings
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
 from crseval.checks import agreement
 from crseval.statistics import column_registry
 from crseval.statistics.intervals import chunks, draw_counts
+from crseval.statistics.plan import adjusted_p_values
 
 NAN = math.nan
 # Bradley-Terry: one virtual tie of every system against the average system keeps strengths finite
@@ -132,7 +132,7 @@ def dialogue_table(
     tested = table["p"].notna()
     table["p_holm"] = NAN
     if tested.any():
-        table.loc[tested, "p_holm"] = multipletests(table.loc[tested, "p"], method="holm")[1]
+        table.loc[tested, "p_holm"] = adjusted_p_values(table.loc[tested, "p"], "holm")
     verdicts = [_verdict(row, alpha) for row in table.to_dict("records")]
     table["verdict"] = [v for v, _ in verdicts]
     table["sentence"] = [s for _, s in verdicts]

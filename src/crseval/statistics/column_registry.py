@@ -79,6 +79,13 @@ def label(name: str) -> str:
     return column.label if column else name.replace("_", " ")
 
 
+def direction(name: str) -> bool | None:
+    """Whether higher is better for a column named by its sessions.parquet or its model_metrics.csv name; None
+    for a column declared without a direction or declared by nobody (a table may carry columns of its own)."""
+    column = SESSION_COLUMNS.get(name) or BY_THESIS_NAME.get(name)
+    return column.higher_is_better if column else None
+
+
 def thesis_name(name: str) -> str:
     """The column's name in model_metrics.csv: the thesis table's name where it has one."""
     column = SESSION_COLUMNS.get(name)

@@ -20,10 +20,29 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.multitest import multipletests
 
 METHODS = {"holm": "Holm", "bh": "Benjamini-Hochberg", "bonferroni": "Bonferroni"}
-_STATSMODELS = {"holm": "holm", "bh": "fdr_bh", "bonferroni": "bonferroni"}
+
+
+def adjusted_p_values(p_values, method: str) -> np.ndarray:
+    """The family's p values adjusted by `method` (a key of METHODS), in their order, capped at 1: the same
+    numbers, operation for operation, as statsmodels' `multipletests` (its Holm runs a full garbage
+    collection on every call, about 80 ms in a pipeline process, and a report adjusts hundreds of families)."""
+    p_values = np.asarray(p_values, dtype=float)
+    count = len(p_values)
+    if method not in METHODS:
+        raise ValueError(f"unknown multiplicity method {method!r}; known: {', '.join(METHODS)}")
+    if method == "bonferroni":
+        return np.minimum(p_values * float(count), 1.0)
+    order = np.argsort(p_values)
+    ascending = p_values[order]
+    if method == "holm":  # step down: p(i) (n - i + 1), never below an earlier one
+        stepped = np.maximum.accumulate(ascending * np.arange(count, 0, -1))
+    else:  # Benjamini-Hochberg, step up: p(i) n / i, never above a later one
+        stepped = np.minimum.accumulate((ascending / (np.arange(1, count + 1) / float(count)))[::-1])[::-1]
+    adjusted = np.empty(count)
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return adjusted
 
 
 @dataclass(frozen=True)
@@ -75,7 +94,7 @@ class Plan:
             for _, rows in self._families(table):
                 known = table.loc[rows.index, column].dropna()
                 if len(known):
-                    adjusted[known.index] = multipletests(known.to_numpy(float), method=_STATSMODELS[self.method])[1]
+                    adjusted[known.index] = adjusted_p_values(known.to_numpy(float), self.method)
             table.insert(table.columns.get_loc(column) + 1, f"{column}_adj", adjusted)
         return table
 

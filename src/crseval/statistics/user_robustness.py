@@ -87,14 +87,6 @@ def _profiles(matched: dict[str, dict[str, str]]) -> list[str]:
 # ------------------------------------------------------------------ orders, tau-b and its bootstrap
 
 
-def direction(metric: str) -> bool | None:
-    """The declared direction of a metric (True: higher is better), None where it has none or is undeclared."""
-    try:
-        return column_registry.session_column(metric).higher_is_better
-    except KeyError:
-        return None
-
-
 def tau_b(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Kendall's tau-b between the last axes of `x` and `y` (resamples x systems): (concordant - discordant)
     / sqrt((pairs - ties in x)(pairs - ties in y)), all rows at once by broadcasting the signs of the
@@ -226,7 +218,7 @@ def robustness_table(
     test = P_COLUMNS.get(column, "")
     order_rows, pair_rows = [], []
     for metric in metrics:
-        higher = direction(metric)
+        higher = column_registry.direction(metric)
         means = {
             p: pd.Series({label: point[position[(metric, g[p])]] for label, g in matched.items() if p in g})
             for p in profiles
@@ -337,7 +329,7 @@ def _fmt(value) -> str:
 def _bests(orders: pd.DataFrame, metric: str) -> dict[str, str]:
     """Profile -> the best matched system on `metric` under it (all its matched systems), or why none."""
     rows = orders[orders["metric"] == metric]
-    higher = direction(metric)
+    higher = column_registry.direction(metric)
     return {p: _best(group.set_index("system")["mean"], higher) for p, group in rows.groupby("profile", sort=False)}
 
 
@@ -363,14 +355,14 @@ def robustness_sentence(
     `tas` and `success` (those computed) whether the best system changes."""
     profiles = list(dict.fromkeys(orders["profile"]))
     metrics = list(dict.fromkeys(pairs["metric"]))
-    directed = [m for m in metrics if direction(m) is not None]
+    directed = [m for m in metrics if column_registry.direction(m) is not None]
     best_changes = [m for m in directed if pairs.loc[pairs["metric"] == m, "best_changes"].eq(True).any()]
     sentence = (
         f"Under the {len(profiles)} user profiles ({', '.join(profiles)}), the conclusion changes for "
         f"{len(_changed_metrics(pairs))} of {len(metrics)} metrics (the best system for {len(best_changes)} of the "
         f"{len(directed)} with a direction; stats/user_robustness.md)"
     )
-    named = [m for m in headline if m in metrics and direction(m) is not None]
+    named = [m for m in headline if m in metrics and column_registry.direction(m) is not None]
     phrases = [f"on {m} {'is ' * (k == 0)}{_best_phrase(_bests(orders, m))}" for k, m in enumerate(named)]
     if phrases:
         sentence += "; the best system " + ", and ".join(phrases)
@@ -437,7 +429,7 @@ def _count(pairs_text) -> int:
 
 
 def _metric_section(metric: str, pairs: pd.DataFrame, orders: pd.DataFrame) -> list[str]:
-    higher = direction(metric)
+    higher = column_registry.direction(metric)
     said = {True: "higher is better", False: "lower is better", None: "no direction: ranked by highest mean"}[higher]
     profiles = list(dict.fromkeys(orders["profile"]))
     first = orders[orders["profile"] == profiles[0]].sort_values(["rank", "system"])
