@@ -6,8 +6,10 @@ ordering, unique names), so that no setting the pipeline would turn into silentl
 """
 
 import copy
+import io
 import math
 
+import pandas as pd
 import pytest
 import yaml
 from conftest import REPO, default_config, run_snakemake, write_config
@@ -16,7 +18,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
 from crseval.core.config_checks import ConfigError, config_warnings
-from crseval.core.names import NAME_PATTERN
+from crseval.core.names import NAME_PATTERN, is_safe_name, safe_slug
 from crseval.metrics.basic import jaccard
 from crseval.metrics.grounded import TasSettings, tas_value
 from crseval.metrics.legacy_cas import CasSettings, score_dialogue
@@ -56,10 +58,20 @@ def test_experiment_names_follow_the_system_name_pattern():
     assert has(lines, "experiment: '../elsewhere' does not match", "safe folder name")
 
 
-@pytest.mark.parametrize("name", ["my model", "a/b", "x" * 101])
+@pytest.mark.parametrize("name", ["my model", "a/b", "x" * 101, "None", "NA", "nan"])
 def test_bad_system_name_is_named_at_the_key(name):
     lines = problems(lambda c: c["systems"][1].update(name=name))
     assert has(lines, f"systems[1].name: {name!r} does not match", "safe folder name")
+
+
+def test_names_a_csv_reader_takes_for_missing_are_refused_and_slugged_apart():
+    """pandas reads a model_metrics.csv row named None back as NaN; names that only contain such a word pass."""
+    for name in ("None", "null", "NaN"):
+        assert not is_safe_name(name) and safe_slug(name).startswith("model-")
+    for name in ("Nonesuch", "nan-1", "NA:2", "none", "na"):
+        assert is_safe_name(name) and safe_slug(name) == name
+    # the reason for the rule: pandas reads None back as missing, none as a name
+    assert pd.read_csv(io.StringIO("model\nNone\nnone\n"))["model"].isna().tolist() == [True, False]
 
 
 def test_system_names_must_be_unique():
