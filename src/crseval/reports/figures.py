@@ -2,6 +2,10 @@
 
 The same tables draw the same bytes: SVG ids come from a fixed salt rather than a random one, no file
 carries the date it was drawn, and the dots jittered over a box are jittered from a fixed seed.
+
+Names are drawn as they are: a `$` in a system name or a label is a dollar sign, never TeX to parse (which
+failed the figure on an unknown command such as `$\\foo$`). Each system keeps a colour of its own however
+many there are: the colour-blind palette up to its 10 colours, evenly spaced hues beyond.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from crseval.checks.validity import order_ranks, restrict_order
 from crseval.statistics import column_registry, correlation
 
 plt.rcParams["svg.hashsalt"] = "crseval"  # SVG element ids: the same from run to run
+plt.rcParams["text.parse_math"] = False  # names and labels are text: "$" is no mathtext
+COLOURBLIND = 10  # colours of seaborn's colour-blind palette; it repeats them beyond
 JITTER_SEED = 0  # seaborn jitters strip plots from numpy's global generator
 
 JUDGE_SCORES = column_registry.JUDGE_SCORES
@@ -34,8 +40,10 @@ def label(metric: str) -> str:
 
 
 def palette(systems: list[str]) -> dict[str, tuple]:
-    colours = sns.color_palette("colorblind", n_colors=max(len(systems), 3))
-    return {system: colours[i] for i, system in enumerate(sorted(systems))}
+    """A colour per system, distinct from every other system's (the colour-blind palette repeats after 10)."""
+    count = max(len(set(systems)), 3)
+    colours = sns.color_palette("colorblind" if count <= COLOURBLIND else "husl", n_colors=count)
+    return {system: colours[i] for i, system in enumerate(sorted(set(systems)))}
 
 
 def integer_ticks(ax, axis: str = "x") -> None:
@@ -54,7 +62,8 @@ def metric_bars(model_metrics: pd.DataFrame, metrics: list[str], colours: dict, 
     """Mean per system, one panel per metric, with the 95% interval of model_metrics.csv where it has one.
 
     A system with one session (or none) has no interval and gets no error bar, not one of zero width;
-    it is marked n=1 (n/a) instead. Sessions that all agree keep their zero-width interval: a cap."""
+    it is marked n=1 (n/a) instead. A mean that is missing or no finite number draws no bar and is marked
+    n/a, so that it does not read as a mean of 0. Sessions that all agree keep their zero-width interval: a cap."""
     names = [column_registry.thesis_name(m) for m in metrics if column_registry.thesis_name(m) in model_metrics]
     columns = 4
     rows = math.ceil(len(names) / columns)
@@ -62,15 +71,16 @@ def metric_bars(model_metrics: pd.DataFrame, metrics: list[str], colours: dict, 
     systems = list(model_metrics["model"])
     positions = np.arange(len(systems))
     for ax, name in zip(axes.flat, names):
-        means = model_metrics[name].to_numpy(float)
+        means = pd.to_numeric(model_metrics[name], errors="coerce").to_numpy(float)
+        means = np.where(np.isfinite(means), means, np.nan)
         ax.bar(positions, means, color=[colours[s] for s in systems])
         low, high = model_metrics[f"{name}_ci_low"].to_numpy(float), model_metrics[f"{name}_ci_high"].to_numpy(float)
         _interval_bars(ax, positions, low, high)
         ax.set_title(label(name), fontsize=10)
         ax.set_xticks(positions, systems, rotation=30, ha="right", fontsize=8)
         for i, n in enumerate(model_metrics[f"{name}_n"]):
-            if n == 0:
-                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=7)
+            if n == 0 or np.isnan(means[i]):
+                ax.text(i, 0, "n/a", ha="center", va="bottom", fontsize=7, gid="no-mean")
             elif n == 1:
                 ax.text(i, means[i], "n=1", ha="center", va="bottom", fontsize=7)
     for ax in list(axes.flat)[len(names) :]:
@@ -82,8 +92,8 @@ def metric_bars(model_metrics: pd.DataFrame, metrics: list[str], colours: dict, 
 
 def _interval_bars(ax, positions: np.ndarray, low: np.ndarray, high: np.ndarray, cap: float = 0.12) -> None:
     """Error bars drawn from the interval's own ends (an interval need not be symmetric about the mean),
-    only where there is one; every line carries the gid "interval"."""
-    drawn = ~(np.isnan(low) | np.isnan(high))
+    only where there is one with finite ends; every line carries the gid "interval"."""
+    drawn = np.isfinite(low) & np.isfinite(high)
     x, low, high = positions[drawn], low[drawn], high[drawn]
     ax.vlines(x, low, high, colors="black", linewidth=1, gid="interval")
     for ends in (low, high):

@@ -20,14 +20,18 @@ files; links to the session viewer and the tables beside it):
   errors (count and share), the most common error kinds, the turns that ended at the call bound and the calls
   ignored after the turn's recommend (`tool_calls_table`; the session columns TOOL_COLUMNS, the kinds from
   the turns table's `tool_error_kinds` when it has one).
-Every value read from a table is escaped: system names and metric labels come from the config. A number
-that is missing shows as "–"; one that is no finite number (an inf a table holds) as "n/a", and a mean
-that is no finite number is left unranked.
+Every value read from a table is escaped: system names and metric labels come from the config, error kinds
+from the model under test. A name with right-to-left text or a bidi control is a bidi isolate (<bdi>), so that
+it cannot reorder the numbers around it; NUL and other control characters show as U+FFFD. A number or text
+that is missing shows as "–" (a system without a name too); one that is no finite number (an inf a table holds)
+as "n/a", and a mean that is no finite number is left unranked. A row per system of model_metrics.csv is a
+column of the page, even when two rows carry the same name.
 
 The hrefs are the caller's: `viewer` (the viewer's index.html) and `links` (label -> href of a table or
-summary), relative to where the page is opened. The results folder and the Snakemake report zip place the
-same files differently (the zip puts each report item in `data/raw/<id>/`), so the rule writes the page
-once for each (workflow/scripts/findings.py).
+summary), relative to where the page is opened; one with a scheme other than http(s) (javascript:, data:) is
+written as a relative path (`_href`), so that no link of the page runs a script. The results folder and the
+Snakemake report zip place the same files differently (the zip puts each report item in `data/raw/<id>/`), so
+the rule writes the page once for each (workflow/scripts/findings.py).
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
+import unicodedata
 from collections import Counter
 from urllib.parse import quote
 
@@ -49,6 +55,7 @@ VIEWER = "../viewer/index.html"
 TOOL_COLUMNS = ("tool_calls", "tool_errors", "tool_ignored", "tool_bound_turns")
 ERROR_KINDS = "tool_error_kinds"  # turns table: the turn's distinct error kinds (a JSON list of strings)
 KINDS_SHOWN = 3
+SCORECARD_CHECKS = ("adaptation", "echo", "users", "beats_length")  # the scorecard's verdict columns
 KIND_LENGTH = 60
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;
@@ -62,9 +69,40 @@ nav a{margin-right:1em}small{color:#555}
 """
 
 
+# NUL and the other control characters HTML does not allow in text, and lone surrogates (no UTF-8 encodes them)
+_UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+# a URL scheme, as a browser reads it: leading spaces and controls dropped, tabs and newlines inside ignored
+_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):", re.IGNORECASE)
+_IGNORED_IN_URL = re.compile("[\t\n\r]")
+# the bidi classes of right-to-left letters and digits and of the explicit embeddings, overrides and isolates
+_BIDI = {"R", "AL", "AN", "RLE", "RLO", "LRE", "LRO", "PDF", "RLI", "LRI", "FSI", "PDI"}
+
+
 def esc(value) -> str:
-    """`value` as HTML text or attribute (the runs' pages use it too)."""
-    return html.escape(str(value), quote=True)
+    """`value` as HTML text or attribute (the runs' pages use it too); characters that are no text as U+FFFD."""
+    return _UNPRINTABLE.sub("\ufffd", html.escape(str(value), quote=True))
+
+
+def _text(value) -> str:
+    """A text cell of a table, "–" when it is missing (not the word "nan")."""
+    return "–" if value is None or (not isinstance(value, str) and pd.isna(value)) else str(value)
+
+
+def _name(value) -> str:
+    """A name (system, session, error kind) inside a sentence, escaped; one with right-to-left text or a bidi
+    control in it as an isolate (<bdi>), so that it cannot reorder the numbers after it ("0.55" shown "55.0")."""
+    text = esc(_text(value))
+    return f"<bdi>{text}</bdi>" if any(unicodedata.bidirectional(c) in _BIDI for c in text) else text
+
+
+def _href(value) -> str:
+    """An href attribute: relative paths and http(s) URLs as given, any other scheme (javascript:, data:) as a
+    relative path, so that the link opens a file (or nothing) and never runs a script."""
+    url = str(value)
+    scheme = _SCHEME.match(_IGNORED_IN_URL.sub("", url).lstrip("\x00- "))
+    if scheme and scheme[1].lower() not in ("http", "https"):
+        url = "./" + url
+    return esc(url)
 
 
 def num(value, digits: int = 3) -> str:
@@ -110,13 +148,15 @@ def _higher_is_better(metric: str) -> bool | None:
 def ranking(model_metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The systems by their mean of `metric`, best first in the metric's declared direction (highest first
     for a metric without one): columns system, mean, ci_low, ci_high, rank (ties share the better rank; a
-    mean that is missing or no finite number has no rank and comes last)."""
+    mean that is missing or no finite number has no rank and comes last). The index is the row of
+    `model_metrics`, so that two rows with the same name stay apart."""
     name = column_registry.thesis_name(metric)
-    if name not in model_metrics:
+    if name not in model_metrics or "model" not in model_metrics:
         return pd.DataFrame(columns=["system", "mean", "ci_low", "ci_high", "rank"])
+    model_metrics = model_metrics.reset_index(drop=True)
     table = pd.DataFrame(
         {
-            "system": model_metrics["model"].astype(str),
+            "system": _systems(model_metrics),
             "mean": pd.to_numeric(model_metrics[name], errors="coerce"),
             "ci_low": pd.to_numeric(model_metrics.get(f"{name}_ci_low"), errors="coerce"),
             "ci_high": pd.to_numeric(model_metrics.get(f"{name}_ci_high"), errors="coerce"),
@@ -124,7 +164,13 @@ def ranking(model_metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
     )
     ascending = _higher_is_better(metric) is False
     table["rank"] = _finite(table["mean"]).rank(method="min", ascending=ascending)
-    return table.sort_values(["rank", "system"], kind="stable").reset_index(drop=True)
+    return table.sort_values(["rank", "system"], kind="stable")
+
+
+def _systems(model_metrics: pd.DataFrame) -> list[str]:
+    """The system of each row of model_metrics.csv, "–" where the name is missing (a CSV reader reads a system
+    named "NA" or "None" as missing)."""
+    return [_text(name) for name in model_metrics["model"]] if "model" in model_metrics else []
 
 
 def pair_verdicts(metric: str, posthoc: pd.DataFrame, paired: pd.DataFrame, alpha: float) -> pd.DataFrame:
@@ -185,16 +231,17 @@ def evidence(validity: pd.DataFrame | None, scorecard: pd.DataFrame | None) -> p
                 r["metric"],
                 _whole(r["checks_run"]),
                 _whole(r["checks_passed"]),
-                f"adaptation {r['adaptation']}, echo {r['echo']}, users {r['users']}, beats length {r['beats_length']}",
+                ", ".join(f"{key.replace('_', ' ')} {_text(r.get(key))}" for key in SCORECARD_CHECKS),
             ]
             for r in scorecard.to_dict("records")
         ]
     elif validity is not None and len(validity):
         rows = []
         for metric, own in validity.groupby("metric", sort=False):
-            measured = own[~own["verdict"].astype(str).str.startswith("not measured")]
+            verdicts = own["verdict"].map(_text)
+            measured = own[(verdicts != "–") & ~verdicts.str.startswith("not measured")]  # no verdict: not run
             named = [
-                f"{r['check']}{' (' + str(r['profile']) + ')' if 'profile' in own else ''} {r['verdict']}"
+                f"{_text(r['check'])}{' (' + _text(r['profile']) + ')' if 'profile' in own else ''} {r['verdict']}"
                 for r in measured.to_dict("records")
             ]
             rows.append([metric, len(measured), int((measured["verdict"] == "pass").sum()), ", ".join(named)])
@@ -286,8 +333,10 @@ def tool_calls_table(sessions: pd.DataFrame, turns: pd.DataFrame | None = None) 
     return pd.DataFrame(rows, columns=columns)
 
 
-def _session_link(viewer: str, session_id: str, text: str) -> str:
-    return f'<a href="{esc(viewer)}#session={quote(str(session_id), safe="")}">{esc(text)}</a>'
+def _session_link(viewer: str, session_id: str, value: str) -> str:
+    """`value (session id)`, a link to the session in the viewer."""
+    href = f"{_href(viewer)}#session={quote(str(session_id), safe='')}"
+    return f'<a href="{href}">{esc(value)} ({_name(session_id)})</a>'
 
 
 def _none_testable(pairs: pd.DataFrame) -> bool:
@@ -315,11 +364,11 @@ def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame, s
     if ranked["rank"].isna().all():
         return f"<li>{esc(_label(metric))}: no mean is a finite number (n/a).</li>"
     best = ranked[ranked["rank"] == ranked["rank"].min()]
-    leaders = " = ".join(best["system"])
+    leaders = " = ".join(_name(system) for system in best["system"])
     top = best.iloc[0]
     interval = f"{num(top['mean'])} [{num(top['ci_low'])}, {num(top['ci_high'])}]"
     if shared:
-        return f"<li><b>{esc(_label(metric))}</b>: {esc(leaders)} leads with {interval}.</li>"
+        return f"<li><b>{esc(_label(metric))}</b>: {leaders} leads with {interval}.</li>"
     counts = pairs["verdict"].value_counts() if len(pairs) else pd.Series(dtype=int)
     differ, untestable = int(counts.get("differs", 0)), int(counts.get("not testable at this n", 0))
     total = len(pairs)
@@ -342,7 +391,7 @@ def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame, s
                 if most != "n/a"
                 else " (the sessions per system that would make them all testable: n/a)"
             )
-    return f"<li><b>{esc(_label(metric))}</b>: {esc(leaders)} leads with {interval}; {said}.</li>"
+    return f"<li><b>{esc(_label(metric))}</b>: {leaders} leads with {interval}; {said}.</li>"
 
 
 def findings_page(
@@ -364,7 +413,7 @@ def findings_page(
     tables and summaries to link to (those the run wrote); `viewer`: href of the session viewer's page. Both
     relative to where the page is opened. `turns`: the turns table's `system` and `tool_error_kinds` columns,
     for the kinds of the tool calls' errors (None: the kinds are left out)."""
-    systems = model_metrics["model"].astype(str).tolist()
+    systems = _systems(model_metrics)
     size = "no sessions"
     if "sessions" in model_metrics and len(model_metrics):
         fewest = _count(_finite(model_metrics["sessions"]).min())
@@ -382,12 +431,12 @@ def findings_page(
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>Findings: {esc(experiment)}</title><style>{STYLE}</style></head><body>",
         f"<h1>Findings: {esc(experiment)}</h1>",
-        f"<p><small>{len(systems)} systems ({esc(', '.join(systems))}); {esc(size)}; tests at alpha {alpha} "
-        "with the analysis plan of stats/summary.md.</small></p>",
+        f"<p><small>{len(systems)} systems ({', '.join(map(_name, systems))}); {esc(size)}; tests at alpha "
+        f"{num(alpha)} with the analysis plan of stats/summary.md.</small></p>",
         '<nav><a href="'
-        + esc(viewer)
+        + _href(viewer)
         + '">Sessions (viewer)</a>'
-        + "".join(f'<a href="{esc(path)}">{esc(label)}</a>' for label, path in (links or {}).items())
+        + "".join(f'<a href="{_href(path)}">{esc(label)}</a>' for label, path in (links or {}).items())
         + "</nav>",
         "<h2>What this run concludes</h2>",
         "<ul class='lead'>",
@@ -409,21 +458,22 @@ def _scorecard_table(headline: list[str], rankings: dict[str, pd.DataFrame]) -> 
     (rank in the metric's direction)."""
     if not headline:
         return ["<h2>Systems</h2>", "<p>No headline metric was computed in this run.</p>"]
-    order = list(rankings[headline[0]]["system"])
+    first = rankings[headline[0]]
+    order = list(first.index)  # rows of model_metrics: a name given twice is two columns
     lines = [
         "<h2>Systems on the headline metrics</h2>",
         "<p><small>Each cell is the mean [95% interval] (rank, 1 = best in the metric's direction); systems in the "
         f"order of {esc(_label(headline[0]))}.</small></p>",
-        "<table><tr><th>metric</th>" + "".join(f"<th>{esc(s)}</th>" for s in order) + "</tr>",
+        "<table><tr><th>metric</th>" + "".join(f"<th>{esc(first.loc[row, 'system'])}</th>" for row in order) + "</tr>",
     ]
     for metric in headline:
-        by_system = rankings[metric].set_index("system")
+        by_row = rankings[metric]
         cells = []
-        for system in order:
-            if system not in by_system.index or pd.isna(by_system.loc[system, "mean"]):
+        for row in order:
+            if row not in by_row.index or pd.isna(by_row.loc[row, "mean"]):
                 cells.append("<td class='num'>–</td>")
                 continue
-            r = by_system.loc[system]
+            r = by_row.loc[row]
             rank = f" ({int(r['rank'])})" if pd.notna(r["rank"]) else " (unranked)"
             cells.append(f"<td class='num'>{num(r['mean'])} [{num(r['ci_low'])}, {num(r['ci_high'])}]{rank}</td>")
         lines.append(f"<tr><td title='{esc(metric)}'>{esc(_label(metric))}</td>{''.join(cells)}</tr>")
@@ -452,7 +502,7 @@ def _pairs_section(headline: list[str], pairs: dict[str, pd.DataFrame], power: p
                 )
         lines += [
             f"<h3>{esc(_label(metric))}</h3>",
-            f"<p><small>{esc(table['test'].iloc[0])}, p adjusted by the plan.{needed}</small></p>",
+            f"<p><small>{esc(_text(table['test'].iloc[0]))}, p adjusted by the plan.{needed}</small></p>",
             "<table><tr><th>a</th><th>b</th><th>a - b</th><th>p (adjusted)</th><th>verdict</th></tr>",
         ]
         for r in table.to_dict("records"):
@@ -466,7 +516,7 @@ def _pairs_section(headline: list[str], pairs: dict[str, pd.DataFrame], power: p
                     else ": the sessions per system that would make it testable: n/a"
                 )
             lines.append(
-                f"<tr><td>{esc(r['system_a'])}</td><td>{esc(r['system_b'])}</td><td class='num'>"
+                f"<tr><td>{_name(r['system_a'])}</td><td>{_name(r['system_b'])}</td><td class='num'>"
                 f"{num(r['mean_diff'])}</td><td class='num'>{num(r['p_adj'])}</td>"
                 f"<td class='{css}'>{esc(verdict)}</td></tr>"
             )
@@ -493,16 +543,14 @@ def _tool_calls_section(table: pd.DataFrame, viewer: str) -> list[str]:
     for r in table.to_dict("records"):
         share = "" if pd.isna(r["error_share"]) else f"&nbsp;({r['error_share']:.1%})"
         css = "fail" if r["errors"] > 0 else "pass"
-        named = "; ".join(f"{kind} ({n} turn{'s' if n != 1 else ''})" for kind, n in r["kinds"] or [])
+        named = "; ".join(f"{_name(kind)} ({n} turn{'s' if n != 1 else ''})" for kind, n in r["kinds"] or [])
         worst = (
-            _session_link(viewer, r["worst_id"], f"{_count(r['worst_errors'])} ({r['worst_id']})")
-            if isinstance(r["worst_id"], str)
-            else "–"
+            _session_link(viewer, r["worst_id"], _count(r["worst_errors"])) if isinstance(r["worst_id"], str) else "–"
         )
         lines.append(
-            f"<tr><td>{esc(r['system'])}</td><td class='num'>{_count(r['calls'])}</td>"
+            f"<tr><td>{_name(r['system'])}</td><td class='num'>{_count(r['calls'])}</td>"
             f"<td class='num {css}'>{_count(r['errors'])}{share}</td>"
-            + (f"<td>{esc(named) or '–'}</td>" if kinds else "")
+            + (f"<td>{named or '–'}</td>" if kinds else "")
             + f"<td class='num'>{_count(r['bound_turns'])}</td><td class='num'>{_count(r['ignored'])}</td>"
             f"<td>{worst}</td></tr>"
         )
@@ -539,9 +587,9 @@ def _extremes_section(headline: list[str], sessions: pd.DataFrame, viewer: str) 
     for metric in headline:
         for r in extremes(sessions, metric).to_dict("records"):
             shown = True
-            low = _session_link(viewer, r["low_id"], f"{num(r['low'])} ({r['low_id']})")
-            high = _session_link(viewer, r["high_id"], f"{num(r['high'])} ({r['high_id']})")
+            low = _session_link(viewer, r["low_id"], num(r["low"]))
+            high = _session_link(viewer, r["high_id"], num(r["high"]))
             lines.append(
-                f"<tr><td>{esc(_label(metric))}</td><td>{esc(r['system'])}</td><td>{low}</td><td>{high}</td></tr>"
+                f"<tr><td>{esc(_label(metric))}</td><td>{_name(r['system'])}</td><td>{low}</td><td>{high}</td></tr>"
             )
     return [*lines, "</table>"] if shown else []

@@ -11,8 +11,14 @@ Snakemake report (`report(directory(...), htmlindex="index.html")`); a chunk is 
 sessions is opened. Chunks hold whole session indices (the same seeded user in every system and trial), so a
 side-by-side view reads one chunk.
 
-Every string from the sessions is data: written JSON-escaped (`<`, `>` and `&` as \\u escapes), shown
-with textContent. The output is deterministic: the same inputs give the same bytes.
+Every string from the sessions is data: written JSON-escaped (`<`, `>` and `&` as \\u escapes, so that no
+`</script>` or `<!--` closes or comments out the script; lone surrogates as \\u escapes too, so that the file
+can be written in UTF-8), shown with textContent. A turn's user text and reply are carried up to TEXT_SHOWN
+characters each: a longer one (a service may reply with a megabyte) is cut, with its length and a digest of the
+whole (`user_cut`, `system_cut`), so that the page says so and the side-by-side view still sees two long replies
+that differ after the cut; the session shards hold them whole. The title is the page's only text outside the
+data: escaped, with the templates' placeholders filled in one pass, so that a title cannot pull in the script.
+The output is deterministic: the same inputs give the same bytes.
 
 URL hash (deep links; values URL-encoded, parameters joined by `&`):
 - `#session=<session_id>`: one session, e.g. `#session=oracle%2Fs00003` (or `#session=oracle/s00003/t1`);
@@ -29,7 +35,7 @@ by side, Escape goes back, / focuses the text filter; in a session, j/k open the
 
 from __future__ import annotations
 
-import html
+import hashlib
 import json
 import math
 import re
@@ -43,6 +49,7 @@ from crseval.core.io import atomic_path
 from crseval.core.session_records import read_sessions
 from crseval.judge import judge_columns
 from crseval.metrics import families
+from crseval.reports.findings import esc
 from crseval.statistics import column_registry
 
 ASSETS = Path(__file__).with_name("viewer_assets")
@@ -56,7 +63,9 @@ TOOL_TEXT = 300  # characters of a call's arguments, result summary and error a 
 TOOL_NAME = 60  # characters of a tool's name (the model's, so any text)
 TOOL_NAMES = 8  # distinct tool names the summary of a turn's calls lists
 TOOL_KEYS = ("tool_calls", "committed_titles", "tool_turn_end")  # a tool-using system's turn has them
-_UNSAFE = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+TEXT_SHOWN = 20_000  # characters of a turn's user text and of its reply a chunk carries
+_UNSAFE = re.compile("[<>&\u2028\u2029\ud800-\udfff]")  # inside JSON strings: written as \\u escapes
+_PLACEHOLDERS = re.compile(r"\{\{title\}\}|/\*\{\{css\}\}\*/|/\*\{\{js\}\}\*/")
 
 
 def write_viewer(
@@ -286,12 +295,14 @@ def _session(record: dict, per_turn: dict, judgements: list[dict] | None) -> dic
     sid = record["session_id"]
     turns = []
     for turn in record["turns"]:
+        user_text, user_cut = _shown(turn["user_text"])
+        system_text, system_cut = _shown(turn.get("system_text", ""))
         turns.append(
             {
                 "turn": turn["turn"],
-                "user_text": turn["user_text"],
+                "user_text": user_text,
                 "user_meta": _user_meta(turn.get("user_meta")),
-                "system_text": turn.get("system_text", ""),
+                "system_text": system_text,
                 "recommended_titles": turn.get("recommended_titles") or [],
                 "mentioned_titles": turn.get("mentioned_titles") or [],
                 "unknown_titles": turn.get("unknown_titles") or [],
@@ -300,6 +311,9 @@ def _session(record: dict, per_turn: dict, judgements: list[dict] | None) -> dic
                 "metrics": per_turn.get((sid, turn["turn"]), {}),
             }
         )
+        for key, cut in (("user_cut", user_cut), ("system_cut", system_cut)):
+            if cut:  # only a cut text: the chunks of other sessions stay as they were
+                turns[-1][key] = cut
         if any(key in turn for key in TOOL_KEYS):  # other systems' turns: the chunk as it always was
             turns[-1]["tools"] = _tools(turn)
     provenance = record.get("provenance") or {}
@@ -318,6 +332,15 @@ def _session(record: dict, per_turn: dict, judgements: list[dict] | None) -> dic
         "judges": judgements or [],
         "turns": turns,
     }
+
+
+def _shown(text) -> tuple[str | None, dict | None]:
+    """A turn's text as a chunk carries it: whole up to TEXT_SHOWN characters; a longer one cut, with its
+    length, the characters shown and the first 16 hex digits of the SHA-256 of the whole (None when not cut)."""
+    if not isinstance(text, str) or len(text) <= TEXT_SHOWN:
+        return text, None
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return text[:TEXT_SHOWN], {"chars": len(text), "shown": TEXT_SHOWN, "sha256": digest}
 
 
 def _cut(text: str, limit: int = TOOL_TEXT) -> str:
@@ -396,16 +419,19 @@ def _tools(turn: dict) -> dict:
 
 def _jsonp(payload: dict) -> str:
     """`window.crsevalData(<payload>);`: JSON with sorted keys, nothing that could close a script tag or
-    open markup (`<`, `>`, `&` as \\u escapes; they only occur inside strings)."""
+    open markup (`<`, `>`, `&` as \\u escapes; they only occur inside strings), nothing UTF-8 cannot encode (a
+    lone surrogate, which a JSON line may hold as an escape, as its \\u escape)."""
     text = json.dumps(payload, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return "window.crsevalData(" + re.sub("[<>&\u2028\u2029]", lambda m: _UNSAFE[m[0]], text) + ");\n"
+    return "window.crsevalData(" + _UNSAFE.sub(lambda m: f"\\u{ord(m[0]):04x}", text) + ");\n"
 
 
 def _page(title: str) -> str:
-    """index.html: the template with the style sheet and the script inlined."""
+    """index.html: the template with the style sheet and the script inlined and the title escaped, every
+    placeholder filled in one pass (a title holding `/*{{js}}*/` stays text)."""
     template = (ASSETS / "index.html").read_text(encoding="utf-8")
     css = (ASSETS / "viewer.css").read_text(encoding="utf-8")
     script = (ASSETS / "viewer.js").read_text(encoding="utf-8")
     if "</style" in css.lower() or "</script" in script.lower():
         raise ValueError("a viewer asset would close its own tag")
-    return template.replace("{{title}}", html.escape(title)).replace("/*{{css}}*/", css).replace("/*{{js}}*/", script)
+    filled = {"{{title}}": esc(title), "/*{{css}}*/": css, "/*{{js}}*/": script}
+    return _PLACEHOLDERS.sub(lambda m: filled[m[0]], template)

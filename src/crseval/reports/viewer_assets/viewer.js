@@ -779,15 +779,32 @@
     return parts.length ? el("div", "chips", parts) : null;
   }
 
+  /* a text the chunk carries cut (crseval.reports.viewer.TEXT_SHOWN): what it shows of how much */
+  function cutNote(cut) {
+    if (!cut) return null;
+    return el("div", "cut", "… cut: the first " + cut.shown.toLocaleString("en") + " of " +
+      cut.chars.toLocaleString("en") + " characters shown (the session's shard holds it whole)");
+  }
+
+  /* two turns' texts the same, a cut text by its length and digest too */
+  function sameText(a, b, cut) {
+    var x = a[cut], y = b[cut];
+    var key = cut === "system_cut" ? "system_text" : "user_text";
+    if (a[key] !== b[key] || !x !== !y) return false;
+    return !x || (x.chars === y.chars && x.sha256 === y.sha256);
+  }
+
   function turnBlock(t, imported) {
     var user = el("div", "msg user", [
       el("div", "who", "user · turn " + t.turn),
       el("div", "text", t.user_text),
+      cutNote(t.user_cut),
       userChips(t)
     ]);
     var system = el("div", "msg system", [
       el("div", "who", "system"),
       el("div", "text", t.system_text || "(no reply)"),
+      cutNote(t.system_cut),
       titleChips(t),
       turnMetrics(t),
       toolFold(t.tools)
@@ -936,11 +953,13 @@
           return;
         }
         if (col === 0) first = t;
-        var differs = col > 0 && (!first || first.system_text !== t.system_text);
-        var userDiffers = col > 0 && (!first || first.user_text !== t.user_text);
+        var differs = col > 0 && (!first || !sameText(first, t, "system_cut"));
+        var userDiffers = col > 0 && (!first || !sameText(first, t, "user_cut"));
         var cell = el("div", "side-cell" + (differs ? " differs" : ""), [
           el("div", "u" + (userDiffers ? " u-differs" : ""), [el("span", "who", "user "), t.user_text]),
+          cutNote(t.user_cut),
           el("div", "s", t.system_text || "(no reply)"),
+          cutNote(t.system_cut),
           titleChips(t),
           turnMetrics(t),
           toolFold(t.tools)
