@@ -16,7 +16,11 @@ back to the caller (`unknown`), never guessed. Every call is bounded: the size o
 one search returns, the films one commit takes, the length of the message, the calls of a turn, the size of
 each result handed back to the model. A call that breaks a bound or the schema, names an unknown tool or
 an unknown film, or sends arguments that are not a JSON object is an error: recorded with the reason and
-returned to the model as an error result, so that it can correct itself within the turn's bound.
+returned to the model as an error result, so that it can correct itself within the turn's bound. Arguments are
+read as strict JSON: a key given twice, NaN or Infinity, a number past MAX_NUMBER_DIGITS digits or out of a
+double's range, nesting past MAX_ARGUMENT_DEPTH, or a lone UTF-16 surrogate (which no UTF-8 record can hold) is
+an error naming it, never a guess at what was meant. Every text handed back, an error's too, fits
+`tool_limits.result_chars`.
 
 `ToolTurn` runs one turn's calls and keeps its record (crseval.core.schemas session.schema.yaml, a turn's
 `tool_calls`, `committed_titles` and `tool_turn_end`). The deterministic tool-using systems and the LLM
@@ -26,6 +30,7 @@ returned to the model as an error result, so that it can correct itself within t
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -36,6 +41,7 @@ from crseval.catalog.index import CatalogIndex
 from crseval.catalog.retrieval import Retriever
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.language.tracker import Constraint
+from crseval.llm.base import clean_unicode
 
 SEARCH, DETAILS, RECOMMEND = "search_films", "film_details", "recommend"
 SEARCH_FIELDS = tuple(f for f in CONCEPT_FIELDS if f != KEYWORD_FIELD)  # genre, actor, director, writer, language, year
@@ -45,6 +51,9 @@ MAX_MESSAGE_CHARS = 2_000
 MAX_PLOT_CHARS = 600
 MAX_VALUES = 20  # values per field (and in exclude, focus)
 RECORD_ARGUMENT_CHARS = 1_000  # arguments larger than this are recorded as an excerpt
+MAX_ARGUMENT_DEPTH = 8  # containers nested in one call's arguments (the tools' own need 2: an object of lists)
+MAX_NUMBER_DIGITS = 20  # digits of one integer in the arguments (a film id, a limit, a year)
+UNKNOWN_VALUE_CHARS = 80  # of a value the catalog does not hold, as it is reported back and recorded
 _VALUES = {"anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}, "maxItems": MAX_VALUES}]}
 
 TOOLS = [
@@ -153,6 +162,11 @@ def _listed(value, name: str) -> list[str]:
     return [str(v).strip() for v in values if str(v).strip()]
 
 
+def _unknown(name: str, text: str) -> str:
+    """A value the catalog does not hold as it is reported: cut, since the model may send any text."""
+    return f"{name} {_excerpt(text, UNKNOWN_VALUE_CHARS)}"
+
+
 class Catalog:
     """Catalog values by lower-cased spelling, per field and over every field (for `exclude` and `focus`)."""
 
@@ -191,7 +205,7 @@ def argument_constraints(arguments: dict, catalog: Catalog) -> tuple[list[Constr
     for name in SEARCH_FIELDS:
         for text in _listed(arguments.get(name), name):
             value = catalog.value(name, text)
-            (constraints.append(Constraint(name, value, False)) if value else unknown.append(f"{name} {text}"))
+            (constraints.append(Constraint(name, value, False)) if value else unknown.append(_unknown(name, text)))
     keywords = arguments.get("keywords")
     if keywords is not None:
         if not isinstance(keywords, str):
@@ -205,7 +219,11 @@ def argument_constraints(arguments: dict, catalog: Catalog) -> tuple[list[Constr
                     constraints.append(Constraint(KEYWORD_FIELD, value, False))
     for text in _listed(arguments.get("exclude"), "exclude"):
         found = catalog.anywhere(text)
-        (constraints.append(Constraint(found[0], found[1], True)) if found else unknown.append(f"exclude {text}"))
+        (
+            constraints.append(Constraint(found[0], found[1], True))
+            if found
+            else unknown.append(_unknown("exclude", text))
+        )
     focus = set()
     for text in _listed(arguments.get("focus"), "focus"):
         found = catalog.anywhere(text)
@@ -299,7 +317,7 @@ class Toolkit:
             raise ToolError("film_ids must be a non-empty list of film ids")
         if len(ids) > MAX_COMMIT:
             raise ToolError(f"film_ids holds {len(ids)} films; at most {MAX_COMMIT} a turn")
-        if not isinstance(message, str) or not message.strip():
+        if not isinstance(message, str) or not _visible(message):
             raise ToolError("message must be the text the user reads")
         if len(message) > MAX_MESSAGE_CHARS:
             raise ToolError(f"message holds {len(message)} characters; at most {MAX_MESSAGE_CHARS}")
@@ -319,7 +337,78 @@ class Toolkit:
 
 
 def _excerpt(text: str, limit: int = 300) -> str:
+    text = clean_unicode(text)
     return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
+
+
+def _visible(text: str) -> bool:
+    """Whether `text` has a character a reader sees: not only spaces, controls and format marks (ZWSP, RLM)."""
+    return any(ch.isprintable() and not ch.isspace() for ch in text)
+
+
+def _repeated_keys_refused(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object's members, refusing a key given twice: which of the two the model meant is unknown."""
+    seen = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ToolError(f"the arguments repeat a key: {_excerpt(key, 80)!r}")
+        seen.add(key)
+    return dict(pairs)
+
+
+def _no_constant(name: str):
+    raise ToolError(f"the arguments are not JSON: {name} is no JSON value")
+
+
+def _bounded_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_NUMBER_DIGITS:
+        raise ToolError(f"the arguments hold a number too long: {digits:,} digits; at most {MAX_NUMBER_DIGITS}")
+    return int(text)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ToolError(f"the arguments hold a number out of range: {_excerpt(text, 40)}")
+    return value
+
+
+def strict_json(text: str):
+    """`text` decoded as strict JSON (repeated keys, NaN and Infinity, over-long or out-of-range numbers
+    refused); ToolError naming what is wrong."""
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=_repeated_keys_refused,
+            parse_constant=_no_constant,
+            parse_int=_bounded_int,
+            parse_float=_finite_float,
+        )
+    except ToolError:
+        raise
+    except RecursionError:
+        raise ToolError("the arguments are not JSON: nested too deep to read") from None
+    except ValueError as error:
+        raise ToolError(f"the arguments are not JSON: {str(error)[:120]}") from None
+
+
+def _shape_problem(value) -> str | None:
+    """What makes decoded arguments unusable beyond their syntax: nesting past MAX_ARGUMENT_DEPTH, or a lone
+    surrogate in a key or string (walked without recursion, so any depth is safe to check)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)) and depth > MAX_ARGUMENT_DEPTH:
+            return f"the arguments nest too deep: more than {MAX_ARGUMENT_DEPTH} levels"
+        if isinstance(item, dict):
+            stack.extend((key, depth) for key in item)
+            stack.extend((member, depth + 1) for member in item.values())
+        elif isinstance(item, list):
+            stack.extend((member, depth + 1) for member in item)
+        elif isinstance(item, str) and clean_unicode(item) != item:
+            return "the arguments are not valid text: a lone UTF-16 surrogate"
+    return None
 
 
 @dataclass
@@ -339,15 +428,15 @@ class ToolTurn:
 
     def call(self, step: int, name, arguments) -> str:
         """Run one call (`arguments`: the JSON text the model sent, or an object); the result for the model
-        (JSON text). After the turn's commit, or past the call bound, the call is recorded and not run."""
-        name = str(name)[:200]
+        (JSON text within `result_chars`). After the turn's commit, or past the call bound, the call is
+        recorded and not run."""
+        name = clean_unicode(str(name)[:200])
         started = time.perf_counter()
+        limit = self.toolkit.limits.result_chars
         record = {"step": step, "name": name, "arguments": None, "status": "error", "result": None, "error": None}
         try:
             if self.committed is not None or self.end == "bound":
-                record["arguments_text"] = _excerpt(
-                    arguments if isinstance(arguments, str) else json.dumps(arguments, default=repr)
-                )
+                record["arguments_text"] = _excerpt(arguments if isinstance(arguments, str) else _shown(arguments))
                 record["status"] = "ignored"
                 record["error"] = (
                     "after the turn's recommend: not run" if self.committed is not None else "past the call bound"
@@ -364,13 +453,13 @@ class ToolTurn:
             if outcome.committed is not None:
                 self.committed, self.message, self.end = outcome.committed, outcome.message, "recommend"
             text = json.dumps(outcome.result, ensure_ascii=False)
-            if len(text) > self.toolkit.limits.result_chars:
-                text = json.dumps(_trimmed(outcome.result, self.toolkit.limits.result_chars), ensure_ascii=False)
+            if len(text) > limit:
+                text = json.dumps(_trimmed(outcome.result, limit), ensure_ascii=False)
         except ToolError as error:
-            record["error"] = str(error)[:500]
-            text = json.dumps({"error": record["error"]})
+            record["error"] = clean_unicode(str(error)[:500])
+            text = _error_text(record["error"], limit)
         except _Recorded:
-            text = json.dumps({"error": record["error"]})
+            text = _error_text(record["error"], limit)
         record["latency_s"] = round(time.perf_counter() - started, 6)
         self.calls.append(record)
         if (
@@ -381,25 +470,28 @@ class ToolTurn:
         return text
 
     def _arguments(self, arguments, record: dict) -> dict:
+        """The call's arguments as a JSON object, read strictly (strict_json, _shape_problem) whether they came
+        as text or as an object, so both ways are held to the same rules."""
         if isinstance(arguments, dict):
-            text = json.dumps(arguments, ensure_ascii=False)
+            text = _shown(arguments)
         elif isinstance(arguments, str):
             text = arguments
         else:
-            record["arguments_text"] = _excerpt(repr(arguments))
+            record["arguments_text"] = _excerpt(repr(arguments)[:1_000])
             raise ToolError("the arguments must be a JSON object")
         if len(text) > self.toolkit.limits.argument_chars:
             record["arguments_text"] = _excerpt(text)
             raise ToolError(
                 f"the arguments hold {len(text):,} characters; at most {self.toolkit.limits.argument_chars:,}"
             )
-        if isinstance(arguments, dict):
-            return arguments
         try:
-            parsed = json.loads(text) if text.strip() else {}
-        except (ValueError, RecursionError) as error:
+            parsed = strict_json(text) if text.strip() else {}
+            problem = _shape_problem(parsed)
+            if problem:
+                raise ToolError(problem)
+        except ToolError:
             record["arguments_text"] = _excerpt(text)
-            raise ToolError(f"the arguments are not JSON: {str(error)[:120]}") from None
+            raise
         if not isinstance(parsed, dict):
             record["arguments_text"] = _excerpt(text)
             raise ToolError("the arguments must be a JSON object")
@@ -419,14 +511,59 @@ class _Recorded(Exception):
     """A call recorded without being run (after the commit, past the bound)."""
 
 
+def _shown(arguments) -> str:
+    """Arguments given as an object, as JSON text; an object JSON cannot write (a cycle, a set, nesting past
+    the interpreter's depth) as text that the strict reading then refuses."""
+    try:
+        return json.dumps(arguments, ensure_ascii=False)
+    except (TypeError, ValueError, RecursionError):
+        return f"(not JSON) {repr(arguments)[:200]}"
+
+
+def _error_text(error: str, limit: int) -> str:
+    """An error result for the model, cut to fit `limit` characters of JSON (ASCII, as error results always
+    were: the tool messages of cached runs keep their text)."""
+    text = json.dumps({"error": error})
+    while len(text) > limit and len(error) > 1:
+        error = error[: max(0, len(error) - (len(text) - limit) - 1)] + "…"
+        text = json.dumps({"error": error})
+    return text
+
+
+def _size(value) -> int:
+    return len(json.dumps(value, ensure_ascii=False))
+
+
 def _trimmed(result: dict, limit: int) -> dict:
-    """A result cut to fit `limit` characters of JSON: films dropped from the end, the plot shortened."""
-    result = dict(result)
+    """A result cut to fit `limit` characters of JSON (any limit the config allows), marked `cut`: the plot
+    shortened, the unknown values kept to half the room, films dropped from the end (as id and title only when
+    not one whole card fits), then (a result still too large) its last fields dropped."""
+    result = dict(result) | {"cut": True}
     if "plot" in result:
-        result["plot"] = result["plot"][: max(0, limit // 2)]
-    films = list(result.get("films", []))
-    while films and len(json.dumps(result | {"films": films}, ensure_ascii=False)) > limit:
-        films.pop()
+        room = limit - _size(result | {"plot": ""})
+        result["plot"] = str(result["plot"])[: max(0, room - 8)]  # JSON escapes may take more; checked below
+    unknown = list(result.get("unknown", []))
+    while unknown and _size(unknown) > limit // 2:
+        unknown.pop()
+    if "unknown" in result:
+        result["unknown"] = unknown
     if "films" in result:
-        result["films"], result["cut"] = films, True
+        result["films"] = _fitting(result, limit)
+    for key in reversed([key for key in result if key not in ("cut", "id", "title")]):
+        if _size(result) <= limit:
+            break
+        del result[key]
+    while _size(result) > limit and result.get("title"):  # only a catalog title this long is left
+        result["title"] = str(result["title"])[: max(0, len(result["title"]) - (_size(result) - limit) - 1)]
     return result
+
+
+def _fitting(result: dict, limit: int) -> list[dict]:
+    """The most films from the start of `result["films"]` that fit `limit` with the rest of `result`: whole
+    cards, else id and title only."""
+    for films in (list(result["films"]), [{"id": f.get("id"), "title": f.get("title")} for f in result["films"]]):
+        while films and _size(result | {"films": films}) > limit:
+            films.pop()
+        if films:
+            return films
+    return []

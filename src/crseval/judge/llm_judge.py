@@ -39,6 +39,7 @@ from crseval.judge.judge_columns import (
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.tracker import ConstraintTracker
 from crseval.llm import LLMClient, LLMRequest, LLMResponse
+from crseval.llm.base import clean_unicode
 from crseval.llm.prompts import PromptTemplate
 
 _CRITERION = {
@@ -90,16 +91,12 @@ def parse_judgement(reply: str) -> dict[str, tuple[int, str]]:
         if isinstance(data[criterion]["score"], bool):
             raise JudgeParseError(f"{criterion}/score: a boolean is not a score")
     # 4.0 passes the schema as an integer; rationales may hold lone surrogates from JSON escapes
-    return {c: (int(data[c]["score"]), _writable(data[c]["rationale"].strip())) for c in CRITERIA}
+    return {c: (int(data[c]["score"]), clean_unicode(data[c]["rationale"].strip())) for c in CRITERIA}
 
 
 def _short(reason: str, limit: int = 240) -> str:
     """A reason cut to `limit` characters and made writable as UTF-8."""
-    return _writable(reason if len(reason) <= limit else reason[: limit - 1] + "…")
-
-
-def _writable(text: str) -> str:
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return clean_unicode(reason if len(reason) <= limit else reason[: limit - 1] + "…")
 
 
 def preference_source(turns: list[dict]) -> str:

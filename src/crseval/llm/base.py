@@ -264,6 +264,28 @@ def _decode(data: bytes, content_type: str | None) -> str:
     return data.decode("utf-8", "replace")
 
 
+def strict_json_object(text: str) -> dict | None:
+    """`text` decoded when it is a JSON object by the strict rules servers decode by (no NaN or Infinity, no
+    number past a double's range, which decoders refuse or make inf), else None: a tool call's arguments
+    are echoed back to the server only in that form."""
+    try:
+        value = json.loads(text, parse_constant=_no_json_constant, parse_float=_finite_float)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _no_json_constant(name: str):
+    raise ValueError(f"{name} is no JSON value")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"{text[:40]} is out of a double's range")
+    return value
+
+
 def clean_unicode(text: str) -> str:
     """`text` with lone surrogates (legal in JSON escapes, not in UTF-8) replaced, so it can be written to disk."""
     try:

@@ -3,7 +3,8 @@
 Tools: a request's definitions go out as `tools` (a request without them sends `"tools": []`, the body
 Ollama's own client sends, so replies cached before tools existed stay valid), an assistant's calls as
 `tool_calls: [{"function": {"name", "arguments": <object>}}]` (Ollama takes arguments as an object only:
-arguments the model gave that are not a JSON object go back as {}), a tool's result as {"role": "tool",
+arguments the model gave that are not a JSON object, NaN, Infinity and 1e400 among them, which would make the
+request body no JSON for the server, go back as {}), a tool's result as {"role": "tool",
 "content", "tool_name"}; the reply's `message.tool_calls` (arguments an object) come back neutral, the
 arguments written as JSON text (crseval.llm.base.tool_calls_from).
 """
@@ -24,6 +25,7 @@ from crseval.llm.base import (
     redact_url,
     reply_content,
     short_label,
+    strict_json_object,
     token_count,
     tool_calls_from,
 )
@@ -134,12 +136,10 @@ def ollama_messages(messages: list[dict]) -> list[dict]:
 
 
 def _object(arguments: str) -> dict:
-    """A call's arguments as the object Ollama takes; {} for text that is not a JSON object."""
-    try:
-        value = json.loads(arguments)
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    """A call's arguments as the object Ollama takes; {} for text that is not a strict JSON object (NaN or
+    Infinity would go out as the bare words, which Ollama's JSON decoder refuses with HTTP 400)."""
+    value = strict_json_object(arguments)
+    return {} if value is None else value
 
 
 def json_value(value) -> str:

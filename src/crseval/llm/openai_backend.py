@@ -6,7 +6,11 @@ the call's duration are bounded, and the key goes only to the base URL's origin.
 Tools: a request's definitions go out as `tools` with `tool_choice: "auto"`, its neutral tool messages in
 OpenAI's shape (an assistant's `tool_calls` of {"id", "type": "function", "function": {"name", "arguments"}},
 a result as {"role": "tool", "tool_call_id", "content"}), and the reply's `message.tool_calls` come back
-neutral (crseval.llm.base.tool_calls_from).
+neutral (crseval.llm.base.tool_calls_from). Arguments the model gave that are not a JSON object (cut short, not
+JSON, NaN, a list) go back to the server as "{}", as Ollama's backend sends them: servers that render the
+conversation through a chat template decode every earlier call's arguments and refuse the whole request
+(HTTP 400) when one is not an object, so one bad call would fail every later step of the turn. The tool's
+error result tells the model what was wrong; the neutral message, and so the cache key, keeps what it sent.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from crseval.llm.base import (
     redact_url,
     reply_content,
     short_label,
+    strict_json_object,
     token_count,
     token_logprobs_from,
     tool_calls_from,
@@ -60,7 +65,7 @@ def openai_messages(messages: list[dict]) -> list[dict]:
                         {
                             "id": c["id"],
                             "type": "function",
-                            "function": {"name": c["name"], "arguments": c["arguments"]},
+                            "function": {"name": c["name"], "arguments": echoed_arguments(c["arguments"])},
                         }
                         for c in message["tool_calls"]
                     ],
@@ -73,6 +78,12 @@ def openai_messages(messages: list[dict]) -> list[dict]:
         else:
             shaped.append(message)
     return shaped
+
+
+def echoed_arguments(arguments: str) -> str:
+    """A call's arguments as they go back to the server: as the model gave them when they are a JSON object
+    (strict: NaN, Infinity and numbers past a double are no JSON), else "{}" (see the module docstring)."""
+    return arguments if strict_json_object(arguments) is not None else "{}"
 
 
 def completions_url(base_url: str) -> str:

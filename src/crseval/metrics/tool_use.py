@@ -40,6 +40,13 @@ Per turn (turns.parquet): `search_f1` as above (NaN for a turn not scored) and `
 distinct error kinds in order of first appearance, as a JSON list of strings (a kind: an error's text up to its
 first ":", at most 60 characters; "" when the turn has no error; missing for a turn of a system without tools).
 A JSON list, not a joined string: a kind may hold any character, the model's own words among them.
+
+The tool fields are read as the session schema states them (a turn's `tool_calls`: objects with a string name,
+a status of ok / error / ignored, arguments and a result that are objects or null, an error that is text or
+null; a result's films and film by whole-number catalog id; `tool_turn_end` one of its four values). A record
+that breaks that shape (a shard edited by hand, or written by another program) is a ToolRecordError naming the
+session, the turn and the field: counting a call that is not one, or comparing a film id "3" with 3, would give
+numbers that describe nothing that happened.
 """
 
 from __future__ import annotations
@@ -98,6 +105,78 @@ TURN_COLUMNS = (
 SESSION_NAMES = tuple(column.name for column in SESSION_COLUMNS)
 
 
+STATUSES = ("ok", "error", "ignored")
+TURN_ENDS = ("recommend", "message", "bound", "error")
+
+
+class ToolRecordError(ValueError):
+    """A session record whose tool fields break the session schema's shape; the message names where."""
+
+
+def _shown(value) -> str:
+    """A recorded value as an error message shows it: its JSON kind and, for text and numbers, the value, cut."""
+    if value is None:
+        return "null"
+    if isinstance(value, (list, dict)):
+        return f"{'a list' if isinstance(value, list) else 'an object'} of {len(value)}"
+    kind = "a boolean" if isinstance(value, bool) else "text" if isinstance(value, str) else "the number"
+    return f"{kind} {json.dumps(value, ensure_ascii=True, default=repr)[:60]}"
+
+
+def _film_id(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def call_problem(call) -> str | None:
+    """What makes one recorded tool call unreadable (relative to the call: "status is ..."), or None."""
+    if not isinstance(call, dict):
+        return f"is {_shown(call)}, not an object"
+    for key, kinds, wanted in (
+        ("name", (str,), "text"),
+        ("arguments", (dict, type(None)), "an object or null"),
+        ("result", (dict, type(None)), "an object or null"),
+        ("error", (str, type(None)), "text or null"),
+    ):
+        if not isinstance(call.get(key), kinds):
+            return f"{key} is {'missing' if key not in call else _shown(call[key])}, not {wanted}"
+    if call.get("status") not in STATUSES:
+        return f"status is {_shown(call.get('status'))}, not one of {', '.join(STATUSES)}"
+    result = call["result"] or {}
+    if "films" in result:
+        films = result["films"]
+        if not isinstance(films, list):
+            return f"result.films is {_shown(films)}, not a list"
+        for index, film in enumerate(films):
+            if not isinstance(film, dict) or not _film_id(film.get("id")):
+                shown = _shown(film.get("id")) if isinstance(film, dict) else _shown(film)
+                return f"result.films[{index}] has id {shown}, not a whole number"
+    elif "id" in result and not _film_id(result["id"]):
+        return f"result.id is {_shown(result['id'])}, not a whole number"
+    return None
+
+
+def check_tool_fields(record: dict) -> None:
+    """Raise ToolRecordError naming the session, turn and field where the record's tool fields cannot be read
+    (the module docstring); the first such place, as crseval.core.session_records names a schema break."""
+    session = record.get("session_id") if isinstance(record, dict) else None
+    turns = record.get("turns") if isinstance(record, dict) else record
+    if not isinstance(turns, list):
+        raise ToolRecordError(f"session {session}: turns is {_shown(turns)}, not a list")
+    for position, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            raise ToolRecordError(f"session {session}: turns[{position}] is {_shown(turn)}, not an object")
+        where = f"session {session}, turn {turn.get('turn', position)}"
+        if "tool_calls" in turn and not isinstance(turn["tool_calls"], list):
+            raise ToolRecordError(f"{where}: tool_calls is {_shown(turn['tool_calls'])}, not a list")
+        if "tool_turn_end" in turn and turn["tool_turn_end"] not in TURN_ENDS:
+            shown = _shown(turn["tool_turn_end"])
+            raise ToolRecordError(f"{where}: tool_turn_end is {shown}, not one of {', '.join(TURN_ENDS)}")
+        for index, call in enumerate(turn.get("tool_calls") or []):
+            problem = call_problem(call)
+            if problem:
+                raise ToolRecordError(f"{where}: tool_calls[{index}] {problem}")
+
+
 def error_kind(text) -> str:
     """An error's kind: its text up to the first ":", stripped, at most KIND_LENGTH characters."""
     return str(text).split(":", 1)[0].strip()[:KIND_LENGTH]
@@ -137,7 +216,7 @@ def said_wishes(meta: dict) -> set[Key]:
 
 
 def _calls(turn: dict) -> list[dict]:
-    return [c for c in (turn.get("tool_calls") or []) if isinstance(c, dict)]
+    return turn.get("tool_calls") or []  # each an object (check_tool_fields)
 
 
 def _ok(call: dict, name: str) -> bool:
@@ -173,11 +252,13 @@ class SearchReader:
 
 def has_tools(record: dict) -> bool:
     """Whether the session is a tool-using system's: one of its turns records `tool_calls`."""
-    return any("tool_calls" in turn for turn in record.get("turns") or [])
+    return any(isinstance(turn, dict) and "tool_calls" in turn for turn in record.get("turns") or [])
 
 
 def score_session(record: dict, read_search: SearchReader) -> tuple[dict, list[dict]]:
-    """The session's columns and each turn's (all NaN, the kinds missing, for a session without tool calls)."""
+    """The session's columns and each turn's (all NaN, the kinds missing, for a session without tool calls);
+    ToolRecordError for tool fields that cannot be read (check_tool_fields)."""
+    check_tool_fields(record)
     turns = record.get("turns") or []
     if not has_tools(record):
         return dict.fromkeys(SESSION_NAMES, NAN), [{"search_f1": NAN, "tool_error_kinds": None} for _ in turns]

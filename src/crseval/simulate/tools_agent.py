@@ -15,7 +15,8 @@ Every tool call is recorded (crseval.catalog.toolkit.ToolTurn). Each model call 
 the tool definitions and every tool message of the loop so far, so the reply cache's key covers them: the
 toolkit answers alike for the same calls, so a re-run finds every step in the cache and calls no model.
 A model call that fails for good (after the client's retries) fails the job, naming the model, as for every
-LLM system.
+LLM system. Each tool message answers its call by the call's id, so ids a reply repeats are made distinct
+(`distinct_ids`): a server matches results to calls by id, and one id answered twice is a request it may refuse.
 """
 
 from __future__ import annotations
@@ -50,6 +51,20 @@ def combined_meta(metas: list[dict]) -> dict | None:
         "cached": all(m["cached"] for m in metas),
         "steps": len(metas),
     }
+
+
+def distinct_ids(calls: list[dict]) -> list[dict]:
+    """A reply's calls with each id once: a repeated id gets "~<n>" appended until it is new (ids kept as the
+    reply gave them otherwise, so the cache keys of replies without repeats stay as they were)."""
+    seen: set[str] = set()
+    distinct = []
+    for call in calls:
+        call_id, repeat = call["id"], 1
+        while call_id in seen:
+            call_id, repeat = f"{call['id']}~{repeat}", repeat + 1
+        seen.add(call_id)
+        distinct.append(call if call_id == call["id"] else {**call, "id": call_id})
+    return distinct
 
 
 class ToolsAgent:
@@ -101,7 +116,7 @@ class ToolsAgent:
             if not response.tool_calls:
                 tool_turn.end = "message"
                 break
-            calls = response.tool_calls[:MAX_TOOL_CALLS_PER_REPLY]  # as every backend keeps them (crseval.llm.base)
+            calls = distinct_ids(response.tool_calls[:MAX_TOOL_CALLS_PER_REPLY])  # as backends keep them (llm.base)
             messages.append({"role": "assistant", "content": response.text or "", "tool_calls": calls})
             for call in calls:
                 result = tool_turn.call(step, call["name"], call["arguments"])
