@@ -266,3 +266,15 @@ def test_no_testable_pair_on_any_metric_is_said_once():
         "demo", model_metrics(), ["tas", "stale_rate"], untestable, paired(), pd.DataFrame(), 0.05, sessions()
     )
     assert "on any headline metric" not in mixed and "(all testable from 9 sessions per system with a value)" in mixed
+
+
+def test_a_metric_without_values_in_some_sessions_names_the_system_with_the_fewest():
+    """The sessions that would make a pair testable are sessions with a value; where a system has a value in only
+    some of its sessions, the sentence names the one with the smallest share (beta: 4 of 6), so that the reader
+    does not take 9 for the sessions to run. Where every session has a value, nothing is added."""
+    counted = model_metrics().assign(tas_n=[5, 4, 6])
+    page = findings.findings_page("demo", counted, ["tas"], posthoc(), paired(), pd.DataFrame(), 0.05, sessions())
+    assert "(all testable from 9 sessions per system with a value; beta has one in 4 of its 6 sessions)" in page
+    whole = model_metrics().assign(tas_n=[6, 6, 6])
+    page = findings.findings_page("demo", whole, ["tas"], posthoc(), paired(), pd.DataFrame(), 0.05, sessions())
+    assert "(all testable from 9 sessions per system with a value)" in page

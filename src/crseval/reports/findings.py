@@ -7,7 +7,8 @@ files; links to the session viewer and the tables beside it):
 - per headline metric, every pair of systems: a difference the recommended post-hoc test (or, where
   it has no row, the paired Wilcoxon test) finds at the plan's alpha, no difference found, or not
   testable at this n with the sessions per system that would make it testable (sessions with a value of
-  the metric: a metric undefined in some sessions needs more sessions than that); and the sessions
+  the metric: a metric undefined in some sessions needs more sessions than that, and the conclusions name
+  the system with the smallest share of sessions with a value); and the sessions
   per system the power plan asks for the observed gap (power.csv). When no pair of any headline metric
   is testable, the conclusions say so once, with the sessions per system that would make them all testable;
 - the evidence behind each metric: how many validity checks could be run on it and how many it
@@ -147,12 +148,13 @@ def _higher_is_better(metric: str) -> bool | None:
 
 def ranking(model_metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The systems by their mean of `metric`, best first in the metric's declared direction (highest first
-    for a metric without one): columns system, mean, ci_low, ci_high, rank (ties share the better rank; a
+    for a metric without one): columns system, mean, ci_low, ci_high, with_value (sessions with a value of the
+    metric), sessions, rank (ties share the better rank; a
     mean that is missing or no finite number has no rank and comes last). The index is the row of
     `model_metrics`, so that two rows with the same name stay apart."""
     name = column_registry.thesis_name(metric)
     if name not in model_metrics or "model" not in model_metrics:
-        return pd.DataFrame(columns=["system", "mean", "ci_low", "ci_high", "rank"])
+        return pd.DataFrame(columns=["system", "mean", "ci_low", "ci_high", "with_value", "sessions", "rank"])
     model_metrics = model_metrics.reset_index(drop=True)
     table = pd.DataFrame(
         {
@@ -160,6 +162,8 @@ def ranking(model_metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
             "mean": pd.to_numeric(model_metrics[name], errors="coerce"),
             "ci_low": pd.to_numeric(model_metrics.get(f"{name}_ci_low"), errors="coerce"),
             "ci_high": pd.to_numeric(model_metrics.get(f"{name}_ci_high"), errors="coerce"),
+            "with_value": pd.to_numeric(model_metrics.get(f"{name}_n"), errors="coerce"),
+            "sessions": pd.to_numeric(model_metrics.get("sessions"), errors="coerce"),
         }
     )
     ascending = _higher_is_better(metric) is False
@@ -387,11 +391,25 @@ def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame, s
         if needed.notna().any():
             most = _count(needed.max())
             said += (
-                f" (all testable from {most} sessions per system with a value)"
+                f" (all testable from {most} sessions per system with a value{_fewest_values(ranked)})"
                 if most != "n/a"
                 else " (the sessions per system that would make them all testable: n/a)"
             )
     return f"<li><b>{esc(_label(metric))}</b>: {leaders} leads with {interval}; {said}.</li>"
+
+
+def _fewest_values(ranked: pd.DataFrame) -> str:
+    """Where the metric has no value in some sessions (a ground-truth metric after no shift, say): the system
+    with the smallest share of sessions with a value, as "; <system> has one in K of its N sessions", so that
+    the reader sees that sessions with a value are fewer than the sessions to run."""
+    share = ranked["with_value"] / ranked["sessions"]
+    if not (share < 1).any():
+        return ""
+    fewest = ranked.loc[share.idxmin()]
+    return (
+        f"; {_name(fewest['system'])} has one in {_count(fewest['with_value'])} of its {_count(fewest['sessions'])} "
+        "sessions"
+    )
 
 
 def findings_page(
