@@ -139,13 +139,6 @@ def _label(metric: str) -> str:
         return metric
 
 
-def _higher_is_better(metric: str) -> bool | None:
-    try:
-        return column_registry.session_column(metric).higher_is_better
-    except KeyError:
-        return None
-
-
 def ranking(model_metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
     """The systems by their mean of `metric`, best first in the metric's declared direction (highest first
     for a metric without one): columns system, mean, ci_low, ci_high, with_value (sessions with a value of the
@@ -166,7 +159,7 @@ def ranking(model_metrics: pd.DataFrame, metric: str) -> pd.DataFrame:
             "sessions": pd.to_numeric(model_metrics.get("sessions"), errors="coerce"),
         }
     )
-    ascending = _higher_is_better(metric) is False
+    ascending = column_registry.direction(metric) is False
     table["rank"] = _finite(table["mean"]).rank(method="min", ascending=ascending)
     return table.sort_values(["rank", "system"], kind="stable")
 
