@@ -75,6 +75,7 @@ _UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
 # a URL scheme, as a browser reads it: leading spaces and controls dropped, tabs and newlines inside ignored
 _SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):", re.IGNORECASE)
 _IGNORED_IN_URL = re.compile("[\t\n\r]")
+WEB_SCHEMES = frozenset({"https", "http"})  # the schemes a link of the page may keep
 # the bidi classes of right-to-left letters and digits and of the explicit embeddings, overrides and isolates
 _BIDI = {"R", "AL", "AN", "RLE", "RLO", "LRE", "LRO", "PDF", "RLI", "LRI", "FSI", "PDI"}
 
@@ -101,7 +102,7 @@ def _href(value) -> str:
     relative path, so that the link opens a file (or nothing) and never runs a script."""
     url = str(value)
     scheme = _SCHEME.match(_IGNORED_IN_URL.sub("", url).lstrip("\x00- "))
-    if scheme and scheme[1].lower() not in ("http", "https"):
+    if scheme and scheme[1].lower() not in WEB_SCHEMES:
         url = "./" + url
     return esc(url)
 
