@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import socket
 import threading
 import time
@@ -386,3 +387,28 @@ def test_an_answer_before_the_deadline_still_arrives_whole():
         assert reply.status == 200 and json.loads(reply.body) == {"reply": "Try Heat."}
         assert copy.copy(service.requests[0].body) == b"{}"
         poster.close()
+
+
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ('{"a": NaN}', "NaN is no JSON value"),
+        ("[1, -Infinity]", "-Infinity is no JSON value"),
+        ('{"a": 1e400}', "the number 1e400 is out of a double's range"),
+        ('{"a": 1, "b": {"c": 2, "c": 3}}', "the key 'c' is given twice in one object"),
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        ("1" * 5_000, "Exceeds the limit"),  # Python's own bound on converting digits, named rather than raised
+    ],
+)
+def test_strict_json_refuses_what_json_has_not(text, problem):
+    """The one strict reader of outside JSON (tool calls, corpora, voices): each refusal says what it refused;
+    text that is no JSON at all stays json.JSONDecodeError, so that callers can say where."""
+    from crseval.core.io import StrictJSONError, strict_json_loads
+
+    with pytest.raises(StrictJSONError, match=re.escape(problem)):
+        strict_json_loads(text)
+    with pytest.raises(json.JSONDecodeError):
+        strict_json_loads('{"a": ')
+    assert strict_json_loads('{"a": [1, 2.5, "x"], "b": {"c": null}}') == {"a": [1, 2.5, "x"], "b": {"c": None}}
+    with pytest.raises(StrictJSONError, match="a number of 21 digits; at most 20"):
+        strict_json_loads("1" * 21, max_int_digits=20)

@@ -30,7 +30,6 @@ an error naming it, never a guess at what was meant. Every text handed back, an 
 from __future__ import annotations
 
 import json
-import math
 import re
 import time
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ import numpy as np
 from crseval.catalog.index import CatalogIndex
 from crseval.catalog.retrieval import Retriever
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
+from crseval.core.io import strict_json_loads
 from crseval.language.tracker import Constraint
 from crseval.llm.base import clean_unicode
 
@@ -346,49 +346,12 @@ def _visible(text: str) -> bool:
     return any(ch.isprintable() and not ch.isspace() for ch in text)
 
 
-def _repeated_keys_refused(pairs: list[tuple[str, object]]) -> dict:
-    """A JSON object's members, refusing a key given twice: which of the two the model meant is unknown."""
-    seen = set()
-    for key, _ in pairs:
-        if key in seen:
-            raise ToolError(f"the arguments repeat a key: {_excerpt(key, 80)!r}")
-        seen.add(key)
-    return dict(pairs)
-
-
-def _no_constant(name: str):
-    raise ToolError(f"the arguments are not JSON: {name} is no JSON value")
-
-
-def _bounded_int(text: str) -> int:
-    digits = len(text.lstrip("-"))
-    if digits > MAX_NUMBER_DIGITS:
-        raise ToolError(f"the arguments hold a number too long: {digits:,} digits; at most {MAX_NUMBER_DIGITS}")
-    return int(text)
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ToolError(f"the arguments hold a number out of range: {_excerpt(text, 40)}")
-    return value
-
-
 def strict_json(text: str):
-    """`text` decoded as strict JSON (repeated keys, NaN and Infinity, over-long or out-of-range numbers
-    refused); ToolError naming what is wrong."""
+    """`text` decoded as strict JSON (crseval.core.io.strict_json_loads: repeated keys, NaN and Infinity,
+    out-of-range numbers and integers of more than MAX_NUMBER_DIGITS digits refused); ToolError naming what
+    is wrong."""
     try:
-        return json.loads(
-            text,
-            object_pairs_hook=_repeated_keys_refused,
-            parse_constant=_no_constant,
-            parse_int=_bounded_int,
-            parse_float=_finite_float,
-        )
-    except ToolError:
-        raise
-    except RecursionError:
-        raise ToolError("the arguments are not JSON: nested too deep to read") from None
+        return strict_json_loads(text, max_int_digits=MAX_NUMBER_DIGITS)
     except ValueError as error:
         raise ToolError(f"the arguments are not JSON: {str(error)[:120]}") from None
 

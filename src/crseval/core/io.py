@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import os
 import re
 import tempfile
@@ -65,6 +66,64 @@ def write_json_lines(values: Iterable[object], path: str | Path) -> None:
     """Write `values` as JSON lines (json_line), all or nothing."""
     with atomic_path(path) as temporary:
         temporary.write_text("".join(json_line(v) for v in values), encoding="utf-8")
+
+
+class StrictJSONError(ValueError):
+    """JSON text that is not strict JSON (strict_json_loads); the message says what is wrong."""
+
+
+def strict_json_loads(text: str, max_int_digits: int | None = None) -> object:
+    """`text` decoded as strict JSON, the rules every outside input (a model's tool call, a corpus, a voice
+    file) is read by: no NaN or Infinity and no number past a double's range (JSON has none; decoders refuse
+    them or make inf), no key given twice in one object (which value was meant is not known), no integer of
+    more than `max_int_digits` digits when given, no nesting deeper than the decoder can follow. The first
+    of these raises StrictJSONError; text that is no JSON at all raises json.JSONDecodeError as json.loads."""
+    try:
+        return json.loads(
+            text,
+            object_pairs_hook=_each_key_once,
+            parse_constant=_no_json_constant,
+            parse_float=_finite_float,
+            parse_int=(lambda digits: _bounded_int(digits, max_int_digits)) if max_int_digits else int,
+        )
+    except RecursionError:
+        raise StrictJSONError("nested too deeply") from None
+    except json.JSONDecodeError:
+        raise
+    except StrictJSONError:
+        raise
+    except ValueError as error:  # an integer past Python's own digit limit
+        raise StrictJSONError(str(error)[:120]) from None
+
+
+def _each_key_once(pairs: list[tuple[str, object]]) -> dict:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                shown = key if len(key) <= 60 else key[:60] + "…"
+                raise StrictJSONError(f"the key {shown!r} is given twice in one object")
+            seen.add(key)
+    return data
+
+
+def _no_json_constant(name: str):
+    raise StrictJSONError(f"{name} is no JSON value")
+
+
+def _finite_float(digits: str) -> float:
+    value = float(digits)
+    if not math.isfinite(value):
+        raise StrictJSONError(f"the number {digits[:40]} is out of a double's range")
+    return value
+
+
+def _bounded_int(digits: str, most: int) -> int:
+    count = len(digits.lstrip("-"))
+    if count > most:
+        raise StrictJSONError(f"a number of {count:,} digits; at most {most}")
+    return int(digits)
 
 
 class JsonLinesError(ValueError):

@@ -7,8 +7,8 @@ conversation ID is `<agent id>_<user id>`. Votes: a CSV with the columns `sessio
 the vote), `user_id`, `crs1`, `crs2`, `vote` (crs1, crs2 or `tie`) and `feedback`.
 
 Each defect is handled by an explicit rule and counted in the import report:
-- a file that is not a JSON list of dialogues of that shape fails, naming the file, the dialogue
-  (position and conversation ID) and what is wrong;
+- a file that is not a JSON list of dialogues of that shape (or an empty list) fails, naming the file,
+  the dialogue (position and conversation ID) and what is wrong;
 - the system is the agent id as a safe folder name (crseval.core.names.safe_slug); the original
   stays in the session's provenance; two agent ids that map to one folder are an error;
 - a dialogue repeating an earlier one (same conversation ID, same content) is skipped; a conversation
@@ -51,10 +51,12 @@ def read_dialogues(path: Path) -> list[dict]:
     if not isinstance(data, list):
         found = f"an object with the keys {sorted(data)[:8]}" if isinstance(data, dict) else dialogue.json_type(data)
         raise CorpusError(f"{path}: expected a JSON list of CRSArena-Dial dialogues, found {found}")
+    if not data:
+        raise CorpusError(f"{path}: holds no dialogue: the JSON list is empty")
     for position, item in enumerate(data):
         if (problem := _problem(item)) is not None:
             conversation_id = item.get("conversation ID") if isinstance(item, dict) else None
-            named = f" ({conversation_id!r})" if isinstance(conversation_id, str) else ""
+            named = f" ({dialogue.shown(conversation_id)})" if isinstance(conversation_id, str) else ""
             raise CorpusError(f"{path}: dialogue {position}{named}: {problem}")
     return data
 
@@ -75,7 +77,7 @@ def _problem(item: object) -> str | None:
             return f"message {position}: expected an object, found {dialogue.json_type(message)}"
         participant = message.get("participant")
         if not isinstance(participant, str) or participant.strip().upper() not in PARTICIPANTS:
-            return f"message {position}: 'participant' must be USER or AGENT, found {participant!r}"
+            return f"message {position}: 'participant' must be USER or AGENT, found {dialogue.shown(participant)}"
         utterance = message.get("utterance")
         if not isinstance(utterance, str):
             return f"message {position}: 'utterance' must be a string, found {dialogue.json_type(utterance)}"
@@ -84,7 +86,7 @@ def _problem(item: object) -> str | None:
         return f"'metadata' must be an object, found {dialogue.json_type(metadata)}"
     sentiment = (metadata or {}).get("sentiment")
     if sentiment is not None and (not isinstance(sentiment, str) or sentiment.strip().lower() not in SATISFACTION):
-        return f"'metadata.sentiment' must be satisfied or frustrated (or absent), found {sentiment!r}"
+        return f"'metadata.sentiment' must be satisfied or frustrated (or absent), found {dialogue.shown(sentiment)}"
     return None
 
 
@@ -100,7 +102,7 @@ def read_file(path: Path) -> Iterator[Dialogue]:
         sentiment = (item.get("metadata") or {}).get("sentiment")
         yield Dialogue(
             name=agent_id,
-            where=f"{path}: dialogue {position} ({conversation_id!r})",
+            where=f"{path}: dialogue {position} ({dialogue.shown(conversation_id)})",
             identity=digest,  # a conversation ID that comes back with other content is another dialogue
             digest=digest,
             session_name=conversation_id,

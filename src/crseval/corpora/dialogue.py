@@ -13,6 +13,11 @@ catalog. Also shared: reading JSON that can be written again (no absurd nesting,
 system names as safe folder names (two names that share a folder are an error), and the session
 record an import yields. The import that applies these rules to a format's files is written once,
 in crseval.corpora.format_kind.
+
+What comes from outside is bounded: a corpus file is read only if it is a regular file of at most
+MAX_FILE_BYTES (a leading byte order mark dropped), its JSON is JSON as the standard writes it (no NaN
+or Infinity, no number too large for a float, no key twice in one object), and no message is longer
+than MAX_MESSAGE_CHARS.
 """
 
 from __future__ import annotations
@@ -20,17 +25,32 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crseval.core.io import StrictJSONError, strict_json_loads
 from crseval.core.names import safe_slug
 from crseval.language.concepts import ConceptMatcher
 
 USER, SYSTEM = "USER", "SYSTEM"
 MAX_DEPTH = 64  # a dialogue is a few levels deep; far deeper nesting is junk that would overflow the stack later
 SATISFACTION = ("satisfied", "frustrated")  # the values of the `satisfaction` label
+# A corpus file is read whole: its memory is several times its size. A larger corpus is several files.
+MAX_FILE_BYTES = 64 << 20
+# A chat message, written by a person or generated as a reply, is a few thousand characters at most; a far
+# longer one is not a message, and reading its films would hold the import (and a voice's learning) for minutes.
+MAX_MESSAGE_CHARS = 100_000
+SHOWN_CHARS = 60  # of a value the corpus gives, in a message or a rule's name
+# What a file that is not UTF-8 text may be instead, by its first bytes.
+_NOT_TEXT = {
+    b"\xff\xfe": "it starts with a UTF-16 byte order mark: save it as UTF-8",
+    b"\xfe\xff": "it starts with a UTF-16 byte order mark: save it as UTF-8",
+    b"\x1f\x8b": "it starts like a gzip file: decompress it first",
+    b"PK\x03\x04": "it starts like a zip archive: unpack it first",
+}
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # how JSON text spells a surrogate
 
@@ -87,27 +107,54 @@ def _lone_surrogate(item: str) -> str | None:
 
 def parse_json(text: str, where: str) -> object:
     """`text` parsed as JSON that can be written again; CorpusError starting with `where` otherwise."""
+    if not text.strip():
+        raise CorpusError(f"{where}: holds no JSON: the file is empty (or only white space)")
     try:
-        data = json.loads(text)
-    except RecursionError:
-        raise CorpusError(f"{where}: cannot be read as JSON: nested too deeply") from None
-    except ValueError as error:  # also numbers too long to convert
+        data = strict_json_loads(text)
+    except json.JSONDecodeError as error:
+        raise CorpusError(f"{where}: cannot be read as JSON: {_decode_problem(text, error)}") from None
+    except StrictJSONError as error:
         raise CorpusError(f"{where}: cannot be read as JSON: {error}") from None
     if (defect := unusable(data, text)) is not None:
         raise CorpusError(f"{where}: {defect}")
     return data
 
 
+def _decode_problem(text: str, error: json.JSONDecodeError) -> str:
+    """What the JSON decoder found and where (by line and column, or by character within one line: a
+    JSON-lines line is one), and whether the text ends before the JSON does: a file cut off."""
+    place = f"line {error.lineno}, column {error.colno}" if "\n" in text else f"character {error.pos + 1}"
+    cut = error.pos >= len(text.rstrip()) or error.msg.startswith("Unterminated string")  # read to the end
+    return f"{error.msg} at {place}" + (": the text ends before the JSON does (cut off?)" if cut else "")
+
+
 def read_text(path: Path) -> str:
-    """The file as UTF-8 text; CorpusError naming it, and the line of the first byte that is not UTF-8."""
+    """The file as UTF-8 text (without a leading byte order mark); CorpusError naming it when it is no
+    regular file, is over MAX_FILE_BYTES, or is not UTF-8 (with the line of the first byte that is not)."""
     try:
-        data = path.read_bytes()
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode):  # a pipe or a device would be read forever
+            raise CorpusError(f"{path}: not a regular file")
+        if status.st_size > MAX_FILE_BYTES:
+            raise _too_large(path, f"{status.st_size:,} bytes")
+        with open(path, "rb") as stream:
+            data = stream.read(MAX_FILE_BYTES + 1)  # a file growing while it is read stops here too
     except OSError as error:
         raise CorpusError(f"{path}: cannot be read: {error}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise _too_large(path, "it grew while it was read")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as error:
-        raise CorpusError(f"{path}, {undecodable(data, error)}") from None
+        hint = next((f" ({what})" for start, what in _NOT_TEXT.items() if data.startswith(start)), "")
+        raise CorpusError(f"{path}, {undecodable(data, error)}{hint}") from None
+
+
+def _too_large(path: Path, size: str) -> CorpusError:
+    return CorpusError(
+        f"{path}: over the {MAX_FILE_BYTES:,} bytes a corpus file may hold ({size}; "
+        "crseval.corpora.dialogue.MAX_FILE_BYTES): split the corpus into several files, or name a sample of it"
+    )
 
 
 def undecodable(data: bytes, error: UnicodeDecodeError) -> str:
@@ -115,12 +162,18 @@ def undecodable(data: bytes, error: UnicodeDecodeError) -> str:
     the byte within it, and what is there."""
     line = data.count(b"\n", 0, error.start) + 1
     column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-    shown = " ".join(f"0x{byte:02x}" for byte in data[error.start : min(error.end, error.start + 4)])
-    return f"line {line}: cannot be read as UTF-8 text: byte {column} of the line ({shown}): {error.reason}"
+    found = " ".join(f"0x{byte:02x}" for byte in data[error.start : min(error.end, error.start + 4)])
+    return f"line {line}: cannot be read as UTF-8 text: byte {column} of the line ({found}): {error.reason}"
 
 
 def read_json(path: Path) -> object:
     return parse_json(read_text(path), str(path))
+
+
+def shown(value: object) -> str:
+    """A value the corpus gives, as a message shows it: its repr, cut after SHOWN_CHARS characters."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
 
 
 def printable(name: str) -> str:
@@ -232,7 +285,7 @@ class SystemFolders:
         first_name, first_where = self._first.setdefault(system, (name, where))
         if first_name != name:
             raise CorpusError(
-                f"{self.kind} {first_name!r} ({first_where}) and {name!r} ({where}) both become the "
+                f"{self.kind} {shown(first_name)} ({first_where}) and {shown(name)} ({where}) both become the "
                 f"system folder {system!r}; {self.advice}"
             )
         return system

@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from crseval.corpora.dialogue import (
+    MAX_MESSAGE_CHARS,
+    CorpusError,
     Dialogue,
     SystemFolders,
     build_turns,
@@ -42,6 +44,9 @@ class FilePlan:
     assign: Callable[[list[tuple[str, dict]]], tuple[dict[str, list[dict]], dict]]
     # (path, matcher, *, system, session_index, session_id, catalog_sha, config_sha) -> the file's session record
     import_file: Callable[..., dict]
+    # whether a cached plan (the manifest under results/, which may have been edited or cut off) is one
+    # `plan_file` writes; one that is not is planned again from its file
+    usable: Callable[[object], bool] = lambda plan: isinstance(plan, dict)
 
     def import_planned(
         self,
@@ -173,7 +178,15 @@ class CorpusFormat:
 
     def turns(self, found: Dialogue, matcher: ConceptMatcher | None) -> list[dict]:
         """The turns of `found` after the rules every dialogue shares and this format's own repairs, its
-        films recognised when a matcher is given; every rule applied is counted in `found.repairs`."""
+        films recognised when a matcher is given; every rule applied is counted in `found.repairs`. A message
+        over MAX_MESSAGE_CHARS is a CorpusError: cutting or dropping it would score another dialogue."""
+        for position, message in enumerate(found.messages):
+            if len(message["text"]) > MAX_MESSAGE_CHARS:
+                raise CorpusError(
+                    f"{found.where}: message {position} ({message['speaker']}) holds {len(message['text']):,} "
+                    f"characters, over the {MAX_MESSAGE_CHARS:,} a message may hold "
+                    "(crseval.corpora.dialogue.MAX_MESSAGE_CHARS)"
+                )
         return build_turns(
             pair_turns(found.messages, found.repairs),
             matcher,

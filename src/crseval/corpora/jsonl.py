@@ -9,9 +9,10 @@ corpus", has the full specification and an example).
 in the session's provenance) are optional. Every line is checked against DIALOGUE_SCHEMA: a line that
 is not JSON, or not of that shape, fails naming the file, the line and what is wrong, and so does a
 dialogue id used twice in one system with different content (a repeated line with the same content is
-skipped, counted). Blank lines are ignored. The system name becomes a safe folder name (its original
-stays in the provenance; two names sharing a folder are an error); the messages follow the rules every
-dialogue shares (crseval.corpora.dialogue); a dialogue left without any user/system pair is skipped.
+skipped, counted). Blank lines are ignored; a file without any other line is an error. The system name
+becomes a safe folder name (its original stays in the provenance; two names sharing a folder are an
+error); the messages follow the rules every dialogue shares (crseval.corpora.dialogue); a dialogue left
+without any user/system pair is skipped.
 
 Votes, optional, are JSON lines too (VOTE_SCHEMA): `{"system_a", "dialogue_a", "system_b",
 "dialogue_b", "winner": "a"|"b"|"tie", "voter"?, "time"?, "feedback"?}`, each naming the two
@@ -110,8 +111,14 @@ def read_lines(path: Path, validator: Draft202012Validator, hint: str) -> list[t
 
 
 def read_file(path: Path) -> Iterator[Dialogue]:
-    """The dialogues of one file, as the shared import reads them (crseval.corpora.format_kind)."""
-    for number, item in read_lines(path, _DIALOGUE, HINT):
+    """The dialogues of one file, as the shared import reads them (crseval.corpora.format_kind). A file
+    without a line is an error: a corpus file named that holds nothing is a mistake, not a corpus."""
+    lines = read_lines(path, _DIALOGUE, HINT)
+    if not lines:
+        raise CorpusError(
+            f"{path}: holds no dialogue: the file is empty (or only blank lines) (the {KIND.name} format: {HINT})"
+        )
+    for number, item in lines:
         name, dialogue_id = item["system"], item["dialogue_id"]
         yield Dialogue(
             name=name,
@@ -137,7 +144,8 @@ def repeats(found: Dialogue, earlier: Dialogue) -> bool:
         return False
     if found.digest != earlier.digest:
         raise CorpusError(
-            f"{found.where}: dialogue_id {found.session_name!r} of system {found.name!r} is already used by "
+            f"{found.where}: dialogue_id {dialogue.shown(found.session_name)} of system {dialogue.shown(found.name)} "
+            f"is already used by "
             f"{earlier.where} for another dialogue; every dialogue of a system needs its own id"
         )
     return True
@@ -157,12 +165,14 @@ def import_votes(path: str | Path, sessions: dict[str, list[dict]]) -> tuple[lis
         where = f"{path}, line {number}"
         systems = (item["system_a"], item["system_b"])
         if systems[0] == systems[1]:
-            raise CorpusError(f"{where}: system_a and system_b are both {systems[0]!r}; a vote compares two systems")
+            raise CorpusError(
+                f"{where}: system_a and system_b are both {dialogue.shown(systems[0])}; a vote compares two systems"
+            )
         time = None
         if item.get("time") is not None:
             time = parse_time(item["time"])
             if time is None:
-                raise CorpusError(f"{where}: time {item['time']!r} is not an ISO 8601 date and time")
+                raise CorpusError(f"{where}: time {dialogue.shown(item['time'])} is not an ISO 8601 date and time")
         votes.append(
             Vote(
                 line=number,

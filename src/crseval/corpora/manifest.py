@@ -12,6 +12,10 @@ own re-run triggers (modification time, input) see it.
 A format with one session per file (its `file_plan`) is planned file by file and a slice names
 its own files; a corpus of a few files holding many dialogues is planned as a whole and every slice
 names every file, with each session's digest so that a changed dialogue changes only its slice.
+
+The manifest and the slices are files under results/ and may have been edited, cut off or left by
+another version: a cached manifest of another shape is planned again from the corpus, and a slice of
+another shape is a CorpusError naming what is wrong, as is a file whose sha256 is not the planned one.
 """
 
 from __future__ import annotations
@@ -80,7 +84,53 @@ def _read_cache(cache_file: str | Path | None, import_format: str) -> dict:
     except (OSError, ValueError):
         return {}
     ok = isinstance(cached, dict) and cached.get("version") == MANIFEST_VERSION
-    return cached if ok and cached.get("format") == import_format else {}
+    ok = ok and cached.get("format") == import_format and _usable_cache(cached, reader(import_format))
+    return cached if ok else {}
+
+
+def _usable_cache(cached: dict, chosen: CorpusFormat) -> bool:
+    """Whether a cached manifest has the shape `plan_corpus` writes (its files' stamps and digests, the plans
+    of a format planned file by file, the sessions and report of one planned as a whole)."""
+    files = cached.get("files")
+    if not isinstance(files, dict) or not all(_usable_file(entry, chosen) for entry in files.values()):
+        return False
+    if chosen.file_plan is not None:
+        return True  # its sessions and report are assigned again from the plans
+    sessions = cached.get("sessions")
+    return (
+        isinstance(sessions, dict)
+        and all(isinstance(found, list) and all(map(_usable_session, found)) for found in sessions.values())
+        and isinstance(cached.get("report"), dict)
+        and isinstance(cached.get("labelled"), bool)
+    )
+
+
+def _usable_file(entry: object, chosen: CorpusFormat) -> bool:
+    if not isinstance(entry, dict) or not _digest(entry.get("sha256")):
+        return False
+    stamp = entry.get("stamp")
+    if not (isinstance(stamp, list) and len(stamp) == 2 and all(_whole(part) for part in stamp)):
+        return False
+    return chosen.file_plan is None or chosen.file_plan.usable(entry.get("plan"))
+
+
+def _usable_session(session: object) -> bool:
+    return (
+        isinstance(session, dict)
+        and isinstance(session.get("session_id"), str)
+        and _whole(session.get("session_index"))
+        and (session.get("source") is None or isinstance(session.get("source"), str))
+        and _digest(session.get("digest"))
+        and _whole(session.get("turns", 0))
+    )
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _digest(value: object) -> bool:
+    return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
 def _plan_per_file(chosen: CorpusFormat, paths: list[str], cached_files: dict) -> tuple[dict, dict, dict]:
@@ -217,13 +267,20 @@ def import_slice(
 ) -> tuple[list[dict], dict[str, list[str]]]:
     """The session records of one slice, films recognised, in session order; and the films their
     replies name (catalog titles, titles outside it, casefolded) for the import report. A file that
-    changed since the workflow planned is an error: the plan it was imported by no longer holds."""
+    changed since the workflow planned is an error: the plan it was imported by no longer holds, and so is a
+    slice of another shape than `shard_slices` writes."""
+    if (problem := _slice_problem(piece)) is not None:
+        raise CorpusError(f"a slice of the corpus manifest {problem}; run the workflow again to re-plan the import")
     chosen = reader(piece["format"])
     system = piece["system"]
     if chosen.file_plan is not None:
         records = []
         for session in piece["sessions"]:
-            if sha256_file(session["source"]) != session["digest"]:
+            if session["source"] is None:
+                raise CorpusError(
+                    f"a slice of system {system!r} names a session without its file; run the workflow again"
+                )
+            if _sha256_or_none(session["source"]) != session["digest"]:
                 raise _changed(session["source"])
             records.append(
                 chosen.file_plan.import_planned(session["source"], None, system, session, catalog_sha, config_sha)
@@ -242,6 +299,32 @@ def import_slice(
     return records, {kind: sorted(films) for kind, films in named_films(records).items()}
 
 
+def _sha256_or_none(path: str) -> str | None:
+    """The file's sha256; None when it can no longer be read (removed after planning)."""
+    try:
+        return sha256_file(path)
+    except OSError:
+        return None
+
+
+def _slice_problem(piece: object) -> str | None:
+    """What keeps `piece` from being a slice `shard_slices` writes, or None."""
+    if not isinstance(piece, dict):
+        return "is not a JSON object"
+    if not isinstance(piece.get("format"), str) or not isinstance(piece.get("system"), str):
+        return "names no format or system"
+    paths, sessions = piece.get("paths"), piece.get("sessions")
+    if not isinstance(paths, list) or not all(isinstance(path, str) for path in paths):
+        return f"of system {piece['system']!r}: 'paths' is not a list of file names"
+    if not isinstance(sessions, list) or not all(map(_usable_session, sessions)):
+        return f"of system {piece['system']!r}: 'sessions' is not a list of planned sessions"
+    return None
+
+
 def _changed(where: str, session_id: str | None = None) -> CorpusError:
     what = f"session {session_id} of {where}" if session_id else where
-    return CorpusError(f"{what} changed after the workflow planned the import; run the workflow again to re-plan")
+    return CorpusError(
+        f"{what} changed after the workflow planned the import (it is not what the corpus manifest's digest "
+        "says); run the workflow again to re-plan, and should the error come back with the file unchanged, "
+        "delete sessions/corpus_manifest.json: its digest is wrong, and the corpus is planned again"
+    )

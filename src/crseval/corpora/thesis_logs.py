@@ -45,6 +45,7 @@ _INDEX = re.compile(r"_(\d{1,9})\.json$")  # a longer number would overflow the 
 RENAMED = "model name mapped to a safe folder name"
 RENUMBERED = "session number taken or missing: next free number assigned"
 UNTYPED_GENRE = "true_genre not a string: set to null"
+PLAN_KEYS = {"model_name", "digest", "number", "turns", "report", "true_genre_invalid"}  # of plan_file's plan
 
 
 # A log file that cannot be read as a legacy conversation (the message names the file): the error of every
@@ -68,7 +69,7 @@ def tracked_constraints(logged: object, report: Counter) -> list[dict]:
     constraints = []
     for field, raw in logged.items():
         if field not in TRACKED_FIELDS:
-            report[f"logged constraint field not tracked: {field}"] += 1
+            report[f"logged constraint field not tracked: {field[: dialogue.SHOWN_CHARS]}"] += 1
             continue
         for value in raw if isinstance(raw, list) else [raw]:
             if not isinstance(value, (str, int)) or isinstance(value, bool):
@@ -146,7 +147,7 @@ def known_speakers(conversation: list[dict], report: Counter) -> list[dict]:
     for message in conversation:
         speaker = message["speaker"].strip().upper()
         if speaker not in (USER, SYSTEM):
-            report[f"message of unknown speaker {message['speaker']!r} dropped"] += 1
+            report[f"message of unknown speaker {dialogue.shown(message['speaker'])} dropped"] += 1
             continue
         messages.append({"speaker": speaker, "text": message["text"], "constraints": message.get("constraints")})
     return messages
@@ -203,6 +204,26 @@ def plan_file(path: str | Path) -> dict:
         "report": dict(sorted(found.repairs.items())),
         "true_genre_invalid": UNTYPED_GENRE in found.rules,
     }
+
+
+def usable_plan(plan: object) -> bool:
+    """Whether a cached plan is one `plan_file` writes: its keys, each of its type."""
+    if not isinstance(plan, dict) or set(plan) != PLAN_KEYS:
+        return False
+    report = plan["report"]
+    return (
+        isinstance(plan["model_name"], str)
+        and isinstance(plan["digest"], str)
+        and (plan["number"] is None or _whole(plan["number"]))
+        and _whole(plan["turns"])
+        and isinstance(report, dict)
+        and all(isinstance(rule, str) and _whole(count) for rule, count in report.items())
+        and isinstance(plan["true_genre_invalid"], bool)
+    )
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _planned(path: str, plan: dict) -> Dialogue:
@@ -311,7 +332,7 @@ KIND = CorpusFormat(
     system_names=("model names", "rename one of them in its log files"),
     repair_user_text=repair_user_text,
     system_constraints=logged_constraints,
-    file_plan=FilePlan(plan_file, assign, import_file),
+    file_plan=FilePlan(plan_file, assign, import_file, usable_plan),
     renamed=RENAMED,
     duplicate="duplicate file skipped",
     no_pair="file without any USER/SYSTEM pair skipped",

@@ -2,7 +2,9 @@
 
 The corpus is read by its importer (any importing format), its dialogues split into parts by a hash of
 their user's id or their own (crseval.simulate.voice.dialogue_part), and the user turns of one part read,
-typed and pooled by `learn_voice`; `fitted_knobs` gives the profile knobs the same turns show.
+typed and pooled by `learn_voice`; `fitted_knobs` gives the profile knobs the same turns show. A turn
+longer than a person types (MAX_TEMPLATE_CHARS) is left out, counted; a part of the corpus of which no
+turn is kept has nothing to teach, and learning it is a CorpusError rather than a voice that says nothing.
 """
 
 from __future__ import annotations
@@ -16,10 +18,21 @@ from pathlib import Path
 import numpy as np
 
 from crseval.core.canonical import canonical_json
+from crseval.corpora.dialogue import CorpusError
 from crseval.corpora.formats import reader
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.user_acts import TurnReading, act_flags, read_turn
-from crseval.simulate.voice import FIRST, LATER, LEAVE, Voice, VoiceTemplate, dialogue_part, pool_key, speaker
+from crseval.simulate.voice import (
+    FIRST,
+    LATER,
+    LEAVE,
+    MAX_TEMPLATE_CHARS,
+    Voice,
+    VoiceTemplate,
+    dialogue_part,
+    pool_key,
+    speaker,
+)
 
 _UNKNOWN_WORD = re.compile(r"\b[a-z]{3,}\b")
 MIN_SAID = 2  # turns that must write a value one way before the simulated user writes it so
@@ -54,7 +67,8 @@ def template_slots(reading: TurnReading) -> tuple[str, ...]:
 
 def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) -> Voice:
     """The voice of the user turns of `dialogues` (session records in order): every turn read, typed
-    and pooled, or left out with its reason; `source` (corpus, sha256, split) is kept in the summary."""
+    and pooled, or left out with its reason; `source` (corpus, sha256, split) is kept in the summary.
+    CorpusError when no turn is kept: a voice without a template would word every turn by the rules."""
     pools: dict[str, list[VoiceTemplate]] = {}
     left_out: Counter = Counter()
     acts: Counter = Counter()
@@ -73,6 +87,9 @@ def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) ->
             text = " ".join(turn["user_text"].split())
             if not text:
                 left_out["empty"] += 1
+                continue
+            if len(text) > MAX_TEMPLATE_CHARS:  # longer than a person types; reading it back would be refused
+                left_out[f"over {MAX_TEMPLATE_CHARS:,} characters"] += 1
                 continue
             if "{" in text or "}" in text:
                 left_out["braces (the slot marks)"] += 1
@@ -100,6 +117,14 @@ def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) ->
                 people.setdefault(reading.template, set()).add(person)
     pools = {key: [replace(t, said=len(said[key][t.text])) for t in pool] for key, pool in pools.items()}
     kept = sum(acts.values())
+    if not kept:
+        reasons = "; ".join(f"{reason}: {count}" for reason, count in sorted(left_out.items()))
+        raise CorpusError(
+            f"{source.get('corpus', 'the corpus')}: nothing to learn a voice from: {read} user turns of "
+            f"{len(dialogues)} dialogues read (the voice's part of the corpus), none kept"
+            + (f" (left out: {reasons})" if reasons else "")
+            + "; name a corpus whose user turns name the catalog's values and films, or another learn_part"
+        )
     summary = {
         **source,
         "dialogues": len(dialogues),

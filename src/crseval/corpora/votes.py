@@ -61,12 +61,13 @@ class Vote:
 
 def parse_time(text: str) -> datetime | None:
     """An ISO 8601 date and time (`2024-09-08 23:01:08`, `2024-09-08T23:01:08Z`) as a naive datetime, in
-    UTC when it has an offset; None when `text` is not one."""
+    UTC when it has an offset; None when `text` is not one, or is one whose UTC time is outside the years
+    1 to 9999 (`9999-12-31T23:59-01:00`)."""
     try:
         moment = datetime.fromisoformat(text.strip())
-    except ValueError:
+        return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
+    except (ValueError, OverflowError):
         return None
-    return moment.astimezone(timezone.utc).replace(tzinfo=None) if moment.tzinfo else moment
 
 
 def keep_votes(votes: list[Vote], folders: dict[str, str], report: Counter) -> list[dict]:

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Protocol
 
 from crseval.core.canonical import canonical_json, canonical_sha
+from crseval.core.io import strict_json_loads
 from crseval.core.redact import redact_url, redact_urls  # noqa: F401 (the backends' API)
 
 
@@ -265,25 +266,14 @@ def _decode(data: bytes, content_type: str | None) -> str:
 
 
 def strict_json_object(text: str) -> dict | None:
-    """`text` decoded when it is a JSON object by the strict rules servers decode by (no NaN or Infinity, no
-    number past a double's range, which decoders refuse or make inf), else None: a tool call's arguments
-    are echoed back to the server only in that form."""
+    """`text` decoded when it is a JSON object by the strict rules (crseval.core.io.strict_json_loads: no NaN
+    or Infinity, no number past a double's range, which servers' decoders refuse), else None: a tool call's
+    arguments are echoed back to the server only in that form."""
     try:
-        value = json.loads(text, parse_constant=_no_json_constant, parse_float=_finite_float)
-    except (ValueError, RecursionError):
+        value = strict_json_loads(text)
+    except ValueError:
         return None
     return value if isinstance(value, dict) else None
-
-
-def _no_json_constant(name: str):
-    raise ValueError(f"{name} is no JSON value")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise ValueError(f"{text[:40]} is out of a double's range")
-    return value
 
 
 def clean_unicode(text: str) -> str:
