@@ -304,17 +304,19 @@ def _read_runs(paths: list[Path]):
 
 def _compare(args) -> int:
     # the runs package reads results folders only: loaded for these commands alone
-    from crseval.runs.comparability import RunError
+    from crseval.runs.comparability import RunError, printable
     from crseval.runs.compare import compare
     from crseval.runs.compare_page import write_comparison
 
     try:
         system_map = _pairs(args.map, "--map")
         tolerance = _pairs(args.tolerance, "--tolerance", number=True)
-        if args.top < 0:
-            raise ValueError(f"--top {args.top}: a count >= 0")
+        if args.top < 1:
+            raise ValueError(f"--top {args.top}: the changed sessions listed per system, at least 1")
         baseline, *runs = _read_runs([args.baseline, *args.runs])
         names = [baseline.name, *(run.name for run in runs)]
+        out = args.out or Path("results") / "compare" / "-vs-".join(names)
+        _outside_the_runs(out, [baseline, *runs])
         result = compare(
             baseline,
             runs,
@@ -328,26 +330,40 @@ def _compare(args) -> int:
         print(f"crseval compare: {error}", file=sys.stderr)
         return 2
     code = result.exit_code(args.fail_on_regression)
-    out = args.out or Path("results") / "compare" / "-vs-".join(names)
-    written = write_comparison(result, out, code)
+    try:
+        written = write_comparison(result, out, code)
+    except OSError as error:  # a file where the folder is wanted, no permission, a full disk
+        print(f"crseval compare: cannot write to {out}: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2
     for compared in result.runs:
         if compared.refused:
             print(
-                f"crseval compare: {compared.run.name} is not comparable with {baseline.name}: "
-                + "; ".join(stage.describe() for stage in compared.comparability.refused)
+                f"crseval compare: {printable(compared.run.name)} is not comparable with {printable(baseline.name)}: "
+                + printable("; ".join(stage.describe() for stage in compared.comparability.refused), 2000)
                 + " (--allow-different compares them anyway)",
                 file=sys.stderr,
             )
             continue
         flagged = compared.regressions
-        print(f"{compared.run.name}: {len(flagged)} regression(s) flagged against {baseline.name}")
+        against = printable(baseline.name)
+        print(f"{printable(compared.run.name)}: {len(flagged)} regression(s) flagged against {against}")
         for row in flagged.to_dict("records"):
             print(
-                f"  {row['system']} {row['metric']}: {row['diff']:+.4g} [{row['ci_low']:.4g}, {row['ci_high']:.4g}], "
-                f"p {row['p']:.3g}, {row['users']} users"
+                f"  {printable(str(row['system']))} {printable(str(row['metric']))}: {row['diff']:+.4g} "
+                f"[{row['ci_low']:.4g}, {row['ci_high']:.4g}], p {row['p']:.3g}, {row['users']} users"
             )
     print(f"written: {written['compare.html']}")
     return code
+
+
+def _outside_the_runs(out: Path, runs) -> None:
+    """ValueError when the output folder is a compared run's results folder or inside one: the comparison is
+    written beside the runs, never into the folders the workflow owns and provenance.json describes."""
+    target = out.resolve()
+    for run in runs:
+        folder = Path(run.path).resolve()
+        if target == folder or folder in target.parents:
+            raise ValueError(f"--out {out} is inside the results folder of {run.path}; write the comparison elsewhere")
 
 
 def _board(args) -> int:
@@ -361,7 +377,9 @@ def _board(args) -> int:
         for run in runs:
             key, label = class_key(run)
             entries.append(BoardRun(run.name, str(run.path), key, label, run.model_metrics(), run.pass_k()))
-        metrics = args.metric or list(runs[0].record["config"]["stats"]["metrics"])
+        metrics = args.metric or list(runs[0].record["config"]["stats"].get("metrics") or [])
+        if not metrics:
+            raise ValueError(f"{runs[0].path}: its record names no stats.metrics; name the metrics with --metric")
         written = write_board(entries, metrics, args.out)
     except (RunError, ValueError) as error:
         print(f"crseval board: {error}", file=sys.stderr)

@@ -10,6 +10,10 @@ across classes would compare numbers measured differently.
 section per class, each cell "mean [95% interval] (rank)", the HTML page in the findings page's style
 (crseval.reports.findings.STYLE), self-contained, with every value escaped: system names come from users'
 configs. `write_board` writes the three files atomically.
+
+The tables come from results folders that may be foreign or hand-edited: a cell that should hold a number and
+holds text, a system without a name or listed twice, a pass^k table with a k twice or past MAX_PASS_K is
+refused naming the run; a cell left empty is a missing value, shown as "–".
 """
 
 from __future__ import annotations
@@ -44,6 +48,12 @@ BOARD_COLUMNS = ("class", "class_key", "class_label", "run", "path", "system", "
 METRIC_SUFFIXES = ("", "_ci_low", "_ci_high", "_rank")
 PASS_PREFIX = "pass_hat_"
 _PASS_COLUMN = re.compile(rf"^{PASS_PREFIX}(\d+)$")
+MAX_METRICS = 1000  # four columns each
+MAX_PASS_K = 1000  # one column each
+# What would start a code span, HTML tag, autolink or another table cell in Markdown, and the "](" that makes
+# brackets a link (brackets alone stay: every interval is "[low, high]"; emphasis is left alone too, since
+# underscores are in most metric names, and a stray one formats, it does not inject)
+_MARKDOWN_SPECIAL = re.compile(r"([\\`<>|]|(?<=\])\()")
 WITHIN_CLASS = (
     "Ranks are within a class only. Runs in different classes used different simulated users, metrics, judges "
     "or catalogs (their comparability keys differ), so their numbers do not compare and no system is ranked "
@@ -81,6 +91,11 @@ def _arrow(metric: str) -> str:
 
 def _resolve(metrics: list[str]) -> dict[str, str]:
     """metric as given -> its model_metrics column; two names for one column would make two equal columns."""
+    if len(metrics) > MAX_METRICS:
+        raise ValueError(f"{len(metrics):,} metrics, more than the {MAX_METRICS:,} a board shows")
+    odd = [m for m in metrics if not isinstance(m, str) or not m.strip()]
+    if odd:
+        raise ValueError(f"metric names are text: {odd[:5]}")
     resolved = {metric: column_registry.thesis_name(metric) for metric in metrics}
     seen: dict[str, str] = {}
     for metric, column in resolved.items():
@@ -92,14 +107,26 @@ def _resolve(metrics: list[str]) -> dict[str, str]:
     clash = [m for m in metrics if m in BOARD_COLUMNS or _PASS_COLUMN.match(m)]
     if clash:
         raise ValueError(f"metric names that are board columns: {clash}")
+    made = [f"{m}{suffix}" for m in metrics for suffix in METRIC_SUFFIXES]
+    twice = sorted({c for c in made if made.count(c) > 1})
+    if twice:
+        raise ValueError(f"metrics whose board columns would be the same: {twice} (e.g. a metric and its interval)")
     return resolved
 
 
-def _numbers(frame: pd.DataFrame, column: str) -> pd.Series:
-    """A column as floats (NaN where a cell is no number), all NaN when the frame lacks it."""
+def _numbers(frame: pd.DataFrame, column: str, where: str) -> pd.Series:
+    """A column as floats (NaN where a cell is empty), all NaN when the frame lacks it; ValueError naming
+    `where` when a cell holds something else than a number (text where crseval writes numbers)."""
     if column not in frame:
         return pd.Series(math.nan, index=frame.index, dtype=float)
-    return pd.to_numeric(frame[column], errors="coerce").astype(float)
+    values = frame[column]
+    if isinstance(values, pd.DataFrame):
+        raise ValueError(f"{where} holds the column {column} more than once")
+    numbers = pd.to_numeric(values, errors="coerce").astype(float)
+    wrong = numbers.isna() & values.notna()
+    if wrong.any():
+        raise ValueError(f"{where} column {column} holds {values[wrong].iloc[0]!r:.60}, not a number")
+    return numbers
 
 
 def _pass_values(run: BoardRun) -> dict[tuple[str, int], float]:
@@ -110,16 +137,24 @@ def _pass_values(run: BoardRun) -> dict[tuple[str, int], float]:
     if missing:
         raise ValueError(f"run {run.name!r}: its pass^k table lacks the columns {missing}")
     ks = pd.to_numeric(run.pass_k["k"], errors="coerce")
-    if ks.isna().any() or (ks < 1).any() or (ks != ks.round()).any():
-        raise ValueError(f"run {run.name!r}: its pass^k table has a k that is no whole number from 1")
-    values = _numbers(run.pass_k, "pass_hat_k")
-    return {(str(s), int(k)): v for s, k, v in zip(run.pass_k["system"], ks, values, strict=True)}
+    if ks.isna().any() or (ks < 1).any() or (ks != ks.round()).any() or (ks > MAX_PASS_K).any():
+        raise ValueError(f"run {run.name!r}: its pass^k table has a k that is no whole number from 1 to {MAX_PASS_K}")
+    values = _numbers(run.pass_k, "pass_hat_k", f"run {run.name!r}: its pass^k table")
+    found: dict[tuple[str, int], float] = {}
+    for system, k, value in zip(run.pass_k["system"].astype(str), ks, values, strict=True):
+        if (system, int(k)) in found:
+            raise ValueError(f"run {run.name!r}: its pass^k table gives system {system!r} at k {int(k)} twice")
+        found[(system, int(k))] = value
+    return found
 
 
 def _run_rows(run: BoardRun, number: int, label: str, resolved: dict[str, str]) -> pd.DataFrame:
     frame = run.model_metrics
+    where = f"run {run.name!r}: its model_metrics"
     if "model" not in frame:
         raise ValueError(f"run {run.name!r}: its model_metrics has no `model` column (columns: {list(frame.columns)})")
+    if frame["model"].isna().any():
+        raise ValueError(f"run {run.name!r}: its model_metrics has a row without a system (`model` is empty)")
     systems = frame["model"].astype(str)
     twice = sorted(set(systems[systems.duplicated()]))
     if twice:
@@ -132,13 +167,13 @@ def _run_rows(run: BoardRun, number: int, label: str, resolved: dict[str, str]) 
             "run": run.name,
             "path": run.path,
             "system": systems.to_numpy(),
-            "sessions": _numbers(frame, "sessions").to_numpy(),
+            "sessions": _numbers(frame, "sessions", where).to_numpy(),
         },
         index=range(len(frame)),
     )
     for metric, column in resolved.items():
         for suffix in METRIC_SUFFIXES[:3]:
-            rows[f"{metric}{suffix}"] = _numbers(frame, f"{column}{suffix}").to_numpy()
+            rows[f"{metric}{suffix}"] = _numbers(frame, f"{column}{suffix}", where).to_numpy()
     return rows
 
 
@@ -236,9 +271,11 @@ def _summary(table: pd.DataFrame) -> str:
     return f"{runs} run{'s' * (runs != 1)} in {classes} class{'es' * (classes != 1)}, {len(table)} rows (run, system)."
 
 
-def _md(value) -> str:
-    """A value in a markdown table cell: pipes escaped, on one line."""
-    return " ".join(str(value).split()).replace("|", "\\|")
+def markdown_text(value) -> str:
+    """`value` as Markdown text on one line (a table cell, a heading): whitespace runs one space, and what would
+    start a code span, link, HTML tag or another cell escaped, so that a name from a config cannot format or
+    script the page that shows it."""
+    return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
 
 
 def board_markdown(table: pd.DataFrame, metrics: list[str]) -> str:
@@ -247,7 +284,7 @@ def board_markdown(table: pd.DataFrame, metrics: list[str]) -> str:
     lines = ["# Board", "", WITHIN_CLASS, "", LEGEND, "", _summary(table)]
     missing = _missing(table, metrics)
     if missing:
-        lines += ["", f"No run has a value of: {', '.join(_md(m) for m in missing)}."]
+        lines += ["", f"No run has a value of: {', '.join(markdown_text(m) for m in missing)}."]
     header = [
         "run",
         "system",
@@ -256,12 +293,12 @@ def board_markdown(table: pd.DataFrame, metrics: list[str]) -> str:
         *(f"pass^{c[len(PASS_PREFIX) :]}" for c in passes),
     ]
     for number, label, runs, rows in _classes(table):
-        listed = ", ".join(_md(run) + (f" ({_md(path)})" if path else "") for run, path in runs)
-        lines += ["", f"## Class {number}", "", f"{_md(label)}. Runs: {listed}.", ""]
-        lines += ["| " + " | ".join(_md(h) for h in header) + " |", "|---" * len(header) + "|"]
+        listed = ", ".join(markdown_text(run) + (f" ({markdown_text(path)})" if path else "") for run, path in runs)
+        lines += ["", f"## Class {number}", "", f"{markdown_text(label)}. Runs: {listed}.", ""]
+        lines += ["| " + " | ".join(markdown_text(h) for h in header) + " |", "|---" * len(header) + "|"]
         for _, row in rows.iterrows():
-            cells = [_md(row["run"]), _md(row["system"]), _count(row["sessions"])]
-            cells += [_md(_cell(row, m)) for m in metrics] + [num(row[c]) for c in passes]
+            cells = [markdown_text(row["run"]), markdown_text(row["system"]), _count(row["sessions"])]
+            cells += [markdown_text(_cell(row, m)) for m in metrics] + [num(row[c]) for c in passes]
             lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -9,17 +9,29 @@ unless told to go on. A system whose own stage differs is what a comparison is f
 statistics are reported, not refused (judge scores are compared only under the same judge).
 
 A comparability class groups runs for a board: equal catalog, user, metrics and judge digests.
+
+A results folder may come from another machine, another crseval, an interrupted run or a hand's edit, so
+everything read from it is checked before it is used: a file is read only when it is a regular file inside
+the folder (a link out of it, a FIFO or a device is refused) and within its bound; the record's shape, its
+format version and the analysis plan it holds, and the identifiers of the sessions table, are checked
+against what crseval writes. What fails is a RunError naming the file and what was wrong.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 from crseval.core.canonical import MISSING, changed_settings
+from crseval.statistics.plan import METHODS, Plan
 
 # Stages whose difference refuses a comparison, and those that define a board's class.
 REFUSING = ("catalog", "user", "metrics")
@@ -27,10 +39,19 @@ CLASS_STAGES = (*REFUSING, "judge")
 SHARED_STAGES = ("catalog", "user", "metrics", "judge", "statistics")
 # Bounds on what a results folder may hand us: a record or table past them is refused, not read.
 MAX_RECORD_BYTES = 64 * 2**20
-MAX_TABLE_BYTES = 2 * 2**30
+MAX_TABLE_BYTES = 2 * 2**30  # a parquet table on disk, and again decoded (a small file can decode to much more)
+MAX_CSV_BYTES = 64 * 2**20  # model_metrics.csv and the pass^k table: a row per system (and k)
 MAX_DIFFERENCES = 50  # per stage; the rest are counted
+# The newest provenance format this reader knows (crseval.provenance.SCHEMA_VERSION, which runs may not import):
+# a newer record may mean its stages differently.
+RECORD_FORMAT = 3
+# Resamples a comparison draws per system and metric: the record's plan may ask no more (a hand's 10**12 would
+# never finish).
+MAX_RESAMPLES = 1_000_000
 # What identifies a session in every run's sessions table (`trial` too, where users met systems several times).
 SESSION_KEYS = ("system", "session_id", "session_index", "seed")
+TEXT_KEYS = ("system", "session_id")
+WHOLE_NUMBER_KEYS = ("session_index", "seed", "trial")
 
 
 class RunError(Exception):
@@ -52,34 +73,150 @@ class Run:
     def table(self, relative: str) -> Path:
         return self.path / relative
 
+    def plan(self) -> Plan:
+        """The analysis plan of the run's recorded `stats` settings, each checked as the config schema states."""
+        return _plan(self.record["config"]["stats"], self.path / "provenance.json")
+
     def sessions(self) -> pd.DataFrame:
-        """tables/sessions.parquet, with the columns that identify a session (a trial column is optional)."""
+        """tables/sessions.parquet, with the columns that identify a session (a trial column is optional), each
+        of the type crseval writes, and every session once."""
         path = self.path / "tables" / "sessions.parquet"
-        table = _read_bounded(path, pd.read_parquet)
+        _regular_file(path, self.path, MAX_TABLE_BYTES)
+        table = _read_table(path, _read_parquet_bounded)
         missing = [column for column in SESSION_KEYS if column not in table.columns]
         if missing:
             raise RunError(f"{path} has no column {', '.join(missing)}: not a sessions table crseval wrote")
-        return table
+        if not len(table):
+            raise RunError(f"{path} holds no sessions: run the workflow to the end first")
+        return _checked_identifiers(table, path)
 
     def model_metrics(self) -> pd.DataFrame:
-        return _read_bounded(self.path / "tables" / "model_metrics.csv", pd.read_csv)
+        path = self.path / "tables" / "model_metrics.csv"
+        _regular_file(path, self.path, MAX_CSV_BYTES)
+        return _read_table(path, pd.read_csv)
 
     def pass_k(self) -> pd.DataFrame | None:
         path = self.path / "stats" / "reliability_trials.csv"
-        return _read_bounded(path, pd.read_csv) if path.is_file() else None
+        if not path.exists() and not path.is_symlink():
+            return None
+        _regular_file(path, self.path, MAX_CSV_BYTES)
+        return _read_table(path, pd.read_csv)
 
 
-def _read_bounded(path: Path, reader):
+def _regular_file(path: Path, folder: Path, bound: int) -> int:
+    """The size of `path`, a regular file inside the results folder and within `bound` bytes; RunError else.
+    A link out of the folder is refused: what it points to is no output of this run."""
     try:
-        size = path.stat().st_size
+        status = path.stat()
     except OSError as error:
         raise RunError(f"{path} cannot be read ({type(error).__name__}): run the workflow to the end first") from None
+    if not stat.S_ISREG(status.st_mode):
+        kind = "a folder" if stat.S_ISDIR(status.st_mode) else "no regular file (a FIFO, socket or device)"
+        raise RunError(f"{path} is {kind}: not a file crseval wrote")
+    real, inside = path.resolve(), folder.resolve()
+    if not real.is_relative_to(inside):
+        raise RunError(f"{path} links to {real}, outside the results folder {inside}: not an output of this run")
+    if status.st_size > bound:
+        raise RunError(f"{path} holds {status.st_size:,} bytes, more than the {bound:,} a comparison reads")
+    return status.st_size
+
+
+def _read_parquet_bounded(path: Path) -> pd.DataFrame:
+    """The parquet table, refused when its footer says it decodes to more than MAX_TABLE_BYTES (its stated
+    decoded size, or 8 bytes a cell, whichever is more)."""
+    footer = pq.ParquetFile(path).metadata
+    stated = sum(footer.row_group(i).total_byte_size for i in range(footer.num_row_groups))
+    size = max(stated, 8 * footer.num_rows * footer.num_columns)
     if size > MAX_TABLE_BYTES:
-        raise RunError(f"{path} holds {size:,} bytes, more than the {MAX_TABLE_BYTES:,} a comparison reads")
+        raise RunError(f"{path} decodes to {size:,} bytes, more than the {MAX_TABLE_BYTES:,} a comparison reads")
+    return pd.read_parquet(path)
+
+
+def _read_table(path: Path, reader):
+    """reader(path), any way the file fails to parse a RunError naming it (never pandas' or pyarrow's traceback)."""
     try:
         return reader(path)
-    except (OSError, ValueError) as error:
-        raise RunError(f"{path} cannot be read: {type(error).__name__}: {error}") from None
+    except RunError:
+        raise
+    except (OSError, ValueError, TypeError, NotImplementedError, RecursionError, pa.ArrowException) as error:
+        raise RunError(f"{path} cannot be read: {type(error).__name__}: {str(error)[:300]}") from None
+
+
+def _checked_identifiers(table: pd.DataFrame, path: Path) -> pd.DataFrame:
+    """The table with its identifiers as crseval writes them (text; whole numbers as int64), or RunError
+    naming the column: a session that cannot be named or paired unambiguously is no session to compare. The
+    table is the one just read, changed in place (no second copy of a large table)."""
+    for column in [c for c in (*TEXT_KEYS, *WHOLE_NUMBER_KEYS) if c in table.columns]:
+        values = table[column]
+        empty = int(values.isna().sum())
+        if empty:
+            raise RunError(f"{path}: column {column} is empty in {empty} of {len(values)} sessions")
+        if column in TEXT_KEYS:
+            if pd.api.types.infer_dtype(values.astype(object), skipna=False) != "string":
+                raise RunError(f"{path}: column {column} holds {values.dtype} values, not text")
+            table[column] = values.astype(str)
+            continue
+        if pd.api.types.is_bool_dtype(values) or not pd.api.types.is_numeric_dtype(values):
+            raise RunError(f"{path}: column {column} holds {values.dtype} values, not whole numbers")
+        numbers = values.to_numpy(dtype=float)
+        wrong = ~(np.isfinite(numbers) & (numbers == np.round(numbers)))
+        if wrong.any():
+            raise RunError(f"{path}: column {column} holds {_cell(values[wrong].iloc[0])}, not a whole number")
+        table[column] = values.astype("int64")
+    repeated = table["session_id"].duplicated()
+    if repeated.any():
+        raise RunError(
+            f"{path}: session ids repeat ({int(repeated.sum())}, e.g. {_cell(table['session_id'][repeated].iloc[0])})"
+        )
+    keys = [c for c in ("system", "session_index", "seed", "trial") if c in table.columns]
+    repeated = table.duplicated(keys)
+    if repeated.any():
+        first = ", ".join(f"{key} {_cell(table.loc[repeated, key].iloc[0])}" for key in keys)
+        raise RunError(
+            f"{path}: {int(repeated.sum())} sessions repeat one already seen ({first}): they cannot be paired"
+        )
+    return table
+
+
+def _cell(value) -> str:
+    """A table cell in an error message: text quoted and printable, a number as itself."""
+    return printable(repr(value), 80) if isinstance(value, str) else printable(str(value), 80)
+
+
+def _plan(settings: dict, record_path: Path) -> Plan:
+    """Plan.from_settings on a record's `stats`, every value checked first against the config schema's range."""
+    family = settings.get("family")
+    if not isinstance(family, dict):
+        raise _setting_error(record_path, "family", family, "an object")
+    alpha = settings.get("alpha", MISSING)
+    if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not 0 < alpha < 1:
+        raise _setting_error(record_path, "alpha", alpha, "a number between 0 and 1")
+    if family.get("scope", MISSING) not in ("report", "metric"):
+        raise _setting_error(record_path, "family.scope", family.get("scope", MISSING), "report or metric")
+    if family.get("method", MISSING) not in METHODS:
+        raise _setting_error(record_path, "family.method", family.get("method", MISSING), " or ".join(METHODS))
+    return Plan(
+        alpha=float(alpha),
+        scope=family["scope"],
+        method=family["method"],
+        min_sessions=_whole_setting(settings, "min_sessions", 2, 2**31, record_path),
+        small_sample=_whole_setting(settings, "small_sample", 2, 2**31, record_path),
+        resamples=_whole_setting(settings, "bootstrap_resamples", 100, MAX_RESAMPLES, record_path),
+        permutations=_whole_setting(settings, "permutation_resamples", 100, MAX_RESAMPLES, record_path),
+        seed=_whole_setting(settings, "seed", 0, 2**63 - 1, record_path),
+    )
+
+
+def _whole_setting(settings: dict, key: str, low: int, high: int, record_path: Path) -> int:
+    value = settings.get(key, MISSING)
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _setting_error(record_path, key, value, f"a whole number from {low:,} to {high:,}")
+    return value
+
+
+def _setting_error(record_path: Path, key: str, value, wanted: str) -> RunError:
+    shown = "missing" if value is MISSING else f"{_short(value)}"
+    return RunError(f"{record_path}: `config.stats.{key}` is {shown}, not {wanted}")
 
 
 def read_run(path: str | Path, name: str | None = None) -> Run:
@@ -88,16 +225,21 @@ def read_run(path: str | Path, name: str | None = None) -> Run:
     record_path = path / "provenance.json"
     if not path.is_dir():
         raise RunError(f"{path} is not a results folder (results/<experiment>)")
+    if not record_path.exists() and not record_path.is_symlink():
+        raise RunError(f"{record_path} does not exist: run the workflow (its provenance rule) first")
+    _regular_file(record_path, path, MAX_RECORD_BYTES)
     try:
-        size = record_path.stat().st_size
-        if size > MAX_RECORD_BYTES:
-            raise RunError(f"{record_path} holds {size:,} bytes, more than the {MAX_RECORD_BYTES:,} a record may")
-        record = json.loads(record_path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunError(f"{record_path} does not exist: run the workflow (its provenance rule) first") from None
-    except (OSError, ValueError) as error:
-        raise RunError(f"{record_path} cannot be read: {error}") from None
-    problem = _stages_problem(record)
+        with record_path.open("rb") as handle:  # the file may have grown since its size was read
+            text = handle.read(MAX_RECORD_BYTES + 1)
+        if len(text) > MAX_RECORD_BYTES:
+            raise RunError(f"{record_path} holds more than the {MAX_RECORD_BYTES:,} bytes a record may")
+        record = json.loads(text.decode("utf-8"))
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested past Python's stack
+        raise RunError(f"{record_path} cannot be read: {type(error).__name__}: {str(error)[:300]}") from None
+    newer = _newer_format(record)
+    if newer:
+        raise RunError(f"{record_path}: {newer}")
+    problem = _stages_problem(record) or _config_problem(record)
     if problem:
         raise RunError(
             f"{record_path}: {problem}; write it again with `snakemake --forcerun provenance` (same settings)"
@@ -123,19 +265,53 @@ def _stages_problem(record) -> str:
     return ""
 
 
+def _newer_format(record) -> str:
+    """Why a record's format is none this crseval reads (a version not a whole number, or a newer one), or ""."""
+    version = record.get("schema_version", MISSING) if isinstance(record, dict) else MISSING
+    if version is MISSING:
+        return ""
+    if isinstance(version, bool) or not isinstance(version, int):
+        return f"`schema_version` is {_short(version)}, not a whole number: not a record crseval wrote"
+    if version > RECORD_FORMAT:
+        return (
+            f"written by a newer crseval (record format {version}; this one reads up to {RECORD_FORMAT}), whose "
+            "stages may mean other things: compare it with that crseval"
+        )
+    return ""
+
+
+def _config_problem(record: dict) -> str:
+    """What of the config a comparison reads is not as crseval writes it, or "" (after _stages_problem)."""
+    config = record.get("config")
+    if not isinstance(config, dict) or not isinstance(config.get("stats"), dict):
+        return "`config.stats` is not an object (the resolved config is part of every record)"
+    metrics = config["stats"].get("metrics", [])
+    if not isinstance(metrics, list) or not all(isinstance(name, str) for name in metrics):
+        return f"`config.stats.metrics` is {_short(metrics)}, not a list of metric names"
+    return ""
+
+
 def _is_stage(entry) -> bool:
     return isinstance(entry, dict) and isinstance(entry.get("digest"), str) and isinstance(entry.get("settings"), dict)
 
 
 def _short(value) -> str:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    text = printable(json.dumps(value, sort_keys=True, ensure_ascii=False))
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def printable(text: str, limit: int = 200) -> str:
+    """`text` with every character a terminal or a page could act on (controls, line and paragraph separators,
+    direction overrides) as a \\u escape, cut at `limit` characters: a key of a hand-edited record is printed."""
+    shown = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text[: limit + 1])
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."
 
 
 def differences(baseline, run) -> list[str]:
     """`key: baseline X, run Y` for every setting that differs, objects compared key by key."""
     found = []
     for path, was, now in changed_settings(baseline, run):
+        path = printable(path)
         if was is MISSING:
             found.append(f"{path}: only in the run ({_short(now)})")
         elif now is MISSING:
@@ -189,7 +365,10 @@ class Comparability:
 
 def _compare_stage(name: str, baseline: dict, run: dict) -> StageComparison:
     equal = baseline["digest"] == run["digest"]
-    found = [] if equal else differences(baseline["settings"], run["settings"])
+    try:
+        found = [] if equal else differences(baseline["settings"], run["settings"])
+    except RecursionError:  # settings nested deeper than Python's stack: a hand-made record, not crseval's
+        found = ["the settings are nested too deep to list their differences"]
     return StageComparison(
         name, equal, baseline["digest"], run["digest"], found[:MAX_DIFFERENCES], max(0, len(found) - MAX_DIFFERENCES)
     )
@@ -219,8 +398,11 @@ def compare_runs(baseline: Run, run: Run, system_map: dict[str, str] | None = No
 
 
 def class_key(run: Run) -> tuple[str, str]:
-    """The run's comparability class: (key, label). Equal keys: equal catalog, user, metrics and judge."""
+    """The run's comparability class: (key, label). Equal keys: equal catalog, user, metrics and judge. The key
+    ends in a digest of the whole stage digests: two records whose digests share their first characters (a hand
+    can write any) are still two classes."""
     digests = {stage: run.stages[stage]["digest"] for stage in CLASS_STAGES}
-    key = "-".join(digests[stage][:12] for stage in CLASS_STAGES)
-    label = ", ".join(f"{stage} {digest[:8]}" for stage, digest in digests.items())
+    whole = hashlib.sha256("\0".join(digests.values()).encode("utf-8", "surrogatepass")).hexdigest()
+    key = "-".join([*(printable(digests[stage][:12]) for stage in CLASS_STAGES), whole[:12]])
+    label = ", ".join(f"{stage} {printable(digest[:8])}" for stage, digest in digests.items())
     return key, label

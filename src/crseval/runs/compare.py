@@ -5,19 +5,21 @@ simulated user or metrics differ is refused, naming the settings that differ, un
 then it is compared under a heading that says what differs. Sessions are matched by simulated user
 (session index and seed) and trial, systems by name or `system_map`; judge scores are compared only
 under an equal judge. Per system and metric: the paired differences, intervals, exact tests and
-regression flags of crseval.runs.paired, under the baseline's analysis plan; and the sessions that
-changed most.
+regression flags of crseval.runs.paired, under the baseline's analysis plan (checked before it is used: the
+record may be hand-edited); and the sessions that changed most. A metric column that holds no numbers in
+either run is left out with the reason, like one that is in one run only.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
 from crseval.judge import judge_columns
 from crseval.runs import paired
-from crseval.runs.comparability import Comparability, Run, compare_runs
+from crseval.runs.comparability import Comparability, Run, RunError, compare_runs
 from crseval.statistics import column_registry
 from crseval.statistics.plan import Plan
 
@@ -67,12 +69,31 @@ def compared_metrics(baseline: pd.DataFrame, run: pd.DataFrame, same_judge: bool
             left_out.append(f"{name}: not in the run")
         elif not same_judge and _is_judge_column(name):
             left_out.append(f"{name}: the judges differ")
+        elif text := next((f"{side} ({why})" for side, why in _not_numbers(name, baseline, run) if why), ""):
+            left_out.append(f"{name}: not numbers in the {text}")
         else:
             metrics.append(name)
     left_out += [
         f"{name}: not in the baseline" for name in column_registry.metric_names(_declared(run)) if name not in baseline
     ]
     return metrics, left_out
+
+
+def _not_numbers(name: str, baseline: pd.DataFrame, run: pd.DataFrame):
+    """(side, what makes its column `name` no column of numbers, e.g. "str values, e.g. 'x'", or ""), baseline
+    first: a hand-edited or foreign table may hold text where crseval writes numbers, and such a metric is left
+    out with the reason, not guessed at."""
+    for side, values in (("baseline", baseline[name]), ("run", run[name])):
+        if pd.api.types.is_numeric_dtype(values):
+            yield side, ""
+            continue
+        odd = (
+            v
+            for v in values.dropna()
+            if isinstance(v, (bool, str, bytes)) or not isinstance(v, (int, float, np.number))
+        )
+        first = next(odd, None)
+        yield side, "" if first is None else f"{values.dtype} values, e.g. {first!r:.40}"
 
 
 def _declared(table: pd.DataFrame) -> list[str]:
@@ -94,7 +115,7 @@ def compare(
     top: int = 10,
 ) -> Comparison:
     """Every run against `baseline` (see the module docstring); tables are read only for runs not refused."""
-    plan = Plan.from_settings(baseline.record["config"]["stats"])
+    plan = baseline.plan()
     tolerance = dict(tolerance or {})
     base_sessions = None
     compared = []
@@ -108,16 +129,19 @@ def compare(
         run_sessions = run.sessions()
         metrics, left_out = compared_metrics(base_sessions, run_sessions, comparability.stage("judge").equal)
         renames = {name: base for name, base in comparability.system_map.items() if name != base}
-        table = paired.paired_table(
-            base_sessions,
-            run_sessions,
-            metrics=metrics,
-            plan=plan,
-            tolerance=tolerance,
-            system_map=renames,
-            adjusted=adjusted,
-        )
-        changed = paired.changed_sessions(base_sessions, run_sessions, metrics=metrics, system_map=renames, top=top)
-        unmatched = paired.unmatched(base_sessions, run_sessions, system_map=renames)
+        try:
+            table = paired.paired_table(
+                base_sessions,
+                run_sessions,
+                metrics=metrics,
+                plan=plan,
+                tolerance=tolerance,
+                system_map=renames,
+                adjusted=adjusted,
+            )
+            changed = paired.changed_sessions(base_sessions, run_sessions, metrics=metrics, system_map=renames, top=top)
+            unmatched = paired.unmatched(base_sessions, run_sessions, system_map=renames)
+        except ValueError as error:  # paired names the side ("baseline", "run"); the reader needs the runs
+            raise RunError(f"{run.name} against {baseline.name}: {error}") from None
         compared.append(RunComparison(run, comparability, False, table, changed, unmatched, left_out))
     return Comparison(baseline, compared, plan, adjusted, tolerance)

@@ -5,12 +5,15 @@ settings that differ), a heading over every run compared although its user, metr
 then per run the systems' metrics (baseline mean, run mean, the paired difference with its 95% interval,
 the exact test, the verdict; flagged regressions marked) and the sessions that changed most. Each of
 those links to a page of its own that shows the session in both runs' viewers side by side. Every value
-read from a run is escaped: system names come from configs. Files are written atomically, into a folder
-outside every results folder.
+read from a run is escaped: system names come from configs, in HTML by `esc` and in Markdown by
+`board.markdown_text`. Files are written atomically, into a folder outside every results folder; a side-by-side
+page's name is made of its run's and system's names, with a digest of the names where they are no plain file
+names, so that two names never share a page.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import re
@@ -22,6 +25,7 @@ import pandas as pd
 from crseval.core.io import atomic_path, write_json
 from crseval.reports.findings import STYLE, esc, num
 from crseval.runs import paired
+from crseval.runs.board import markdown_text
 from crseval.runs.comparability import Run
 from crseval.runs.compare import Comparison, RunComparison
 
@@ -41,8 +45,14 @@ def _signed(value) -> str:
     return f"+{text}" if text not in ("–", "n/a") and float(value) > 0 else text
 
 
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", str(text))[:80]
+def _slug(text) -> str:
+    """A file name for `text`: itself when it is a plain short name, else its plain part and a digest of it, so
+    that "a/b" and "a_b", or two long names alike in their first 80 characters, never share a page."""
+    text = str(text)
+    plain = re.sub(r"[^A-Za-z0-9._-]+", "_", text)[:80]
+    if plain == text and plain.strip("."):
+        return plain
+    return f"{plain}-{hashlib.sha256(text.encode('utf-8', 'surrogatepass')).hexdigest()[:10]}"
 
 
 def viewer_href(run: Run, session_id: str, page_dir: Path) -> str:
@@ -141,7 +151,7 @@ def _run_section(comparison: Comparison, compared: RunComparison, out: Path) -> 
         "<th>difference [95% interval]</th><th>p (exact)</th><th>verdict</th></tr>"
     ]
     for system, rows in table.groupby("system", sort=False):
-        if (rows["verdict"] == "identical").all():
+        if (rows["verdict"] == "identical").all() and not rows["note"].astype(bool).any():
             lines.append(
                 f"<tr><td>{esc(system)}</td><td colspan='7' class='same'>identical on all {len(rows)} metrics "
                 "(every paired difference is 0)</td></tr>"
@@ -243,17 +253,22 @@ def compare_html(comparison: Comparison, out: Path) -> str:
 
 
 def compare_markdown(comparison: Comparison) -> str:
-    lines = [f"# Compare: {comparison.baseline.name} against {', '.join(r.run.name for r in comparison.runs)}", ""]
+    md = markdown_text
+    names = ", ".join(md(r.run.name) for r in comparison.runs)
+    lines = [f"# Compare: {md(comparison.baseline.name)} against {names}", ""]
     lines += [_rule_text(comparison), ""]
     for compared in comparison.runs:
-        lines += [f"## {compared.run.name}", ""]
-        lines += [f"- {stage.describe()}" for stage in compared.comparability.stages]
+        lines += [f"## {md(compared.run.name)}", ""]
+        lines += [f"- {md(stage.describe())}" for stage in compared.comparability.stages]
         lines.append("")
+        keys = md(", ".join(compared.comparability.differing_keys))
         if compared.refused:
-            lines += ["Refused: " + ", ".join(compared.comparability.differing_keys) + " differ.", ""]
+            lines += [f"Refused: {keys} differ.", ""]
             continue
         if compared.comparability.refused:
-            lines += [f"Compared although {', '.join(compared.comparability.differing_keys)} differ.", ""]
+            lines += [f"Compared although {keys} differ.", ""]
+        if compared.not_compared:
+            lines += [f"Not compared: {md('; '.join(compared.not_compared))}.", ""]
         lines += [
             "| system | metric | users | baseline | run | difference [95% interval] | p | verdict |",
             "|---|---|---|---|---|---|---|---|",
@@ -269,7 +284,9 @@ def compare_markdown(comparison: Comparison) -> str:
                 num(row["p"], 2),
                 f"**{row['verdict']}**" if row["flag"] else str(row["verdict"]),
             ]
-            lines.append("| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |")
+            if row["note"]:
+                cells[-1] += f" ({row['note']})"
+            lines.append("| " + " | ".join(md(c) for c in cells) + " |")
         lines.append("")
     return "\n".join(lines)
 

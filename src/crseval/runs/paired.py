@@ -29,6 +29,8 @@ Per system present in both runs and per metric (`paired_table`):
   every user's mean stayed the same (trials trading outcomes) have no p either: "no difference found".
 - The verdicts are tried in this order: no pairs, identical, no direction, sparse, not testable, then
   regression, improvement or no difference found.
+- An infinite value (a run from elsewhere, or a metric that overflowed) has no difference a mean could hold: such
+  a session is left out of its metric's pairs as one without a value, and the row's note counts it.
 
 `changed_sessions` points at the sessions behind a difference: per system those whose metrics moved most,
 in units of the baseline's spread of each metric, so that a reader can open the two conversations.
@@ -96,7 +98,10 @@ def _prepared(frame: pd.DataFrame, metrics: list[str], side: str, system_map: di
         raise ValueError(f"{side}: {sorted(n for n, t in names.items() if t == clash)} all map to system {clash!r}")
     table.insert(0, "system", table["run_system"].map(names))
     for position, metric in enumerate(metrics):
-        table[f"m{position}"] = frame[metric].to_numpy(dtype=float, na_value=np.nan)
+        try:
+            table[f"m{position}"] = frame[metric].to_numpy(dtype=float, na_value=np.nan)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"{side}: metric {metric} holds values that are no numbers ({error})") from None
     duplicated = table.duplicated(KEYS)
     if duplicated.any():
         first = table.loc[duplicated, KEYS].iloc[0].tolist()
@@ -202,7 +207,8 @@ def paired_table(
     pairs = base.drop(columns="run_system").merge(other, on=KEYS, how="inner", suffixes=("_b", "_r"))
     b = pairs[[f"{n}_b" for n in names]].to_numpy(dtype=float).reshape(len(pairs), len(names))
     r = pairs[[f"{n}_r" for n in names]].to_numpy(dtype=float).reshape(len(pairs), len(names))
-    paired = ~np.isnan(b) & ~np.isnan(r)  # a session counts for a metric only where both runs have its value
+    infinite = (np.isinf(b) & ~np.isnan(r)) | (np.isinf(r) & ~np.isnan(b))  # pairs lost to an infinite value
+    paired = np.isfinite(b) & np.isfinite(r)  # a session counts for a metric only where both runs have its value
     b_paired, r_paired = np.where(paired, b, np.nan), np.where(paired, r, np.nan)
     # per user: the mean over its paired trials, both sides over the same trials
     user_code = pairs.groupby(USER, sort=False).ngroup().to_numpy()
@@ -222,7 +228,9 @@ def paired_table(
         n_paired = s_paired.sum(axis=0)
         n_equal = (s_paired & (s_b == s_r)).sum(axis=0)
         binary = ~(s_paired & ~(np.isin(s_b, (0.0, 1.0)) & np.isin(s_r, (0.0, 1.0)))).any(axis=0)
-        ones = np.where(s_paired, s_b + s_r, 0.0).sum(axis=0)
+        with np.errstate(invalid="ignore"):  # inf + -inf where a pair is lost to infinities: masked out
+            ones = np.where(s_paired, s_b + s_r, 0.0).sum(axis=0)
+        n_infinite = infinite[sessions].sum(axis=0)
         for j, metric in enumerate(metrics):
             u_b, u_r = user_b[users, j], user_r[users, j]
             known = ~np.isnan(u_b)
@@ -255,9 +263,11 @@ def paired_table(
                     "tolerance": float(tolerance.get(metric, tolerance.get("*", 0.0))),
                     "_identical": bool(n and n_equal[j] == n_paired[j]),
                     "_unpaired": int(counts.at[system, "both"]) - n,
+                    "_infinite": int(n_infinite[j]),
                 }
             )
-    table = pd.DataFrame(rows, columns=[c for c in PAIRED_COLUMNS if c != "p_adj"] + ["_identical", "_unpaired"])
+    private = ["_identical", "_unpaired", "_infinite"]
+    table = pd.DataFrame(rows, columns=[c for c in PAIRED_COLUMNS if c != "p_adj"] + private)
     table = table.astype({"users": int, "testable": bool, "_identical": bool})
     table = plan.adjust(table, ["p"])
     judged = [_verdict(row, counts, plan, adjusted) for row in table.to_dict("records")]
@@ -277,6 +287,9 @@ def _verdict(row: dict, counts: pd.DataFrame, plan: Plan, adjusted: bool) -> tup
         notes.append(f"{_users(only_run)} only in the run")
     if row["_unpaired"]:
         notes.append(f"{_users(row['_unpaired'])} in both runs without a paired value")
+    if row["_infinite"]:
+        count = row["_infinite"]
+        notes.append(f"{count} session{'s' if count != 1 else ''} with an infinite value left out")
     diff, alpha = row["diff"], plan.alpha
     sparse = not math.isnan(row["events"]) and row["events"] < MIN_EVENTS
     sparse_note = f"sparse: {int(row['events'])} events (flags need {MIN_EVENTS})" if sparse else ""
@@ -331,16 +344,19 @@ def changed_sessions(
     base = _prepared(baseline, metrics, "baseline")
     other = _prepared(run, metrics, "run", system_map)
     names = [f"m{i}" for i in range(len(metrics))]
-    spread = base[names].std().to_numpy(dtype=float) if names else np.zeros(0)
+    finite_base = base[names].where(np.isfinite(base[names].to_numpy(dtype=float))) if names else base[names]
+    spread = finite_base.std().to_numpy(dtype=float) if names else np.zeros(0)
     scale = np.where(np.isfinite(spread) & (spread > 0), spread, 1.0)
 
     pairs = base.drop(columns="run_system").merge(other, on=KEYS, how="inner", suffixes=("_b", "_r"))
     b = pairs[[f"{n}_b" for n in names]].to_numpy(dtype=float).reshape(len(pairs), len(names))
     r = pairs[[f"{n}_r" for n in names]].to_numpy(dtype=float).reshape(len(pairs), len(names))
-    missing_b, missing_r = np.isnan(b), np.isnan(r)
-    changed = ~(missing_b & missing_r) & ~(b == r)
+    # a value on one side only, or an infinite one, counts one unit (it appeared, vanished or overflowed); the
+    # values shown stay as read
+    changed = ~(np.isnan(b) & np.isnan(r)) & ~(b == r)
     with np.errstate(invalid="ignore"):
-        change = np.where(missing_b ^ missing_r, 1.0, np.where(changed, np.abs(r - b) / scale, 0.0))
+        moved = np.where(np.isfinite(b) & np.isfinite(r), np.abs(r - b) / scale, 1.0)
+    change = np.where(changed, moved, 0.0)
     largest = change.argmax(axis=1) if names else np.zeros(len(pairs), dtype=int)
     rows = np.arange(len(pairs))
     table = pd.DataFrame(
