@@ -71,22 +71,12 @@ LEGEND = (
 # ------------------------------------------------------------------ the table
 
 
-def _declared(metric: str):
-    """The metric's declaration, found by its sessions column name or its model_metrics (thesis) name."""
-    return column_registry.SESSION_COLUMNS.get(metric) or column_registry.BY_THESIS_NAME.get(metric)
-
-
-def _higher_is_better(metric: str) -> bool | None:
-    column = _declared(metric)
-    return column.higher_is_better if column else None
-
-
 def _label(metric: str) -> str:
     return column_registry.label(metric)
 
 
 def _arrow(metric: str) -> str:
-    return {True: " ↑", False: " ↓", None: ""}[_higher_is_better(metric)]
+    return {True: " ↑", False: " ↓", None: ""}[column_registry.direction(metric)]
 
 
 def _resolve(metrics: list[str]) -> dict[str, str]:
@@ -205,7 +195,7 @@ def board_table(runs: list[BoardRun], metrics: list[str]) -> pd.DataFrame:
     table = pd.concat(parts, ignore_index=True)
     table["class"] = table["class"].astype("int64")
     for metric in metrics:
-        direction = _higher_is_better(metric)
+        direction = column_registry.direction(metric)
         means = table[metric].where(np.isfinite(table[metric]))
         table[f"{metric}_rank"] = (
             means.groupby(table["class"]).rank(method="min", ascending=not direction)

@@ -164,11 +164,7 @@ def unmatched(baseline: pd.DataFrame, run: pd.DataFrame, system_map: dict[str, s
 
 
 def _direction(metric: str) -> str:
-    try:
-        better = column_registry.session_column(metric).higher_is_better
-    except KeyError:
-        return "none"
-    return {True: "higher", False: "lower", None: "none"}[better]
+    return {True: "higher", False: "lower", None: "none"}[column_registry.direction(metric)]
 
 
 def _users(count: int) -> str:
