@@ -9,6 +9,7 @@ import logging
 import math
 import os
 import re
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -66,6 +67,42 @@ def write_json_lines(values: Iterable[object], path: str | Path) -> None:
     """Write `values` as JSON lines (json_line), all or nothing."""
     with atomic_path(path) as temporary:
         temporary.write_text("".join(json_line(v) for v in values), encoding="utf-8")
+
+
+class UnreadableFile(ValueError):
+    """Why a file from outside is not read (read_regular_file): `reason` "not a regular file" or "too large",
+    with `size` the bytes it holds (None when it grew past the bound while it was read)."""
+
+    def __init__(self, reason: str, size: int | None = None):
+        super().__init__(reason)
+        self.reason, self.size = reason, size
+
+
+def read_regular_file(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes of `path`, a regular file of at most `max_bytes`: a pipe or a device would be read forever, and
+    a file growing while it is read stops at the bound. UnreadableFile saying which; OSError as open raises."""
+    status = os.stat(path)
+    if not stat.S_ISREG(status.st_mode):
+        raise UnreadableFile("not a regular file")
+    if status.st_size > max_bytes:
+        raise UnreadableFile("too large", status.st_size)
+    with open(path, "rb") as stream:
+        data = stream.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise UnreadableFile("too large")
+    return data
+
+
+def json_type(value: object) -> str:
+    """The JSON name of a parsed value's type, for messages about the wrong one."""
+    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def shown(value: object, limit: int = 60) -> str:
+    """A value from outside, as a message shows it: its repr, cut after `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
 
 
 class StrictJSONError(ValueError):

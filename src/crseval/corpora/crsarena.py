@@ -32,6 +32,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
+from crseval.core.io import json_type, shown
 from crseval.corpora import dialogue
 from crseval.corpora.dialogue import SATISFACTION, SYSTEM, USER, CorpusError, Dialogue
 from crseval.corpora.format_kind import CorpusFormat
@@ -49,14 +50,14 @@ def read_dialogues(path: Path) -> list[dict]:
     dialogue and what is wrong otherwise."""
     data = dialogue.read_json(path)
     if not isinstance(data, list):
-        found = f"an object with the keys {sorted(data)[:8]}" if isinstance(data, dict) else dialogue.json_type(data)
+        found = f"an object with the keys {sorted(data)[:8]}" if isinstance(data, dict) else json_type(data)
         raise CorpusError(f"{path}: expected a JSON list of CRSArena-Dial dialogues, found {found}")
     if not data:
         raise CorpusError(f"{path}: holds no dialogue: the JSON list is empty")
     for position, item in enumerate(data):
         if (problem := _problem(item)) is not None:
             conversation_id = item.get("conversation ID") if isinstance(item, dict) else None
-            named = f" ({dialogue.shown(conversation_id)})" if isinstance(conversation_id, str) else ""
+            named = f" ({shown(conversation_id)})" if isinstance(conversation_id, str) else ""
             raise CorpusError(f"{path}: dialogue {position}{named}: {problem}")
     return data
 
@@ -64,29 +65,29 @@ def read_dialogues(path: Path) -> list[dict]:
 def _problem(item: object) -> str | None:
     """What keeps `item` from being a CRSArena-Dial dialogue, or None."""
     if not isinstance(item, dict):
-        return f"expected an object, found {dialogue.json_type(item)}"
+        return f"expected an object, found {json_type(item)}"
     if not _text(item.get("conversation ID")):
         return "'conversation ID' must be a non-empty string"
     for party in ("agent", "user"):
         if not isinstance(item.get(party), dict) or not _text(item[party].get("id")):
             return f"'{party}.id' must be a non-empty string"
     if not isinstance(item.get("conversation"), list):
-        return f"'conversation' must be a list of messages, found {dialogue.json_type(item.get('conversation'))}"
+        return f"'conversation' must be a list of messages, found {json_type(item.get('conversation'))}"
     for position, message in enumerate(item["conversation"]):
         if not isinstance(message, dict):
-            return f"message {position}: expected an object, found {dialogue.json_type(message)}"
+            return f"message {position}: expected an object, found {json_type(message)}"
         participant = message.get("participant")
         if not isinstance(participant, str) or participant.strip().upper() not in PARTICIPANTS:
-            return f"message {position}: 'participant' must be USER or AGENT, found {dialogue.shown(participant)}"
+            return f"message {position}: 'participant' must be USER or AGENT, found {shown(participant)}"
         utterance = message.get("utterance")
         if not isinstance(utterance, str):
-            return f"message {position}: 'utterance' must be a string, found {dialogue.json_type(utterance)}"
+            return f"message {position}: 'utterance' must be a string, found {json_type(utterance)}"
     metadata = item.get("metadata")
     if metadata is not None and not isinstance(metadata, dict):
-        return f"'metadata' must be an object, found {dialogue.json_type(metadata)}"
+        return f"'metadata' must be an object, found {json_type(metadata)}"
     sentiment = (metadata or {}).get("sentiment")
     if sentiment is not None and (not isinstance(sentiment, str) or sentiment.strip().lower() not in SATISFACTION):
-        return f"'metadata.sentiment' must be satisfied or frustrated (or absent), found {dialogue.shown(sentiment)}"
+        return f"'metadata.sentiment' must be satisfied or frustrated (or absent), found {shown(sentiment)}"
     return None
 
 
@@ -102,7 +103,7 @@ def read_file(path: Path) -> Iterator[Dialogue]:
         sentiment = (item.get("metadata") or {}).get("sentiment")
         yield Dialogue(
             name=agent_id,
-            where=f"{path}: dialogue {position} ({dialogue.shown(conversation_id)})",
+            where=f"{path}: dialogue {position} ({shown(conversation_id)})",
             identity=digest,  # a conversation ID that comes back with other content is another dialogue
             digest=digest,
             session_name=conversation_id,

@@ -25,13 +25,18 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from collections import Counter
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crseval.core.io import StrictJSONError, strict_json_loads
+from crseval.core.io import (
+    StrictJSONError,
+    UnreadableFile,
+    read_regular_file,
+    shown,
+    strict_json_loads,
+)
 from crseval.core.names import safe_slug
 from crseval.language.concepts import ConceptMatcher
 
@@ -132,17 +137,13 @@ def read_text(path: Path) -> str:
     """The file as UTF-8 text (without a leading byte order mark); CorpusError naming it when it is no
     regular file, is over MAX_FILE_BYTES, or is not UTF-8 (with the line of the first byte that is not)."""
     try:
-        status = os.stat(path)
-        if not stat.S_ISREG(status.st_mode):  # a pipe or a device would be read forever
-            raise CorpusError(f"{path}: not a regular file")
-        if status.st_size > MAX_FILE_BYTES:
-            raise _too_large(path, f"{status.st_size:,} bytes")
-        with open(path, "rb") as stream:
-            data = stream.read(MAX_FILE_BYTES + 1)  # a file growing while it is read stops here too
+        data = read_regular_file(path, MAX_FILE_BYTES)
     except OSError as error:
         raise CorpusError(f"{path}: cannot be read: {error}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise _too_large(path, "it grew while it was read")
+    except UnreadableFile as refused:
+        if refused.reason != "too large":
+            raise CorpusError(f"{path}: {refused}") from None
+        raise _too_large(path, f"{refused.size:,} bytes" if refused.size else "it grew while it was read") from None
     try:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as error:
@@ -170,21 +171,9 @@ def read_json(path: Path) -> object:
     return parse_json(read_text(path), str(path))
 
 
-def shown(value: object) -> str:
-    """A value the corpus gives, as a message shows it: its repr, cut after SHOWN_CHARS characters."""
-    text = repr(value)
-    return text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "..."
-
-
 def printable(name: str) -> str:
     """A file name as valid Unicode (undecodable bytes in the name shown as U+FFFD), so records can be written."""
     return os.fsencode(name).decode("utf-8", errors="replace")
-
-
-def json_type(value: object) -> str:
-    """The JSON name of a parsed value's type, for messages about the wrong one."""
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
-    return names.get(type(value), "a number")
 
 
 def pair_turns(messages: list[dict], report: Counter) -> list[dict]:

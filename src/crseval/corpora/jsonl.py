@@ -31,7 +31,7 @@ from typing import Iterator
 from jsonschema import Draft202012Validator
 
 from crseval.core.config_checks import key_path
-from crseval.core.io import numbered_lines
+from crseval.core.io import json_type, numbered_lines, shown
 from crseval.corpora import dialogue
 from crseval.corpora.dialogue import SATISFACTION, SYSTEM, USER, CorpusError, Dialogue
 from crseval.corpora.format_kind import CorpusFormat
@@ -102,7 +102,7 @@ def read_lines(path: Path, validator: Draft202012Validator, hint: str) -> list[t
             first = errors[0]
             at = key_path(first.absolute_path) if first.absolute_path else "the line"
             if first.validator == "type":  # the message would repeat the whole value, maybe a whole corpus
-                what = f"{at}: expected {first.validator_value}, found {dialogue.json_type(first.instance)}"
+                what = f"{at}: expected {first.validator_value}, found {json_type(first.instance)}"
             else:
                 what = f"{at}: {first.message[:300]}"
             raise CorpusError(f"{where}: {what} (the {KIND.name} format: {hint})")
@@ -144,7 +144,7 @@ def repeats(found: Dialogue, earlier: Dialogue) -> bool:
         return False
     if found.digest != earlier.digest:
         raise CorpusError(
-            f"{found.where}: dialogue_id {dialogue.shown(found.session_name)} of system {dialogue.shown(found.name)} "
+            f"{found.where}: dialogue_id {shown(found.session_name)} of system {shown(found.name)} "
             f"is already used by "
             f"{earlier.where} for another dialogue; every dialogue of a system needs its own id"
         )
@@ -166,13 +166,13 @@ def import_votes(path: str | Path, sessions: dict[str, list[dict]]) -> tuple[lis
         systems = (item["system_a"], item["system_b"])
         if systems[0] == systems[1]:
             raise CorpusError(
-                f"{where}: system_a and system_b are both {dialogue.shown(systems[0])}; a vote compares two systems"
+                f"{where}: system_a and system_b are both {shown(systems[0])}; a vote compares two systems"
             )
         time = None
         if item.get("time") is not None:
             time = parse_time(item["time"])
             if time is None:
-                raise CorpusError(f"{where}: time {dialogue.shown(item['time'])} is not an ISO 8601 date and time")
+                raise CorpusError(f"{where}: time {shown(item['time'])} is not an ISO 8601 date and time")
         votes.append(
             Vote(
                 line=number,

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Iterator
 
 from crseval.catalog.normalize import genre_key, normalise_language, normalise_person, normalise_year
+from crseval.core.io import shown
 from crseval.corpora import dialogue
 from crseval.corpora.dialogue import SYSTEM, USER, CorpusError, Dialogue, printable
 from crseval.corpora.format_kind import Admission, CorpusFormat, FilePlan
@@ -147,7 +148,7 @@ def known_speakers(conversation: list[dict], report: Counter) -> list[dict]:
     for message in conversation:
         speaker = message["speaker"].strip().upper()
         if speaker not in (USER, SYSTEM):
-            report[f"message of unknown speaker {dialogue.shown(message['speaker'])} dropped"] += 1
+            report[f"message of unknown speaker {shown(message['speaker'])} dropped"] += 1
             continue
         messages.append({"speaker": speaker, "text": message["text"], "constraints": message.get("constraints")})
     return messages

@@ -27,16 +27,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-import os
 import re
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
-from crseval.core.io import strict_json_loads
+from crseval.core.io import UnreadableFile, json_type, read_regular_file, shown, strict_json_loads
 from crseval.language.user_acts import ACTS
 
 VOICE_FORMAT = 4
@@ -182,16 +180,14 @@ class Voice:
         could be anything but words with slot marks (module docstring)."""
         data = _voice_json(Path(path))
         if data.get("format") != VOICE_FORMAT:
-            found = _shown(data.get("format"))
+            found = shown(data.get("format"))
             raise VoiceError(f"{path}: a voice of format {found}, not {VOICE_FORMAT}; learn it again")
         for key in ("pools", "summary"):
             if not isinstance(data.get(key), dict):
-                raise VoiceError(
-                    f"{path}: '{key}' must be an object, found {_json_type(data.get(key))}; learn it again"
-                )
+                raise VoiceError(f"{path}: '{key}' must be an object, found {json_type(data.get(key))}; learn it again")
         pools, ids = {}, set()
         for key, templates in data["pools"].items():
-            where = f"{path}: pool {_shown(key)}"
+            where = f"{path}: pool {shown(key)}"
             if (problem := _pool_problem(key, templates)) is not None:
                 raise VoiceError(f"{where}: {problem}; learn it again")
             for position, item in enumerate(templates):
@@ -208,20 +204,18 @@ def _voice_json(path: Path) -> dict:
     """The JSON object of a voice file: a regular file of at most MAX_VOICE_BYTES, UTF-8, JSON as the
     standard writes it (no NaN, no key twice), valid Unicode; VoiceError naming the file otherwise."""
     try:
-        status = os.stat(path)
-        if not stat.S_ISREG(status.st_mode):  # a pipe or a device would be read forever
-            raise VoiceError(f"{path}: not a regular file; learn the voice again")
-        if status.st_size > MAX_VOICE_BYTES:
-            raise VoiceError(
-                f"{path}: {status.st_size:,} bytes, over the {MAX_VOICE_BYTES:,} bytes a voice may hold "
-                "(crseval.simulate.voice.MAX_VOICE_BYTES); learn it again"
-            )
-        with open(path, "rb") as stream:
-            raw = stream.read(MAX_VOICE_BYTES + 1)
+        raw = read_regular_file(path, MAX_VOICE_BYTES)
     except OSError as error:
         raise VoiceError(f"{path}: cannot be read: {error}") from None
-    if len(raw) > MAX_VOICE_BYTES:
-        raise VoiceError(f"{path}: grew over the {MAX_VOICE_BYTES:,} bytes a voice may hold while it was read")
+    except UnreadableFile as refused:
+        if refused.reason != "too large":
+            raise VoiceError(f"{path}: {refused}; learn the voice again") from None
+        if refused.size is None:
+            raise VoiceError(f"{path}: grew over the {MAX_VOICE_BYTES:,} bytes a voice may hold while it was read")
+        raise VoiceError(
+            f"{path}: {refused.size:,} bytes, over the {MAX_VOICE_BYTES:,} bytes a voice may hold "
+            "(crseval.simulate.voice.MAX_VOICE_BYTES); learn it again"
+        ) from None
     try:
         data = strict_json_loads(raw.decode("utf-8"))
     except UnicodeDecodeError as error:
@@ -229,7 +223,7 @@ def _voice_json(path: Path) -> dict:
     except ValueError as error:  # no JSON, or no strict JSON (crseval.core.io.strict_json_loads)
         raise VoiceError(f"{path}: not readable as JSON ({error}): cut off or corrupt; learn it again") from None
     if not isinstance(data, dict):
-        raise VoiceError(f"{path}: not a voice: expected a JSON object, found {_json_type(data)}; learn it again")
+        raise VoiceError(f"{path}: not a voice: expected a JSON object, found {json_type(data)}; learn it again")
     if _LONE_SURROGATE.search(json.dumps(data, ensure_ascii=False)):
         raise VoiceError(f"{path}: holds text that is not valid Unicode (a lone surrogate escape); learn it again")
     return data
@@ -245,11 +239,11 @@ def _pool_problem(key: str, templates: object) -> str | None:
         if act or signature:
             return "the pool a user leaves with has no act and no slots"
     elif position not in (FIRST, LATER):
-        return f"where a turn was said must be {FIRST}, {LATER} or {LEAVE}, not {_shown(position)}"
+        return f"where a turn was said must be {FIRST}, {LATER} or {LEAVE}, not {shown(position)}"
     elif act not in ACTS:
-        return f"unknown act {_shown(act)} (the acts: {', '.join(ACTS)})"
+        return f"unknown act {shown(act)} (the acts: {', '.join(ACTS)})"
     if not isinstance(templates, list) or not templates:
-        found = "an empty list" if templates == [] else _json_type(templates)
+        found = "an empty list" if templates == [] else json_type(templates)
         return f"expected a list of one or more templates, found {found}"
     said = sum(t["said"] for t in templates if isinstance(t, dict) and _count(t.get("said")))
     if said > MAX_POOL_SAID:
@@ -264,26 +258,26 @@ def _template_problem(key: str, item: object, ids: set) -> str | None:
         return "expected an object with id, text, slots and said"
     template_id, text, slots, said = item["id"], item["text"], item["slots"], item["said"]
     if not isinstance(template_id, str) or not 0 < len(template_id) <= MAX_TEMPLATE_CHARS:
-        return f"id must be a non-empty string, found {_shown(template_id)}"
+        return f"id must be a non-empty string, found {shown(template_id)}"
     if template_id in ids:
-        return f"id {_shown(template_id)} is given to an earlier template too"
+        return f"id {shown(template_id)} is given to an earlier template too"
     if not isinstance(text, str) or not text.strip():
-        return f"text must be a non-empty string, found {_shown(text)}"
+        return f"text must be a non-empty string, found {shown(text)}"
     if len(text) > MAX_TEMPLATE_CHARS:
         return f"text of {len(text):,} characters, over the {MAX_TEMPLATE_CHARS:,} a template may hold"
     if not isinstance(slots, list) or not all(isinstance(slot, str) and _known_slot(slot) for slot in slots):
         known = f"fields {', '.join(SLOT_FIELDS)}; roles {', '.join(SLOT_ROLES)}"
-        return f"slots must be a list of 'title' or 'field:role' ({known}), found {_shown(slots)}"
+        return f"slots must be a list of 'title' or 'field:role' ({known}), found {shown(slots)}"
     if not _count(said):
-        return f"said must be a whole number of people (1 or more), found {_shown(said)}"
+        return f"said must be a whole number of people (1 or more), found {shown(said)}"
     if "{" in _MARK.sub("", text) or "}" in _MARK.sub("", text):
-        return f"text {_shown(text)} holds a brace that is no slot mark: a template holds '{{field}}' marks only"
+        return f"text {shown(text)} holds a brace that is no slot mark: a template holds '{{field}}' marks only"
     marks = _MARK.findall(text)
     if marks != [slot.split(":")[0] for slot in slots]:
         return f"text's slot marks {marks} are not its slots {slots}, one for one"
     signature = ",".join(sorted(slots))
     if key.split("|")[2] != signature:
-        return f"slots {slots} are not the pool's ({_shown(key.split('|')[2])})"
+        return f"slots {slots} are not the pool's ({shown(key.split('|')[2])})"
     return None
 
 
@@ -302,41 +296,30 @@ def _summary_problem(summary: dict) -> str | None:
     from being used, or None; its other parts are only shown to people."""
     fitted = summary.get("fitted", {})
     if not isinstance(fitted, dict):
-        return f"'fitted' must be an object, found {_json_type(fitted)}"
+        return f"'fitted' must be an object, found {json_type(fitted)}"
     for knob, entry in fitted.items():
         value = entry.get("value") if isinstance(entry, dict) else None
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         whole = number and float(value).is_integer()
         if not isinstance(entry, dict) or not (value is None or (number and value >= 0)):
-            return f"fitted.{knob} must be an object whose value is a number >= 0 or null, found {_shown(entry)}"
+            return f"fitted.{knob} must be an object whose value is a number >= 0 or null, found {shown(entry)}"
         if value is not None and (not whole if knob == "patience" else value > 1):
             wanted = "a whole number of turns" if knob == "patience" else "a share in [0, 1]"
-            return f"fitted.{knob}: {_shown(value)} is not {wanted}"
+            return f"fitted.{knob}: {shown(value)} is not {wanted}"
     for part, inner in (("said_as", "words"), ("asked", "value")):
         table = summary.get(part, {})
         if not isinstance(table, dict):
-            return f"{part!r} must be an object, found {_json_type(table)}"
+            return f"{part!r} must be an object, found {json_type(table)}"
         for name, counts in table.items():
             if not isinstance(counts, dict):
-                return f"{part}.{_shown(name)} must be an object, found {_json_type(counts)}"
+                return f"{part}.{shown(name)} must be an object, found {json_type(counts)}"
             for words, count in counts.items():
                 if not words.strip() or len(words) > MAX_TEMPLATE_CHARS or not _count(count):
                     return (
-                        f"{part}.{_shown(name)}: each {inner} (1 to {MAX_TEMPLATE_CHARS:,} characters) needs a "
-                        f"count of 1 or more, found {_shown(words)}: {_shown(count)}"
+                        f"{part}.{shown(name)}: each {inner} (1 to {MAX_TEMPLATE_CHARS:,} characters) needs a "
+                        f"count of 1 or more, found {shown(words)}: {shown(count)}"
                     )
     return None
-
-
-def _shown(value: object) -> str:
-    """A value of the file, as a message shows it: its repr, cut after 60 characters."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:60] + "..."
-
-
-def _json_type(value: object) -> str:
-    names = {dict: "an object", list: "a list", str: "a string", bool: "a boolean", type(None): "null"}
-    return names.get(type(value), "a number")
 
 
 def voice_problems(config: dict):
