@@ -74,6 +74,7 @@ include: "workflow/rules/stats.smk"
 include: "workflow/rules/plots.smk"
 include: "workflow/rules/validity.smk"
 include: "workflow/rules/human_agreement.smk"
+include: "workflow/rules/people.smk"
 include: "workflow/rules/realism.smk"
 include: "workflow/rules/findings.smk"
 include: "workflow/rules/provenance.smk"
@@ -109,6 +110,8 @@ rule all:
         rules.validity.output if VALIDITY else [],
         rules.validity_figure.output if VALIDITY else [],
         rules.human_agreement.output if HUMAN_LABELS else [],
+        rules.people_agreement.output if PEOPLE else [],
+        rules.scorecard.output,
         rules.user_realism.output if REALISM_REFERENCE else [],
         rules.viewer.output,
         rules.findings.output,

@@ -12,6 +12,22 @@ from crseval.reports import findings
 SYSTEMS = ["alpha", "beta", "<b>gamma</b>"]
 
 
+def leading(*metrics, reason_for=None):
+    """A scorecard in which `metrics` lead; `reason_for`: metric -> why it does not (then it does not)."""
+    reasons = reason_for or {}
+    names = [*metrics, *reasons]
+    return pd.DataFrame(
+        {
+            "metric": names,
+            "calibration": ["not run"] * len(names),
+            "stability": ["not run"] * len(names),
+            "people": ["shown" if m in metrics else "not shown" for m in names],
+            "leads": [m in metrics for m in names],
+            "reason": [reasons.get(m, "") for m in names],
+        }
+    )
+
+
 def model_metrics():
     return pd.DataFrame(
         {
@@ -109,8 +125,10 @@ def test_the_page_links_extremes_to_the_viewer_and_escapes_every_name():
     )
     assert "<b>gamma</b>" not in page and "&lt;b&gt;gamma&lt;/b&gt;" in page
     assert "Findings: demo &lt;x&gt;" in page
-    # beta leads on TAS; 1 of 3 pairs differs, 1 not testable until 9 sessions per system
-    assert "beta leads with 0.55 [0.5, 0.6]" in page and "1 of 3 pairs differ" in page
+    # without a scorecard no metric leads: beta is first on TAS in its direction; 1 of 3 pairs differs, 1 not
+    # testable until 9 sessions per system
+    assert "beta is first in its declared direction with 0.55 [0.5, 0.6]" in page and "1 of 3 pairs differ" in page
+    assert "Not shown to agree with people: no scorecard was written for this run." in page
     assert "testable from 9 sessions per system" in page
     # the lowest and highest TAS session of alpha, linked into the viewer
     assert 'href="../viewer/index.html#session=alpha%2Fs00001"' in page
@@ -128,14 +146,7 @@ def test_a_count_or_mean_that_is_infinite_reads_n_a():
     power = pd.DataFrame(
         {"metric": ["tas"], "basis": ["stated"], "planned_difference": [0.1], "sessions_needed": [math.inf]}
     )
-    scorecard = pd.DataFrame(
-        {
-            "metric": ["tas", "stale_rate"],
-            "checks_run": [math.inf, 2],
-            "checks_passed": [1, 2],
-            **{name: ["pass", "pass"] for name in ("adaptation", "echo", "users", "beats_length")},
-        }
-    )
+    scorecard = leading("tas", "stale_rate")
     page = findings.findings_page(
         "demo", metrics, ["tas", "stale_rate"], tests, paired(), power, 0.05, sessions(), scorecard=scorecard
     )
@@ -145,8 +156,6 @@ def test_a_count_or_mean_that_is_infinite_reads_n_a():
     assert "not testable at this n: the sessions per system that would make it testable: n/a" in page
     assert "(the sessions per system that would make them all testable: n/a)" in page
     assert "The sessions per system the power plan asks for to detect the stated gap of 0.1: n/a." in page
-    assert "<td class='num fail'>1 of n/a</td>" in page and "<td class='num pass'>2 of 2</td>" in page
-    assert findings.evidence(None, scorecard)["metric"].tolist() == ["stale_rate", "tas"]  # n/a checks last
 
 
 # Tool calls: beta calls tools and some calls fail; gamma calls tools without an error; alpha calls none (NaN).
@@ -252,7 +261,15 @@ def test_no_testable_pair_on_any_metric_is_said_once():
     untestable = posthoc().assign(testable=[False] * 3, sessions_to_test=[8.0, 9.0, 8.0], differs=[False] * 3)
     wilcoxon = paired().assign(wilcoxon_testable=[False] * 3, wilcoxon_sessions_to_test=[8.0, 8.0, 10.0])
     page = findings.findings_page(
-        "demo", model_metrics(), ["tas", "stale_rate"], untestable, wilcoxon, pd.DataFrame(), 0.05, sessions()
+        "demo",
+        model_metrics(),
+        ["tas", "stale_rate"],
+        untestable,
+        wilcoxon,
+        pd.DataFrame(),
+        0.05,
+        sessions(),
+        scorecard=leading("tas", "stale_rate"),
     )
     conclusions = page.split("<h2>What this run concludes</h2>")[1].split("</ul>")[0]
     assert conclusions.count("testable at this n") == 1 and conclusions.count("would make them all testable") == 1
@@ -278,3 +295,35 @@ def test_a_metric_without_values_in_some_sessions_names_the_system_with_the_fewe
     whole = model_metrics().assign(tas_n=[6, 6, 6])
     page = findings.findings_page("demo", whole, ["tas"], posthoc(), paired(), pd.DataFrame(), 0.05, sessions())
     assert "(all testable from 9 sessions per system with a value)" in page
+
+
+def test_the_page_leads_with_what_the_scorecard_supports_and_lists_the_rest_with_their_reason():
+    """A metric the scorecard lets lead heads the conclusions with the users it was measured under; the others go
+    under "Not shown to agree with people" with their reason; one without a declared direction is described as
+    highest and lowest and never leads."""
+    metrics = model_metrics().assign(self_bleu=[0.2, 0.8, 0.5], self_bleu_ci_low=0.1, self_bleu_ci_high=0.9)
+    page = findings.findings_page(
+        "demo",
+        metrics,
+        ["tas", "stale_rate", "self_bleu"],
+        posthoc(),
+        paired(),
+        pd.DataFrame(),
+        0.05,
+        sessions(),
+        scorecard=leading("tas", reason_for={"stale_rate": "people: behind reply length on iard"}),
+        profiles=["explicit"],
+    )
+    concludes = page.split("<h2>What this run concludes</h2>")[1].split("<h2>Not shown to agree with people</h2>")
+    assert "<b>grounded TAS</b>: beta leads with 0.55 [0.5, 0.6]" in concludes[0]
+    assert "Users: measured under explicit only." in concludes[0]
+    rest = concludes[1].split("</ul>")[0]
+    assert "<b>recommended films serving a superseded wish, not the current one</b>: alpha = beta is first" in rest
+    assert "Not shown to agree with people: people: behind reply length on iard." in rest
+    assert "leads" not in rest
+    assert "highest beta 0.8, lowest alpha 0.2 (direction undeclared: neither end is better)" in rest
+    # no metric may lead: said at the top
+    none = findings.findings_page(
+        "demo", metrics, ["tas"], posthoc(), paired(), pd.DataFrame(), 0.05, sessions(), scorecard=leading()
+    )
+    assert "No headline metric has the evidence to lead (evidence asked: people" in none

@@ -129,6 +129,7 @@ def test_names_links_and_error_kinds_stay_text():
         links=links | {"summary": "../stats/summary.md"},
         viewer="JavaScript:alert(6)",
         turns=turns,
+        scorecard=pd.DataFrame({"metric": ["tas"], "leads": [True], "reason": [""]}),
     )
     parsed = assert_inert(text)
     hrefs = [attrs["href"] for tag, attrs in parsed.tags if tag == "a"]
@@ -171,10 +172,12 @@ def test_missing_names_and_verdicts_read_as_missing():
     assert "<tr><td>–</td><td>beta</td><td class='num'>–</td><td class='num'>–</td>" in text
     assert "<td class='num pass'>1 of 1</td><td>adaptation pass</td>" in text
     scorecard = pd.DataFrame(
-        {"metric": ["tas"], "checks_run": [1], "checks_passed": [1], "adaptation": ["pass"], "echo": [math.nan]}
+        {"metric": ["tas"], "calibration": ["pass"], "stability": [math.nan], "people": [math.nan]}
+        | {"leads": [False], "reason": [math.nan]}
     )
     text = page(model_metrics(["alpha"], [0.5]), scorecard=scorecard)
-    assert "adaptation pass, echo –, users –, beats length –" in text and "nan" not in text
+    assert "<td class='pass' title='–'>pass</td><td class='' title='–'>–</td>" in text and "nan" not in text
+    assert "Not shown to agree with people: no evidence." in text
 
 
 def test_a_system_named_twice_keeps_each_rows_numbers():

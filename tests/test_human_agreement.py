@@ -34,7 +34,6 @@ def synthetic():
             "session_id": sessions["session_id"],
             ha.LENGTH: np.arange(n, dtype=float),  # unrelated to the verdict
             "reference: turns per dialogue": np.full(n, 4.0),
-            "reference: films named per reply": LABELS * 2,
         }
     )
     metrics = {
@@ -56,7 +55,7 @@ def test_known_answers_per_dialogue():
     assert table.loc["lower_better", "auc"] == 0.0 and table.loc["lower_better", "oriented_auc"] == 1.0
     assert table.loc["lower_better", "verdict"] == "agrees"
     # references have no direction: associated at most
-    assert table.loc["reference: films named per reply", "verdict"] == "associated"
+    assert table.loc[ha.LENGTH, "verdict"] in ("associated", "no evidence")
     assert table.loc["reference: turns per dialogue", "auc"] == 0.5
     # the exact metric separates better than the unrelated length: its margin's CI lies above 0
     assert bool(table.loc["exact", "beats_length"]) and not bool(table.loc["constant", "beats_length"])
@@ -160,12 +159,28 @@ def test_the_rule_on_a_labelled_corpus_recomputed_independently(tmp_path):
         "import_paths": "corpus.jsonl",
         "shard_size": 12,
     }
-    config["scoring"]["metrics"] = ["tas", "response_stats"]
+    config["scoring"]["metrics"] = ["tas", "response_stats", "conduct"]
     config["scoring"]["response_stats"]["embeddings"] = False
     config["stats"]["bootstrap_resamples"] = 200
+    # the same run judges every metric against people: this corpus again, and an annotated one (ordinal)
+    write_annotated_corpus(workdir / "annotated.csv", rng)
+    config["human_agreement"] |= {
+        "corpora": [
+            {"name": "own", "format": "jsonl", "paths": "corpus.jsonl"},
+            {"name": "annotated", "format": "ab_redial", "paths": "annotated.csv", "verdicts": ["overall"]},
+        ],
+        "resamples": 200,
+    }
     write_config(workdir, config, "agree.yaml")
-    run_snakemake(workdir, "results/agree/stats/human_agreement.csv", "--configfile", "agree.yaml")
+    run_snakemake(
+        workdir,
+        "results/agree/stats/human_agreement.csv",
+        "results/agree/stats/scorecard.csv",
+        "--configfile",
+        "agree.yaml",
+    )
     results = workdir / "results" / "agree"
+    check_people_agreement(results, pd.read_parquet(results / "tables" / "sessions.parquet"))
     sessions = pd.read_parquet(results / "tables" / "sessions.parquet")
     table = pd.read_csv(results / "stats" / "human_agreement.csv").set_index("metric")
     labels = sessions["satisfied"]
@@ -183,6 +198,58 @@ def test_the_rule_on_a_labelled_corpus_recomputed_independently(tmp_path):
     assert (results / "figures" / "human_agreement.png").stat().st_size > 10_000
     summary = (results / "stats" / "human_agreement.md").read_text()
     assert "## Verdicts" in summary and "36 dialogues with the user's verdict" in summary
+
+
+def write_annotated_corpus(path, rng) -> None:
+    """An AB-ReDial-style file of our own: 10 dialogues, two annotators each, scores 1-5."""
+    films = ['"Heat (1995)"', '"Vertigo (1958)"', '"Casablanca (1942)"']
+    rows = []
+    for number in range(10):
+        offered = " and ".join(films[: 1 + number % 3])
+        cells = [
+            "USER\tI want a tense film tonight.",
+            f"SYSTEM\tYou could watch {offered}{' ' + 'really ' * int(rng.integers(0, 8))}.",
+            "USER\tThanks, bye.",
+            "SYSTEM\tEnjoy.",
+        ]
+        for annotator in range(2):
+            score = float(1 + (number + annotator) % 5)
+            rows.append(
+                {"ConvId": f"c{number}", **{f"utterance{k}": cell for k, cell in enumerate(cells)}}
+                | {"understanding": 2, "task-completion": 2, "interest-arousal": 1, "efficiency": 1}
+                | {"dialogue-overall": score, "justification-text": ""}
+            )
+    pd.DataFrame(rows).to_csv(path, index=False)
+
+
+def check_people_agreement(results, experiment_sessions) -> None:
+    """stats/people_agreement.csv recomputed with scikit-learn and scipy from the corpora's own tables: the AUC
+    on the binary corpus, tau-b on the ordinal one, and C pooled over both by counting pairs."""
+    table = pd.read_csv(results / "stats" / "people_agreement.csv")
+    own = pd.read_parquet(results / "people" / "own" / "sessions.parquet")
+    annotated = pd.read_parquet(results / "people" / "annotated" / "sessions.parquet")
+    # the corpus imported twice scores the same: the experiment's sessions and the agreement's
+    merged = own.merge(experiment_sessions, on="session_id", suffixes=("", "_experiment"))
+    assert len(merged) == 36 and np.allclose(merged["tas"], merged["tas_experiment"], equal_nan=True)
+    assert annotated["verdict_overall"].notna().sum() == 10
+
+    def found(metric, corpus):
+        return table[(table["metric"] == metric) & (table["corpus"] == corpus)].iloc[0]
+
+    for metric in ("response_words", "films_offered_per_reply"):
+        assert found(metric, "own")["value"] == pytest.approx(roc_auc_score(own["verdict_satisfied"], own[metric]))
+        tau = kendalltau(annotated[metric], annotated["verdict_overall"]).statistic
+        assert found(metric, "annotated")["value"] == pytest.approx(tau)
+        concordant = pairs = 0.0
+        for corpus, verdict in ((own, "verdict_satisfied"), (annotated, "verdict_overall")):
+            x, y = corpus[metric].to_numpy(float), corpus[verdict].to_numpy(float)
+            better = y[:, None] > y[None, :]
+            concordant += (better * ((x[:, None] > x[None, :]) + 0.5 * (x[:, None] == x[None, :]))).sum()
+            pairs += better.sum()
+        assert found(metric, "pooled")["value"] == pytest.approx(concordant / pairs)
+    card = pd.read_csv(results / "stats" / "scorecard.csv").set_index("metric")
+    assert card.loc["films_offered_per_reply", "people"] in ("shown", "not shown")
+    assert not card.loc["distinct_1", "leads"]  # no declared direction: never leads
 
 
 def test_every_judge_column_enters_the_agreement_table_and_ground_truth_metrics_are_listed_apart():

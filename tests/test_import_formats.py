@@ -121,9 +121,10 @@ def messy_corpus(import_format: str, folder: Path) -> Path:
 
 
 def test_every_format_is_registered_under_its_config_name():
-    assert set(FORMATS) == {"thesis_logs", "crsarena", "jsonl"}
+    assert set(FORMATS) == {"thesis_logs", "crsarena", "jsonl", "redial", "iard", "ab_redial", "inspired"}
     assert all(kind.name == name for name, kind in FORMATS.items())
-    with pytest.raises(ValueError, match=r"unknown corpus format 'csv'; known: thesis_logs, crsarena, jsonl"):
+    known = "thesis_logs, crsarena, jsonl, redial, iard, ab_redial, inspired"
+    with pytest.raises(ValueError, match=rf"unknown corpus format 'csv'; known: {known}"):
         import_logs([], None, SHA, SHA, "csv")
 
 
@@ -146,7 +147,8 @@ def test_the_schema_offers_exactly_the_registered_formats_and_describes_each():
     assert described == [(name, kind.summary) for name, kind in FORMATS.items()]
 
 
-@pytest.mark.parametrize("import_format", sorted(FORMATS))
+# the formats whose systems the corpus names (those of two people, one system each: tests/test_people_corpora.py)
+@pytest.mark.parametrize("import_format", ["crsarena", "jsonl", "thesis_logs"])
 def test_every_format_pairs_turns_by_the_same_counted_rules(tmp_path, matcher, import_format):
     path = messy_corpus(import_format, tmp_path)
     sessions, report = import_logs([path], matcher, SHA, SHA, import_format)
@@ -195,7 +197,9 @@ def test_crsarena_dialogues_become_labelled_sessions(tmp_path, matcher):
         0,
         1,
     )
-    assert first["labels"] == {"satisfaction": "satisfied"} and second["labels"] == {"satisfaction": "frustrated"}
+    assert first["labels"] == {"satisfaction": "satisfied", "verdicts": {"satisfied": 1.0}}
+    assert second["labels"] == {"satisfaction": "frustrated", "verdicts": {"satisfied": 0.0}}
+    assert report["verdicts"] == {"satisfied": {"1": 1, "0": 2, "none": 0}}
     assert first["provenance"] == {
         "source_file": "dial.json",
         "format": "crsarena",
@@ -242,7 +246,7 @@ def test_crsarena_defect_rules_are_counted_exactly(tmp_path):
         "kbrd_redial/kbrd_redial_u1",
         "kbrd_redial/kbrd_redial_u1#2",
     ]
-    assert sessions["barcor_redial"][0]["labels"] == {"satisfaction": None}
+    assert sessions["barcor_redial"][0]["labels"] == {"satisfaction": None, "verdicts": {"satisfied": None}}
     assert report["labels"] == {"satisfied": 0, "frustrated": 3, "unlabelled": 1}
     assert report["renamed_systems"] == {"../../evil": "evil"}
     assert sessions["evil"][0]["provenance"]["agent_id"] == "../../evil"
@@ -311,7 +315,10 @@ def test_jsonl_defect_rules_are_counted_exactly(tmp_path):
         jsonl.KIND.renamed: 2,
     }
     assert report["sessions"] == {"crs-a-b": 2} and report["renamed_systems"] == {"crs a/b": "crs-a-b"}
-    assert [r["labels"] for r in sessions["crs-a-b"]] == [{"satisfaction": "frustrated"}, {"satisfaction": None}]
+    assert [r["labels"] for r in sessions["crs-a-b"]] == [
+        {"satisfaction": "frustrated", "verdicts": {"satisfied": 0.0}},
+        {"satisfaction": None, "verdicts": {"satisfied": None}},
+    ]
     assert [r["provenance"]["line"] for r in sessions["crs-a-b"]] == [1, 4]
 
 

@@ -58,9 +58,8 @@ def test_binary_auc_length_margin_system_baseline_and_within_system_by_hand():
     assert found["pairs"] == 4
     # length ties everywhere: |1/2 - 1/2| = 0, so the margin is the metric's own 1/4
     assert found["beyond_length"] == pytest.approx(0.25)
-    # system baseline: each dialogue gets the verdict of the other dialogue of its system: 0, 0, 1, 1 -> AUC 0,
-    # margin 1/4 - (0 - 1/2) = 3/4
-    assert found["beyond_system"] == pytest.approx(0.75)
+    # system baseline: each system's mean verdict, 1/2 for both: AUC 1/2, margin 1/4 - 0 = 1/4
+    assert found["beyond_system"] == pytest.approx(0.25)
     # within system: pairs (d0, d2) of a: 3 > 2 and (d1, d3) of b: 1 > 0 -> C 1
     assert found["within_system"] == pytest.approx(1.0)
     assert found["ci_low"] <= found["value"] <= found["ci_high"]
@@ -115,10 +114,25 @@ def test_a_metric_with_missing_values_is_compared_on_the_dialogues_it_has():
     assert found["dialogues"] == 3
 
 
-def test_system_baseline_leaves_the_dialogue_out():
-    sessions = pd.DataFrame({"system": ["a", "a", "a", "b"], "verdict": [1.0, 0.0, 0.0, 1.0]})
-    assert list(system_baseline(sessions, "verdict")[:3]) == [0.0, 0.5, 0.5]
-    assert math.isnan(system_baseline(sessions, "verdict")[3])
+def test_system_baseline_is_the_systems_mean_verdict_and_undefined_for_a_single_dialogue():
+    sessions = pd.DataFrame({"system": ["a", "a", "a", "b", "c", "c"], "verdict": [1.0, 0.0, 0.0, 1.0, 1.0, 1.0]})
+    baseline = system_baseline(sessions, "verdict")
+    assert list(baseline[:3]) == pytest.approx([1 / 3] * 3) and list(baseline[4:]) == [1.0, 1.0]
+    assert math.isnan(baseline[3])
+    # a corpus whose systems differ: the baseline separates them, and within a system it ties (C 1/2)
+    corpus = Corpus(
+        name="sys",
+        sessions=sessions.assign(
+            session_id=list("uvwxyz"), metric=0.0, response_words=1.0, verdict_s=sessions["verdict"]
+        ),
+        verdict="verdict_s",
+        scale="binary",
+        between_people=False,
+    )
+    found = row(agreement_table([corpus], METRICS, resamples=20, seed=0), "sys", "reference: system")
+    # pairs (better, worse) with both values: (u,v) (u,w) tie at 1/3; (y,v) (y,w) (z,v) (z,w) 1 > 1/3 -> 5/6
+    assert found["value"] == pytest.approx(5 / 6)
+    assert found["within_system"] == pytest.approx(0.5)
 
 
 def test_holm_over_the_metrics_pooled_rows_and_deterministic():

@@ -1,117 +1,142 @@
-"""The metric scorecard on hand-made validity and agreement tables."""
+"""The metric scorecard (crseval.checks.scorecard) on hand-made validity, robustness and agreement tables."""
+
+import math
 
 import pandas as pd
+import pytest
 
 from crseval.checks import scorecard
 
+METRICS = {
+    "films": ("films offered per reply", True),
+    "tas": ("grounded TAS", True),
+    "silhouette": ("cluster silhouette", True),
+    "distinct_2": ("distinct-2", None),
+}
 
-def tables():
-    validity = pd.DataFrame(
+
+def validity():
+    return pd.DataFrame(
         [
-            ("tas", "adaptation", "pass"),
-            ("tas", "echo", "fail"),
-            ("rec_satisfaction", "adaptation", "pass"),
-            ("rec_satisfaction", "echo", "pass"),
-            ("judge_coherence", "adaptation", "not measured"),
+            ("explicit", "tas", "adaptation", "pass"),
+            ("explicit", "tas", "echo", "fail"),
+            ("explicit", "silhouette", "adaptation", "pass"),
+            ("learned", "silhouette", "adaptation", "cannot see a lag under this user"),
+            ("explicit", "films", "adaptation", "not measured"),
         ],
-        columns=["metric", "check", "verdict"],
+        columns=["profile", "metric", "check", "verdict"],
     )
-    agreement = pd.DataFrame(
+
+
+def robustness():
+    return pd.DataFrame(
         [
-            ("tas", "metric", "agrees", 0.7, True),
-            ("rec_satisfaction", "metric", "agrees", 0.8, True),
-            ("response_words", "metric", "associated", 0.74, False),
-            ("reference: words per reply", "reference", "associated", 0.74, False),
-            ("perplexity", "metric", "not measured", float("nan"), False),
+            ("tas", "explicit", "learned", True),
+            ("silhouette", "explicit", "learned", False),
+            ("films", "explicit", "learned", False),
         ],
-        columns=["metric", "kind", "verdict", "oriented_auc", "beats_length"],
+        columns=["metric", "profile_a", "profile_b", "conclusion_changes"],
     )
-    return validity, agreement
 
 
-def test_a_metric_passes_only_when_every_check_run_passes():
-    card = scorecard.scorecard(*tables()).set_index("metric")
-    assert list(card.index) == ["tas", "rec_satisfaction", "judge_coherence", "response_words", "perplexity"]
-    assert card.loc["rec_satisfaction"].to_dict() | {"oriented_auc": 0.8} == {
-        "adaptation": "pass",
-        "echo": "pass",
-        "users": "agrees",
-        "oriented_auc": 0.8,
-        "beats_length": "yes",
-        "checks_run": 4,
-        "checks_passed": 4,
-        "passes": True,
+def people_row(metric, corpus, verdict="agrees", value=0.7, margin=0.05, low=0.02, high=0.08, holm=0.001, **extra):
+    return {
+        "metric": metric,
+        "corpus": corpus,
+        "in_pool": corpus != "pooled" and ":" not in corpus,
+        "verdict": verdict,
+        "value": value,
+        "beyond_length": margin,
+        "beyond_length_low": low,
+        "beyond_length_high": high,
+        "beyond_system": extra.get("system", math.nan),
+        "beyond_system_low": extra.get("system_low", math.nan),
+        "beyond_system_high": extra.get("system_high", math.nan),
+        "p_beyond_length_holm": holm if corpus == "pooled" else math.nan,
     }
-    assert not card.loc["tas", "passes"] and card.loc["tas", "echo"] == "fail"  # fooled by the parrot
-    assert not card.loc["response_words", "passes"]  # no better than reply length (it is reply length)
-    # nothing measured: no check run, no pass
-    assert card.loc["judge_coherence", "checks_run"] == 0 and not card.loc["judge_coherence", "passes"]
-    assert card.loc["perplexity", "users"] == "not measured" and card.loc["perplexity", "beats_length"] == "not run"
-    assert "reference: words per reply" not in card.index  # references are floors, not metrics
 
 
-def test_without_calibration_the_users_checks_decide_and_the_headline_names_the_passing():
-    _, agreement = tables()
-    card = scorecard.scorecard(None, agreement)
-    assert card.set_index("metric").loc["tas", ["adaptation", "echo", "checks_run", "passes"]].tolist() == [
-        "not run",
-        "not run",
-        2,
-        True,
-    ]
-    text = scorecard.markdown(card, {"tas": "grounded TAS"})
-    passing = "Metrics that pass every check run (checks run of 4): grounded TAS (2 of 4), rec_satisfaction (2 of 4)."
-    assert passing in text
-    empty = scorecard.markdown(scorecard.scorecard(None, agreement.iloc[2:3]), {})
-    assert "No metric passes every check that was run." in empty
-
-
-def test_metrics_are_ordered_by_how_much_was_checked_before_what_passed():
-    """A metric that passed the one check it could run comes after one that passed three of four."""
-    card = pd.DataFrame(
-        {
-            "metric": ["one", "three_of_four", "none"],
-            "adaptation": ["pass", "pass", "not run"],
-            "echo": ["not run", "fail", "not run"],
-            "users": ["not run", "agrees", "not run"],
-            "oriented_auc": [float("nan"), 0.7, float("nan")],
-            "beats_length": ["not run", "yes", "not run"],
-            "checks_run": [1, 4, 0],
-            "checks_passed": [1, 3, 0],
-            "passes": [True, False, False],
-        }
-    )
-    text = scorecard.markdown(card, {})
-    assert (
-        "**Metrics by the evidence behind them (checks passed of checks run; 4 exist): three_of_four 3 of 4, "
-        "one 1 of 1 (every check run passed).**" in text
-    )
-    rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ") and "metric" not in line]
-    assert rows == ["| three_of_four", "| one", "| none"]
-
-
-def test_the_scorecard_says_which_tas_variant_leads():
-    validity, agreement = tables()
-    validity = pd.concat(
+def people():
+    return pd.DataFrame(
         [
-            validity,
-            pd.DataFrame([("tas_rec", "adaptation", "pass"), ("tas_rec", "echo", "pass")], columns=validity.columns),
+            people_row("films", "pooled"),
+            people_row("films", "arena", system=0.01, system_low=-0.05, system_high=0.07),
+            people_row("films", "iard"),
+            people_row("films", "ab: understanding", margin=-0.2, low=-0.3, high=-0.1),  # not pooled: ignored
+            people_row("tas", "pooled", margin=0.01, low=-0.02, high=0.04, holm=0.6),
+            people_row("silhouette", "pooled"),
+            people_row("silhouette", "iard", margin=-0.1, low=-0.15, high=-0.02),  # behind length on one corpus
+            people_row("distinct_2", "pooled", verdict="associated"),
         ]
     )
-    agreement = pd.concat(
-        [agreement, pd.DataFrame([("tas_rec", "metric", "agrees", 0.63, False)], columns=agreement.columns)]
+
+
+def card(**kwargs):
+    return scorecard.scorecard(
+        METRICS, validity=validity(), robustness=robustness(), people=people(), **kwargs
+    ).set_index("metric")
+
+
+def test_calibration_under_each_profile_a_check_a_profile_cannot_show_neither_passes_nor_fails():
+    found = card()
+    assert found.loc["tas", "calibration"] == "fail"
+    assert found.loc["silhouette", "calibration"] == "pass"  # passes under explicit; learned cannot see a lag
+    assert "cannot see a lag under this user (learned)" in found.loc["silhouette", "calibration_detail"]
+    assert found.loc["films", "calibration"] == "not run"  # not measured is no verdict
+    assert found.loc["distinct_2", "calibration"] == "not run"
+
+
+def test_stability_from_the_robustness_table():
+    found = card()
+    assert found.loc["tas", "stability"] == "changes"
+    assert found.loc["tas", "stability_detail"] == "the conclusion changes between explicit and learned"
+    assert found.loc["films", "stability"] == "holds"
+    assert found.loc["distinct_2", "stability"] == "not run"
+
+
+def test_people_shown_only_ahead_of_length_pooled_and_behind_nothing_on_a_pooled_corpus():
+    found = card()
+    assert found.loc["films", "people"] == "shown"  # the aspect row behind length is not a pooled corpus
+    assert found.loc["tas", "people"] == "not shown"
+    assert "not shown ahead of reply length pooled" in found.loc["tas", "people_detail"]
+    assert found.loc["silhouette", "people"] == "not shown"
+    assert found.loc["silhouette", "people_detail"] == "behind reply length on iard (-0.10 [-0.15, -0.02])"
+    assert found.loc["films", "people_c"] == pytest.approx(0.7)
+
+
+def test_what_leads_follows_the_evidence_asked_and_never_an_undeclared_direction():
+    found = card(lead=["people"])
+    assert found["leads"].to_dict() == {"films": True, "tas": False, "silhouette": False, "distinct_2": False}
+    assert found.loc["distinct_2", "reason"] == "its direction is undeclared: it describes, it does not rank"
+    assert found.loc["tas", "reason"].startswith("people: not shown ahead of reply length pooled")
+    # films has no calibration order: asking for calibration too stops it, with the reason
+    strict = card(lead=["calibration", "people"])
+    assert not strict.loc["films", "leads"]
+    assert strict.loc["films", "reason"] == "calibration: not measured"
+    # nothing asked: every metric with a direction leads
+    assert card(lead=[])["leads"].to_dict() == {"films": True, "tas": True, "silhouette": True, "distinct_2": False}
+    with pytest.raises(ValueError, match="not among"):
+        card(lead=["users"])
+
+
+def test_an_imported_corpus_s_own_verdicts_stand_in_without_corpora():
+    users = pd.DataFrame(
+        [
+            ("films", "agrees", 0.8, True, 0.06, 0.01, 0.1),
+            ("tas", "agrees", 0.7, False, 0.0, -0.05, 0.05),
+        ],
+        columns=["metric", "verdict", "oriented_auc", "beats_length", "beyond_length", "beyond_length_low", "x"],
     )
-    card = scorecard.scorecard(validity, agreement)
-    # tas: adaptation pass, echo fail, users agrees, beats length -> 3 of 4; tas_rec: 3 of 4 too (not beyond length)
-    assert card.set_index("metric").loc[["tas", "tas_rec"], "checks_passed"].tolist() == [3, 3]
-    labels = {"tas": "grounded TAS", "tas_rec": "TAS on recommended films"}
-    assert (
-        "grounded TAS and TAS on recommended films pass as many checks (3 of 4 checks against 3 of 4): neither "
-        "leads." in scorecard.markdown(card, labels)
-    )
-    agreement.loc[agreement["metric"] == "tas", "verdict"] = "no evidence"
-    text = scorecard.markdown(scorecard.scorecard(validity, agreement), labels)
-    assert (
-        "TAS on recommended films leads grounded TAS: grounded TAS passes 2 of 4 checks against 3 of 4 for TAS on "
-        "recommended films." in text
-    )
+    found = scorecard.scorecard(METRICS, users=users).set_index("metric")
+    assert found.loc["films", "people"] == "shown" and found.loc["films", "leads"]
+    assert found.loc["tas", "people_detail"] == "agrees with users, but no better than reply length"
+    assert found.loc["silhouette", "people"] == "not run"
+
+
+def test_markdown_names_the_metrics_that_may_lead():
+    text = scorecard.markdown(card().reset_index(), ["people"])
+    assert "**Metrics that may lead:** films offered per reply." in text
+    rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ") and "metric |" not in line]
+    assert rows[0] == "| films offered per reply"
+    nothing = scorecard.markdown(scorecard.scorecard({"tas": ("grounded TAS", True)}), ["people"])
+    assert "**No metric has the evidence to lead** (people)." in nothing

@@ -201,6 +201,101 @@ def test_films_outside_the_catalog_are_read_where_the_text_marks_a_title(recogni
     assert recognizer.recognise(text).unknown == unknown
 
 
+@pytest.mark.parametrize(
+    "text, unknown",
+    [
+        # lists: a bare number (in sequence), "1)", "1 -", bullets with or without a space
+        ("Here are some picks:\n1  Black Panther (2018)\n2 Get Out (2017)", ["Black Panther", "Get Out"]),
+        ("Some films you might like:\n1) Arrival\n2) Moon", ["Arrival", "Moon"]),
+        ("Movies to watch:\n1 - Arrival\n2 - Moon", ["Arrival", "Moon"]),
+        ("Try these movies:\n• Arrival\n•Moon\n* Sicario\n- Upgrade", ["Arrival", "Moon", "Sicario", "Upgrade"]),
+        # quotes of every kind; a single word in a list of quoted titles; any case after "the movie"
+        ('I recommend "Arrival", ‘Moon’ and “Sicario”.', ["Arrival", "Moon", "Sicario"]),
+        ("You could watch 'The Lighthouse' tonight.", ["The Lighthouse"]),
+        ('Have you seen the movie "the lighthouse"?', ["the lighthouse"]),
+        ('How about "Identity Thief (2013)?"', ["Identity Thief"]),
+        # inserted markup, with or without a corpus's film id
+        ("Try @12345 <Arrival (2016)> or <Moon (2009)>, or @111 <Harry Potter >.", ["Arrival", "Moon", "Harry Potter"]),
+        # "Title (Year)" in chat text: abbreviations, possessives, an ellipsis, words that open titles
+        ("Did you see Guardians of the Galaxy Vol. 2 (2017)?", ["Guardians of the Galaxy Vol. 2"]),
+        ("I loved Ocean's Eight (2018) a lot", ["Ocean's Eight"]),
+        ("Let me think....The Lego Batman Movie (2017)", ["The Lego Batman Movie"]),
+        ("I love La La Land (2016)", ["La La Land"]),
+        ("maybe I Kill Giants (2017)", ["I Kill Giants"]),
+        ("or It Follows (2014) is scary", ["It Follows"]),
+        ("I love Love Story (1970)", ["Love Story"]),
+        ("Have you seen Me, Myself & Irene (2000)?", ["Me, Myself & Irene"]),
+        ("Honestly, Arrival (2016) is great.", ["Arrival"]),
+        # two films joined, and one title holding "or" or "and"
+        ("how about Ace Ventura or The Hitman's Bodyguard (2017)", ["Ace Ventura", "The Hitman's Bodyguard"]),
+        ("try Hot Tub Time Machine and Super Troopers (2001)", ["Hot Tub Time Machine", "Super Troopers"]),
+        ("Have you seen Zootopia or Moana?", ["Zootopia", "Moana"]),
+        ("I liked Truth or Dare (2013)", ["Truth or Dare"]),
+        ("I love Dumb and Dumber (1994)", ["Dumb and Dumber"]),
+        ("I liked The Fast and the Furious: Tokyo Drift (2006)", ["The Fast and the Furious: Tokyo Drift"]),
+    ],
+)
+def test_titles_as_real_replies_write_them(recognizer, text, unknown):
+    assert recognizer.recognise(text).unknown == unknown
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Here are three reasons to watch it:\n1. Great Acting\n2. Tense Score\n3. Iconic Shootout",  # reasons
+        "How to watch it:\n1. Open Netflix\n2. Search The Catalog",  # steps
+        "Steps to follow:\n1 Open The App\n2 Pick A Genre",  # steps, bare numbers
+        "The main actors of the movie are:\n1. Tom Hanks\n2. Meg Ryan",  # actors, though "movie" is named
+        "I saw it 2 Times\nand loved it",  # a number at a line's start, no list
+        'She said "I will be there soon." and left.',  # a quoted sentence
+        'As they say, "life is like a box of chocolates".',
+        "<br> <B> <Hello World>",  # markup without a year or a film id
+        "That was a good movie Have you seen it",  # an unpunctuated sentence after "movie"
+    ],
+)
+def test_lists_and_quotes_that_are_no_films(recognizer, text):
+    result = recognizer.recognise(text)
+    assert result.all == [] and result.unknown == []
+
+
+def test_a_list_of_reasons_after_a_list_of_films_is_no_film_list(recognizer):
+    films = "Here are two films:\n1. Arrival (2016)\n2. Moon (2009)"
+    text = films + "\n\nWhy you'll like them:\n1. Great Acting\n2. Smart Plots"
+    assert recognizer.recognise(text).unknown == ["Arrival", "Moon"]
+
+
+@pytest.mark.parametrize(
+    "text, films",
+    [
+        ("Top picks:\n1  Heat (1995)\n2 Casino", ["Heat", "Casino"]),
+        ("Watch these:\n1 - War\n2 - Her", ["War", "Her"]),  # everyday words, named by a list item
+        ("Movies:\n• Titanic\n• Heat", ["Titanic", "Heat"]),
+        ("I recommend “Heat” and ‘Casino’", ["Heat", "Casino"]),
+        ("Try @1 <Heat (1995)> and <Casino (1995)>, or @9 <1984>", ["Heat", "Casino", "1984"]),
+    ],
+)
+def test_catalog_titles_in_the_same_patterns(recognizer, text, films):
+    result = recognizer.recognise(text)
+    assert result.all == films and result.unknown == []
+
+
+def test_words_that_open_sentences_and_a_year_that_names_another_film():
+    films = pd.DataFrame(
+        {"title": ["You", "Yes", "The Darkest Hour", "Silence"], "year": [2014.0, 2004.0, 2011.0, 2011.0]}
+    )
+    recognizer = TitleRecognizer(films, people=[])
+    for text in ("It was fun You should see it", "Yes I have", "Yes", "You'd love it"):  # chat without full stops
+        assert recognizer.recognise(text).all == [], text
+    assert recognizer.recognise("I liked You (2014)").all == ["You"]
+    assert recognizer.recognise("Southside with You (2016)").unknown == ["Southside with You"]
+    # another spelling of a catalog title with a year far from the film's is another film
+    result = recognizer.recognise("Darkest Hour (2017) is good")
+    assert result.all == [] and result.unknown == ["Darkest Hour"]
+    assert recognizer.recognise("Darkest Hour (2011) is good").all == ["The Darkest Hour"]
+    assert recognizer.recognise("The Darkest Hour (2017)").all == ["The Darkest Hour"]  # the title as the catalog's
+    assert recognizer.recognise("The Silence (2014)").all == ["Silence"]  # catalog years may be a few years off
+
+
 def test_an_outside_title_hides_the_catalog_title_inside_it(recognizer):
     result = recognizer.recognise("I would recommend the following items:\n1: The Dark Knight Returns (2012)\n2: Heat")
     assert result.all == ["Heat"] and result.unknown == ["The Dark Knight Returns"]
@@ -316,6 +411,16 @@ _PIECES = st.sampled_from(
         "Emma Stone",
         "“",
         "”",
+        "@12 <",
+        ">",
+        "\n2 ",
+        "\n3 - ",
+        "•",
+        "Vol.",
+        "I Kill",
+        ", Missouri",
+        "You",
+        "....",
     ]
 )
 

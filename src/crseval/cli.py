@@ -6,7 +6,8 @@ with `sessions.source: import`; this command is for looking at an import (or fee
 elsewhere) without running the workflow.
 
 `crseval eval-titles` measures title recognition against hand-labelled replies (format and
-annotation guide: tests/data/title_labels/), e.g. a labelled set of your own system's replies.
+annotation guide: tests/data/title_labels/), e.g. a labelled set of your own system's replies, or with
+`--corpus FORMAT` against the films a corpus marks in its replies (ReDial, IARD, INSPIRED, AB-ReDial).
 
 `crseval config show config/<name>.yaml [more.yaml ...]` prints the config a run with these
 `--configfile`s uses: shipped configs hold only what they change, the schema's defaults fill the rest.
@@ -42,6 +43,7 @@ from crseval.corpora.formats import FORMATS, CorpusError, import_logs, import_vo
 from crseval.corpora.votes import write_votes
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.title_labels import LabelError, evaluate, load_labels
+from crseval.language.title_marks import evaluate_marks
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -71,16 +73,28 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="output folder: <system>.jsonl per system, import_report.json, and votes.parquet with --votes",
     )
-    titles = commands.add_parser("eval-titles", help="precision and recall of title recognition on labelled replies")
-    titles.add_argument(
-        "labels", type=Path, help="label file: one JSON line per reply (see tests/data/title_labels/GUIDE.md)"
+    titles = commands.add_parser(
+        "eval-titles", help="precision and recall of title recognition on labelled replies or a corpus's film marks"
     )
-    titles.add_argument("--logs", required=True, type=Path, help="folder of the legacy logs the labels point into")
+    titles.add_argument(
+        "files",
+        nargs="+",
+        help="label file: one JSON line per reply (see tests/data/title_labels/GUIDE.md); "
+        "with --corpus, the corpus files or glob patterns",
+    )
+    titles.add_argument(
+        "--corpus",
+        metavar="FORMAT",
+        choices=sorted(FORMATS),
+        help="read the files as a corpus of this format and score the recognition of each reply against the "
+        "films the corpus marks in it (formats whose replies mark films: redial, iard, inspired, ab_redial)",
+    )
+    titles.add_argument("--logs", type=Path, help="folder of the legacy logs the labels point into")
     titles.add_argument(
         "--catalog-index", required=True, type=Path, help="folder with films.parquet and concepts.parquet"
     )
     titles.add_argument(
-        "--errors", action="store_true", help="also list every reply where recognition and labels differ"
+        "--errors", action="store_true", help="also list every reply where recognition and labels (or marks) differ"
     )
     checker = commands.add_parser(
         "verify", help="check a results folder against its provenance.json (output and input hashes, settings)"
@@ -181,15 +195,57 @@ def _show_config(args: argparse.Namespace) -> int:
 
 
 def _eval_titles(args: argparse.Namespace) -> int:
-    index = CatalogIndex.read(args.catalog_index / "films.parquet", args.catalog_index / "concepts.parquet")
+    if args.corpus is None and (len(args.files) != 1 or args.logs is None):
+        print(
+            "crseval eval-titles: name one label file and its --logs folder, or --corpus FORMAT and the corpus files",
+            file=sys.stderr,
+        )
+        return 2
     try:
-        replies = load_labels(args.labels, args.logs)
+        index = CatalogIndex.read(args.catalog_index / "films.parquet", args.catalog_index / "concepts.parquet")
+    except (OSError, ValueError) as error:
+        print(
+            f"crseval eval-titles: --catalog-index {args.catalog_index}: cannot read the catalog: {error}",
+            file=sys.stderr,
+        )
+        return 2
+    recognizer = ConceptMatcher(index.concepts, index.films).title_recognizer
+    if args.corpus is not None:
+        return _eval_titles_on_marks(args, recognizer)
+    try:
+        replies = load_labels(args.files[0], args.logs)
     except (LabelError, OSError) as error:
         print(f"crseval eval-titles: {error}", file=sys.stderr)
         return 2
-    result = evaluate(ConceptMatcher(index.concepts, index.films).title_recognizer, replies)
+    result = evaluate(recognizer, replies)
     if not args.errors:
         result.pop("errors")
+    print(json.dumps(result, indent=2, ensure_ascii=False))
+    return 0
+
+
+def _eval_titles_on_marks(args: argparse.Namespace, recognizer) -> int:
+    """The corpus imported as its importer reads it (bounded as every import is), without recognising
+    films, then each reply's films recognised and compared with the films the corpus marks in it."""
+    files = sorted({f for pattern in args.files for f in (glob.glob(pattern) or [pattern])})
+    try:
+        sessions, _ = import_logs(files, None, "0" * 64, "0" * 64, args.corpus)
+    except CorpusError as error:
+        print(f"crseval eval-titles: {error}", file=sys.stderr)
+        return 2
+    records = [record for records in sessions.values() for record in records]
+    if not any("marked_titles" in turn for record in records for turn in record["turns"]):
+        print(
+            f"crseval eval-titles: no reply of {', '.join(files)} marks its films in the {args.corpus} format: "
+            "nothing to measure against (formats whose replies mark films: redial, iard, inspired, ab_redial)",
+            file=sys.stderr,
+        )
+        return 2
+    result = {
+        "corpus": args.corpus,
+        "sessions": len(records),
+        **evaluate_marks(recognizer, records, errors=args.errors),
+    }
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0
 

@@ -469,6 +469,12 @@ def check_inputs(config: dict, workflow_dir: str | Path) -> None:
     calibration = (config.get("human_agreement") or {}).get("calibration_config")
     if calibration and not os.path.isfile(calibration):
         problems.append(f"human_agreement.calibration_config: {calibration} does not exist")
+    for position, corpus in enumerate((config.get("human_agreement") or {}).get("corpora") or []):
+        key = f"human_agreement.corpora[{position}]"
+        if not glob.glob(corpus["paths"]):
+            problems.append(f"{key}.paths: {corpus['paths']} matches no file")
+        if corpus.get("votes") and not os.path.isfile(corpus["votes"]):
+            problems.append(f"{key}.votes: {corpus['votes']} does not exist")
     if problems:
         raise ConfigError(problems, "missing input file")
 
@@ -514,6 +520,10 @@ def other_inputs(config: dict) -> dict[str, list[str]]:
         inputs["sessions.import_paths"] = sorted(glob.glob(config["sessions"]["import_paths"]))
         if config["sessions"].get("import_votes"):
             inputs["sessions.import_votes"] = [config["sessions"]["import_votes"]]
+    for position, corpus in enumerate(config.get("human_agreement", {}).get("corpora", [])):
+        inputs[f"human_agreement.corpora[{position}].paths"] = sorted(glob.glob(corpus["paths"]))
+        if corpus.get("votes"):
+            inputs[f"human_agreement.corpora[{position}].votes"] = [corpus["votes"]]
     return inputs
 
 
@@ -533,6 +543,8 @@ def provenance_inputs(config: dict, workflow_dir: str | Path) -> dict[str, str |
         # whenever a log does: listing every log would make planning grow with the corpus
         "logs": [] if not imports_sessions(config) else [corpus_manifest(config)],
         "votes": inputs.get("sessions.import_votes", []),
+        # the corpora every metric is judged against (human_agreement.corpora)
+        "people": [path for key, paths in inputs.items() if key.startswith("human_agreement.") for path in paths],
         "prompts": read(sorted(prompts_used(config))),
         "models": model_files(config),
     }

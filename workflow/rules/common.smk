@@ -16,6 +16,7 @@ from crseval.core.canonical import canonical_sha, without_runtime
 from crseval.stage_digests import code_digest
 from crseval.core.config_files import load_config_file
 from crseval.core.experiment import imports_sessions, results_dir
+from crseval.corpora import formats as import_formats
 from crseval.corpora import voice_learning
 from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.core.io import sha256_file
@@ -116,7 +117,11 @@ if IMPORTING:
     CORPUS = plan_corpus(_glob.glob(config["sessions"]["import_paths"]), IMPORT_FORMAT, CORPUS_MANIFEST)
     SESSION_COUNTS = {system: len(sessions) for system, sessions in CORPUS["sessions"].items()}
     planning.check_plan(config, SESSION_COUNTS)  # sessions.max_sessions and max_jobs, before the shards are cut
-    HUMAN_LABELS = CORPUS["labelled"]
+    # The users' verdicts the human_agreement rule reads: the format's primary verdict, when it is binary (an
+    # ordinal verdict is judged by human_agreement.corpora's agreement with people, which reads both scales).
+    _VERDICTS = import_formats.reader(IMPORT_FORMAT).verdicts
+    HUMAN_LABELS = CORPUS["labelled"] and bool(_VERDICTS) and _VERDICTS[0].scale == "binary"
+    HUMAN_VERDICT = _VERDICTS[0].column if HUMAN_LABELS else None
     SYSTEMS = {name: {"name": name, "agent": "imported"} for name in SESSION_COUNTS}
     for (_system, _shard), _piece in shard_slices(CORPUS, SHARD_SIZE).items():
         write_if_changed(IMPORT_SLICE.format(system=_system, shard=_shard), _piece)
@@ -319,6 +324,23 @@ else:
     VALIDITY_TABLE = config.get("human_agreement", {}).get("validity_table")
 
 
+# ------------------------------------------------------------------ agreement with people
+
+# The corpora of people's verdicts every metric is judged against (human_agreement.corpora), by name.
+PEOPLE = {corpus["name"]: corpus for corpus in config["human_agreement"]["corpora"]}
+
+
+def people_corpus_files(name):
+    """The files of the corpus `name` (its `paths`, a path or a glob pattern), in path order."""
+    return sorted(_glob.glob(PEOPLE[name]["paths"]))
+
+
+def people_votes_file(name):
+    """The votes file of the corpus `name`, where it names one."""
+    votes = PEOPLE[name].get("votes")
+    return [votes] if votes else []
+
+
 # ------------------------------------------------------------------ provenance
 
 
@@ -342,6 +364,9 @@ def described_outputs():
         described += [rules.validity.output, rules.validity_figure.output]
     if HUMAN_LABELS:
         described.append(rules.human_agreement.output)
+    if PEOPLE:
+        described.append(rules.people_agreement.output)
+    described.append(rules.scorecard.output)
     if REALISM_REFERENCE:
         described.append(rules.user_realism.output)
     if VOICE_CORPUS:

@@ -10,7 +10,9 @@ FINDINGS_LINKS = {
     "Power": str(rules.stats.output.power),
     "Means": str(rules.aggregate.output.model_metrics),
     **({"Validity": str(rules.validity.output.summary)} if VALIDITY else {}),
-    **({"Users' verdicts": str(rules.human_agreement.output.scorecard_summary)} if HUMAN_LABELS else {}),
+    "Scorecard": str(rules.scorecard.output.summary),
+    **({"Agreement with people": str(rules.people_agreement.output.summary)} if PEOPLE else {}),
+    **({"Users' verdicts": str(rules.human_agreement.output.summary)} if HUMAN_LABELS else {}),
     **({"Repeated trials": str(rules.reliability_trials.output.summary)} if TRIALS > 1 else {}),
     **({"User robustness": str(rules.stats.output.robustness_summary)} if ROBUSTNESS else {}),
     **({"User realism": str(rules.user_realism.output.summary)} if REALISM_REFERENCE else {}),
@@ -56,7 +58,7 @@ rule findings:
         paired=rules.stats.output.paired,
         power=rules.stats.output.power_table,
         validity=rules.validity.output.table if VALIDITY else [],
-        scorecard=rules.human_agreement.output.scorecard if HUMAN_LABELS else [],
+        scorecard=rules.scorecard.output.table,
     output:
         report(
             directory(f"{RESULTS}/findings"),
@@ -74,6 +76,11 @@ rule findings:
         metrics=config["stats"]["metrics"],
         judged=JUDGE["enabled"],
         alpha=config["stats"]["alpha"],
+        # the evidence a metric needs to lead, and the simulated users the run met (none for imported dialogues)
+        lead=config["human_agreement"]["lead"],
+        profiles=(
+            sorted({planning.user_profile_of(system, config) for system in SYSTEMS.values()}) if not IMPORTING else []
+        ),
         # the readable summaries the page links to and the viewer's page, as the rules name them
         links=FINDINGS_LINKS,
         viewer=f"{rules.viewer.output[0]}/{VIEWER_PAGE}",

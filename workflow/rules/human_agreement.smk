@@ -8,7 +8,6 @@ if HUMAN_LABELS:
             sessions=rules.aggregate.output.sessions,
             turns=rules.aggregate.output.turns,
             votes=rules.import_votes.output.votes if VOTES_FILE else [],
-            validity=VALIDITY_TABLE or [],
         output:
             table=f"{RESULTS}/stats/human_agreement.csv",
             systems=f"{RESULTS}/stats/human_agreement_systems.csv",
@@ -24,16 +23,14 @@ if HUMAN_LABELS:
                 category="Agreement with users",
             ),
             svg=f"{RESULTS}/figures/human_agreement.svg",
-            scorecard=f"{RESULTS}/stats/scorecard.csv",
-            scorecard_summary=report(
-                f"{RESULTS}/stats/scorecard.md", caption="../report/scorecard.rst", category="Agreement with users"
-            ),
         log:
             f"{RESULTS}/logs/human_agreement.log",
         conda:
             ENV
         params:
             stats=config_slice("stats"),
+            # the corpus's primary verdict (binary): the user's satisfaction, an accepted recommendation
+            verdict=HUMAN_VERDICT,
             # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
             code=library_code("human_agreement.py"),
         script:

@@ -61,3 +61,28 @@ rule people_agreement:
         code=library_code("people_agreement.py"),
     script:
         "../scripts/people_agreement.py"
+
+
+rule scorecard:
+    input:
+        sessions=rules.aggregate.output.sessions,
+        validity=rules.validity.output.table if VALIDITY else (VALIDITY_TABLE or []),
+        robustness=rules.stats.output.robustness if ROBUSTNESS else [],
+        people=rules.people_agreement.output.table if PEOPLE else [],
+        users=rules.human_agreement.output.table if HUMAN_LABELS else [],
+    output:
+        table=f"{RESULTS}/stats/scorecard.csv",
+        summary=report(
+            f"{RESULTS}/stats/scorecard.md", caption="../report/scorecard.rst", category="Agreement with users"
+        ),
+    log:
+        f"{RESULTS}/logs/scorecard.log",
+    conda:
+        ENV
+    params:
+        lead=config["human_agreement"]["lead"],
+        alpha=config["stats"]["alpha"],
+        # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
+        code=library_code("scorecard.py"),
+    script:
+        "../scripts/scorecard.py"

@@ -8,6 +8,12 @@ if VALIDITY:
     rule validity:
         input:
             sessions=rules.aggregate.output.sessions,
+            # the calibration systems' session records, each simulated user once: their shifts (within one field?)
+            shards=[
+                SESSION_SHARD.format(system=system, shard=shard)
+                for system, shard in SHARDS
+                if system in CALIBRATION and parse_shard_name(shard)[1] == 0
+            ],
         output:
             table=f"{RESULTS}/stats/validity.csv",
             summary=report(

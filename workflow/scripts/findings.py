@@ -64,6 +64,8 @@ tables = dict(
     validity=table(snakemake.input.validity) if snakemake.input.validity else None,
     scorecard=table(snakemake.input.scorecard) if snakemake.input.scorecard else None,
     turns=error_kinds(snakemake.input.get("turns")),
+    lead=list(snakemake.params.lead),
+    profiles=list(snakemake.params.profiles) or None,
 )
 links = dict(snakemake.params.links)
 if snakemake.params.report_page == "index.html":

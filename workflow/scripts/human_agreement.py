@@ -6,29 +6,21 @@ from pathlib import Path
 import pandas as pd
 import source_tree  # noqa: F401  (crseval from this source tree)
 
-from crseval.checks import human_agreement, scorecard
+from crseval.checks import human_agreement
 from crseval.core.io import atomic_path, log_to
 from crseval.reports import figures
-from crseval.statistics import column_registry
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.stats)
 sessions = pd.read_parquet(snakemake.input.sessions)
 turns = pd.read_parquet(snakemake.input.turns)
 votes = pd.read_parquet(snakemake.input.votes) if snakemake.input.votes else None
-dialogues, systems, rankings = human_agreement.agree(sessions, turns, votes, settings)
+dialogues, systems, rankings = human_agreement.agree(sessions, turns, votes, settings, snakemake.params.verdict)
 for name, table in (("table", dialogues), ("systems", systems), ("rankings", rankings)):
     with atomic_path(snakemake.output[name]) as temporary:
         table.to_csv(temporary, index=False)
 with atomic_path(snakemake.output.summary) as temporary:
     Path(temporary).write_text(human_agreement.markdown(dialogues, systems, rankings, settings["alpha"]))
-validity = pd.read_csv(snakemake.input.validity) if snakemake.input.validity else None
-card = scorecard.scorecard(validity, dialogues)
-with atomic_path(snakemake.output.scorecard) as temporary:
-    card.to_csv(temporary, index=False)
-with atomic_path(snakemake.output.scorecard_summary) as temporary:
-    labels = {name: column_registry.label(name) for name in card["metric"]}
-    Path(temporary).write_text(scorecard.markdown(card, labels))
 figures.human_agreement_figure(dialogues, systems, Path(snakemake.output.png).with_suffix(""))
 skipped = human_agreement.unmeasured(sessions)
 if skipped:
@@ -36,6 +28,6 @@ if skipped:
 log.info(
     "%d metrics and references against %d labelled dialogues: %s",
     len(dialogues),
-    int(sessions["satisfied"].notna().sum()),
+    int(sessions[snakemake.params.verdict].notna().sum()),
     dialogues["verdict"].value_counts().to_dict(),
 )

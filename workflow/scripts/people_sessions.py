@@ -38,7 +38,7 @@ for record in records:
     validate_session(validator, record)
 votes, votes_report = [], None
 if corpus.get("votes"):
-    votes, votes_report = formats.import_votes(snakemake.input.votes, sessions, corpus["format"])
+    votes, votes_report = formats.import_votes(snakemake.input.votes[0], sessions, corpus["format"])
 write_votes(votes, snakemake.output.votes)
 write_json(report | ({"votes": votes_report} if votes_report else {}), snakemake.output.report)
 log.info("%s: %d dialogues imported in %.2f s", corpus["name"], len(records), time.perf_counter() - started)

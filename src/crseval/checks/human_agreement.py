@@ -4,9 +4,9 @@ Inputs are the experiment's tables: sessions (one row per dialogue, with the use
 `satisfied`), turns (for the reference predictors) and, when the corpus has them, votes.
 - `dialogue_table`: per metric, the AUC with which it separates satisfied from frustrated
   dialogues (crseval.checks.agreement), oriented by the metric's declared direction; the same for
-  reference predictors that need no metric (words per reply, turns per dialogue, films named per
-  reply); Holm's correction over every row; the margin over reply length with a paired bootstrap
-  CI; and one plain verdict per row;
+  reference predictors that need no metric (words per reply, turns per dialogue); Holm's correction
+  over every row; the margin over reply length with a paired bootstrap CI; and one plain verdict per row
+  (films offered per reply, once a reference here, is a metric of the `conduct` family);
 - `system_table`: per system, the satisfaction rate (Wilson interval), Bradley-Terry strength
   (bootstrap CI over votes) and Elo rating from the votes;
 - `ranking_table`: Kendall's tau between each metric's system means and each human ranking, with a
@@ -35,18 +35,14 @@ LENGTH = "reference: words per reply"
 REFERENCES = {
     LENGTH: "mean words per system reply",
     "reference: turns per dialogue": "user-system exchanges in the dialogue",
-    "reference: films named per reply": "catalog films recommended plus films outside the catalog, per reply",
 }
 
 
-def reference_predictors(sessions: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+def reference_predictors(sessions: pd.DataFrame, turns: pd.DataFrame | None = None) -> pd.DataFrame:
     """Per dialogue (session_id): the reference predictors of REFERENCES."""
-    films = turns["recommended"].astype(float) + turns["unknown_titles"].astype(float)
-    per_reply = films.groupby(turns["session_id"]).mean()
     frame = pd.DataFrame({"session_id": sessions["session_id"]})
     frame[LENGTH] = sessions["response_words"].to_numpy(dtype=float)
     frame["reference: turns per dialogue"] = sessions["turns"].to_numpy(dtype=float)
-    frame["reference: films named per reply"] = sessions["session_id"].map(per_reply).to_numpy(dtype=float)
     return frame
 
 
@@ -410,11 +406,17 @@ def unmeasured(sessions: pd.DataFrame) -> list[str]:
 
 
 def agree(
-    sessions: pd.DataFrame, turns: pd.DataFrame, votes: pd.DataFrame | None, settings: dict
+    sessions: pd.DataFrame,
+    turns: pd.DataFrame,
+    votes: pd.DataFrame | None,
+    settings: dict,
+    verdict: str = "satisfied",
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """The dialogue, system and ranking tables for `settings` (the `stats` config: alpha, seed,
-    bootstrap_resamples)."""
+    bootstrap_resamples), against the binary verdict column `verdict` (1 the better verdict: the user
+    satisfied, a recommendation accepted), read as the tables' `satisfied`."""
     resamples, seed, alpha = settings["bootstrap_resamples"], settings["seed"], settings["alpha"]
+    sessions = sessions.assign(satisfied=sessions[verdict])
     labelled = sessions[sessions["satisfied"].notna()].reset_index(drop=True)
     metrics = session_metrics(labelled)
     dialogues = dialogue_table(labelled, reference_predictors(labelled, turns), metrics, resamples, seed, alpha)

@@ -15,7 +15,7 @@ verdict column) with its verdict's scale: `binary` (accepted or not, satisfied o
 - *beyond length*: the metric's oriented distance from chance minus the distance of mean words per reply
   (`response_words`), whichever direction length takes: the baseline is given its best side;
 - *beyond system*: the same against a predictor that knows only which system wrote the dialogue (the mean
-  verdict of the system's other dialogues), where a corpus has several systems;
+  verdict of the system's dialogues), where a corpus has several systems;
 - *within system*: C over pairs of dialogues of the same system only, which no system-level
   difference (such as reply length between a chat model and a small one) can explain;
 - *votes*: the share of pairwise votes whose preferred side's dialogue the metric scores higher (ties half);
@@ -49,6 +49,7 @@ COLUMNS = [
     "corpus",
     "scale",
     "between_people",
+    "in_pool",
     "higher_is_better",
     "dialogues",
     "pairs",
@@ -220,22 +221,23 @@ def _chance(statistic: str) -> float:
 
 
 def _oriented(values: np.ndarray, direction: bool | None, chance: float) -> np.ndarray:
-    """Distance from chance in the declared direction (negative: disagrees); without a direction, the
-    absolute distance (associated either way)."""
+    """Distance from chance in the declared direction (negative: disagrees); without a direction, in the
+    direction the data itself takes (values[0], the statistic on the data), kept in every resample: the
+    absolute distance of each resample would be above 0 even for a predictor at chance."""
     if direction is None:
-        return np.abs(values - chance)
+        direction = not values[0] < chance  # NaN or at chance: as if higher were better
     return (values - chance) if direction else (chance - values)
 
 
 def system_baseline(sessions: pd.DataFrame, verdict: str) -> np.ndarray:
-    """Per dialogue, the mean verdict of the other dialogues of its system (NaN for a system's only dialogue):
-    what is known of a dialogue from which system wrote it, without its own verdict."""
-    verdicts = sessions[verdict].to_numpy(dtype=float)
+    """Per dialogue, the mean verdict of its system's dialogues: what is known of a dialogue from which system
+    wrote it. NaN for a system's only dialogue, whose mean would be its own verdict. (Leaving each dialogue's own
+    verdict out would rank a system's satisfied dialogues below its frustrated ones, a pattern of the estimator,
+    not of the system.)"""
     groups = sessions.groupby("system")[verdict]
-    total = sessions["system"].map(groups.sum()).to_numpy(dtype=float)
+    mean = sessions["system"].map(groups.mean()).to_numpy(dtype=float)
     count = sessions["system"].map(groups.count()).to_numpy(dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(count > 1, (total - verdicts) / (count - 1), NAN)
+    return np.where(count > 1, mean, NAN)
 
 
 def vote_pairs(votes: pd.DataFrame | None, sessions: pd.DataFrame) -> np.ndarray:
@@ -321,7 +323,7 @@ LENGTH_REFERENCE = "reference: words per reply"
 SYSTEM_REFERENCE = "reference: system"
 REFERENCES = {
     LENGTH_REFERENCE: ("reference: words per reply", None),
-    SYSTEM_REFERENCE: ("reference: system (the mean verdict of its other dialogues)", True),
+    SYSTEM_REFERENCE: ("reference: system (the mean verdict of its dialogues)", True),
 }
 
 
@@ -382,9 +384,9 @@ def _summary(name, label, direction, statistic: str, values: np.ndarray, level: 
 
 
 def _margin(own: np.ndarray, base: np.ndarray, direction: bool | None, chance: float, base_direction) -> np.ndarray:
-    """The metric's oriented distance from chance minus the baseline's (length: its better side)."""
-    baseline = np.abs(base - chance) if base_direction is None else base - chance
-    return _oriented(own, direction, chance) - baseline
+    """The metric's oriented distance from chance minus the baseline's (length: in the direction it takes on
+    these dialogues, its better side)."""
+    return _oriented(own, direction, chance) - _oriented(base, base_direction, chance)
 
 
 def _corpus_row(name, label, direction, corpus: Prepared, values: np.ndarray, level: float) -> tuple[dict, dict]:
@@ -395,6 +397,7 @@ def _corpus_row(name, label, direction, corpus: Prepared, values: np.ndarray, le
         "corpus": corpus.corpus.name,
         "scale": corpus.corpus.scale,
         "between_people": corpus.corpus.between_people,
+        "in_pool": corpus.corpus.pooled,
         "dialogues": int(own.present.sum()),
         "pairs": int(own.c_denominator[0] // 2),
         "concordance": float(own.concordance()[0]),
@@ -527,7 +530,7 @@ def markdown(table: pd.DataFrame, corpora: list[Corpus], alpha: float = 0.05) ->
         "so above chance (0.5, or 0 for tau-b) means it agrees with people; a metric without a declared direction "
         "is *associated* with the verdict when its interval excludes chance either way. *Beyond length*: its "
         "oriented distance from chance minus that of mean words per reply (length given its better side); *beyond "
-        "system*: the same against the mean verdict of the system's other dialogues, where a corpus has several "
+        "system*: the same against the mean verdict of the system's dialogues, where a corpus has several "
         "systems; *within system*: C over pairs of dialogues of one system. Intervals: 95% percentile bootstrap, "
         "dialogues resampled (within each verdict for a binary one), metric and baseline on the same resamples. "
         f"Holm p: one-sided, ahead of length pooled, adjusted over the {tested} metrics tested.",

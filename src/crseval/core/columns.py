@@ -60,3 +60,19 @@ TURN_ID_COLUMNS = (*SESSION_ID_COLUMNS, identifier("turn", "turn", "int32"))
 # table: NaN for a simulated session and for a dialogue its corpus left unlabelled. Not metrics: what
 # the metrics may be checked against.
 LABEL_COLUMNS = (Column("satisfied", "user satisfied (human label)", "1 satisfied, 0 frustrated", metric=False),)
+# People's verdicts on an imported dialogue, one column per verdict its format declares
+# (crseval.corpora.format_kind.Verdict): `verdict_<name>`, declared by pattern. Labels, not metrics.
+VERDICT_PREFIX = "verdict_"
+
+
+def verdict_column(name: str) -> Column | None:
+    """The declaration of the verdict column `name` (`verdict_<verdict>`), or None when `name` is none."""
+    verdict = name.removeprefix(VERDICT_PREFIX)
+    if verdict == name or not verdict:
+        return None
+    return Column(
+        name,
+        f"people's verdict: {verdict.replace('_', ' ')} (human label)",
+        "binary 1 or 0, or the mean of ordinal scores",
+        metric=False,
+    )

@@ -15,7 +15,8 @@ Each defect is handled by an explicit rule and counted in the import report:
   ID that comes back with other content keeps both, the later one's session id numbered (`#2`);
 - the messages follow the rules every dialogue shares (crseval.corpora.dialogue); a dialogue left
   without any user/system pair is skipped;
-- the sentiment becomes the label `satisfaction`; a dialogue without one is unlabelled (null).
+- the sentiment becomes the label `satisfaction` and the verdict `satisfied` (1.0 satisfied, 0.0
+  frustrated); a dialogue without one is unlabelled (null).
 Votes (crseval.corpora.votes): a row with the wrong number of fields, an empty required field, a time
 that is not a timestamp, one system on both sides or a vote for neither side is malformed (dropped);
 then the rules of every vote. A side's dialogue is the dialogue of the voting user with that system
@@ -35,7 +36,7 @@ from typing import Iterator
 from crseval.core.io import json_type, shown
 from crseval.corpora import dialogue
 from crseval.corpora.dialogue import SATISFACTION, SYSTEM, USER, CorpusError, Dialogue
-from crseval.corpora.format_kind import CorpusFormat
+from crseval.corpora.format_kind import CorpusFormat, Verdict
 from crseval.corpora.votes import MALFORMED, Vote, keep_votes, parse_time, votes_report
 
 PARTICIPANTS = {"USER": USER, "AGENT": SYSTEM}
@@ -43,6 +44,14 @@ VOTE_COLUMNS = ("session_id", "user_id", "crs1", "crs2", "vote")  # and the opti
 TIE = "tie"
 NUMBERED = "conversation ID repeated with other content: numbered"
 UNLABELLED = "dialogue without a sentiment: unlabelled"
+SATISFIED = Verdict("satisfied", "binary", "the user's own verdict: satisfied (1) or frustrated (0)")
+
+
+def satisfaction_labels(satisfaction: str | None) -> dict:
+    """The labels of a dialogue with the user's satisfaction (satisfied, frustrated or None): the label
+    itself and the verdict `satisfied` (1.0, 0.0 or null)."""
+    verdict = None if satisfaction is None else float(satisfaction == "satisfied")
+    return {"satisfaction": satisfaction, "verdicts": {SATISFIED.name: verdict}}
 
 
 def read_dialogues(path: Path) -> list[dict]:
@@ -112,7 +121,7 @@ def read_file(path: Path) -> Iterator[Dialogue]:
                 for m in item["conversation"]
             ],
             provenance={"conversation_id": conversation_id, "agent_id": agent_id, "user_id": item["user"]["id"]},
-            labels={"satisfaction": sentiment.strip().lower() if sentiment is not None else None},
+            labels=satisfaction_labels(sentiment.strip().lower() if sentiment is not None else None),
             rules=Counter({UNLABELLED: 1} if sentiment is None else {}),
         )
 
@@ -189,5 +198,6 @@ KIND = CorpusFormat(
     system_names=("agent ids", "the corpus names two systems that would share one results folder"),
     numbered=NUMBERED,
     labelled=True,
+    verdicts=(SATISFIED,),
     import_votes=import_votes,
 )

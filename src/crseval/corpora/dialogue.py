@@ -5,7 +5,8 @@ USER|SYSTEM, text, ...}`; from there the same rules apply to every corpus, each 
 import report under the same name:
 - an empty message (nothing but white space) is dropped;
 - two messages of one speaker in a row are joined into one (a later non-empty extra field, such as
-  the thesis logs' constraints, replaces the earlier one);
+  the thesis logs' constraints, replaces the earlier one; the films a corpus marks in them, `marks`,
+  are joined: the earlier message's, then the later's new ones);
 - a dialogue opening with the system loses that message (a turn starts with the user);
 - a final user message without reply is dropped;
 then the messages pair into user/system turns, and each reply's films are recognised against the
@@ -49,6 +50,10 @@ MAX_FILE_BYTES = 64 << 20
 # longer one is not a message, and reading its films would hold the import (and a voice's learning) for minutes.
 MAX_MESSAGE_CHARS = 100_000
 SHOWN_CHARS = 60  # of a value the corpus gives, in a message or a rule's name
+# The films a corpus marks in a message itself (ids in the text, quoted titles, placeholders), resolved to
+# titles, each once in order: a message's `marks` become its turn's `marked_titles` (`user_marked_titles`).
+MARKS = "marks"
+LISTED_PLACES = 5  # places listed per rule of a skipped dialogue or row in the import report (`skipped`)
 # What a file that is not UTF-8 text may be instead, by its first bytes.
 _NOT_TEXT = {
     b"\xff\xfe": "it starts with a UTF-16 byte order mark: save it as UTF-8",
@@ -62,6 +67,15 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")  # how JSON text spells a s
 
 class CorpusError(ValueError):
     """A corpus file that does not match its format; the message names the file, where in it, and what is wrong."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A dialogue (or row) of a file that is the format but is malformed itself: skipped under the named
+    `rule` (counted in the import report, the first places listed), and nothing else of the file lost."""
+
+    rule: str  # e.g. "malformed dialogue skipped: a message without text"
+    where: str  # the file and the place in it
 
 
 @dataclass
@@ -191,7 +205,13 @@ def pair_turns(messages: list[dict], report: Counter) -> list[dict]:
         if kept and kept[-1]["speaker"] == speaker:
             report[f"consecutive {speaker} messages joined"] += 1
             kept[-1]["text"] += " " + text
+            marks = extra.pop(MARKS, None)
             kept[-1].update({key: value for key, value in extra.items() if value})
+            if marks is not None:  # the joined message marks the films of both, each once, in order
+                earlier = kept[-1].get(MARKS) or []
+                kept[-1][MARKS] = earlier + [title for title in marks if title not in earlier]
+                if marks and earlier:
+                    report[f"film marks of consecutive {speaker} messages joined"] += 1
             continue
         kept.append({"speaker": speaker, "text": text, **extra})
     if kept and kept[0]["speaker"] == SYSTEM:
@@ -238,6 +258,9 @@ def build_turns(
                 "mentioned_titles": [],
                 "unknown_titles": [],
                 "llm": None,
+                # the films the corpus itself marks in the reply (and the user's message), where it marks them
+                **({"marked_titles": pair["system"][MARKS]} if MARKS in pair["system"] else {}),
+                **({"user_marked_titles": pair["user"][MARKS]} if MARKS in pair["user"] else {}),
             }
         )
     if matcher is not None:
@@ -318,6 +341,43 @@ def label_counts(sessions: dict[str, list[dict]]) -> dict[str, int]:
         for record in records
     )
     return {key: counts[key] for key in (*SATISFACTION, "unlabelled")}
+
+
+def human_verdicts(record: dict) -> dict:
+    """The verdicts people gave on an imported dialogue (its `labels.verdicts`: name -> number or null)."""
+    verdicts = (record.get("labels") or {}).get("verdicts")
+    return verdicts if isinstance(verdicts, dict) else {}
+
+
+def has_human_verdict(record: dict) -> bool:
+    """Whether people judged the dialogue: a satisfaction label or any verdict that is not null."""
+    labels = record.get("labels") or {}
+    return labels.get("satisfaction") is not None or any(v is not None for v in human_verdicts(record).values())
+
+
+def verdict_counts(sessions: dict[str, list[dict]], verdicts) -> dict[str, dict]:
+    """Per declared verdict (crseval.corpora.format_kind.Verdict), how the imported sessions carry it: a
+    binary one counted by value (`1`, `0`, `none`), an ordinal one as the dialogues rated, those not, and
+    the mean, lowest and highest value."""
+    counts = {}
+    for verdict in verdicts:
+        values = [human_verdicts(r).get(verdict.name) for records in sessions.values() for r in records]
+        given = [value for value in values if value is not None]
+        if verdict.scale == "binary":
+            counts[verdict.name] = {
+                "1": sum(value == 1 for value in given),
+                "0": sum(value == 0 for value in given),
+                "none": len(values) - len(given),
+            }
+        else:
+            counts[verdict.name] = {
+                "rated": len(given),
+                "none": len(values) - len(given),
+                "mean": round(sum(given) / len(given), 4) if given else None,
+                "min": min(given, default=None),
+                "max": max(given, default=None),
+            }
+    return counts
 
 
 def unique_id(wanted: str, used: set[str]) -> str:

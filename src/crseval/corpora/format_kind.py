@@ -8,7 +8,9 @@ it has labels and votes, and whether it is planned file by file. The rest is the
 format and written once here, so that every format applies the shared rules in the same order and
 counts them under the same names: files in path order, system names as safe folder names, repeats
 skipped, the rules every dialogue shares (crseval.corpora.dialogue), dialogues without a turn
-skipped, the session records and the import report.
+skipped, the session records and the import report. A format also declares the verdicts people gave on
+its dialogues (`Verdict`), and may read its files together (`read_corpus`) when they complete one
+another, and skip a malformed dialogue of a file that is otherwise its own (`Skipped`, counted).
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from crseval.corpora.dialogue import (
+    LISTED_PLACES,
     MAX_MESSAGE_CHARS,
     CorpusError,
     Dialogue,
+    Skipped,
     SystemFolders,
     build_turns,
     label_counts,
@@ -29,6 +33,7 @@ from crseval.corpora.dialogue import (
     printable,
     session_record,
     unique_id,
+    verdict_counts,
 )
 from crseval.language.concepts import ConceptMatcher
 
@@ -69,6 +74,28 @@ class FilePlan:
         )
 
 
+SCALES = ("binary", "ordinal")
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A verdict people gave on a dialogue of a format's corpus: in each session record's
+    `labels.verdicts[name]` (a binary one 1.0 or 0.0, an ordinal one the mean over its raters, null where
+    the dialogue has none) and in the sessions table as the column `verdict_<name>`."""
+
+    name: str
+    scale: str  # "binary" or "ordinal"
+    description: str  # how the corpus gives it, for the docs
+
+    def __post_init__(self):
+        if self.scale not in SCALES:
+            raise ValueError(f"verdict {self.name}: scale {self.scale!r} is not one of {SCALES}")
+
+    @property
+    def column(self) -> str:
+        return f"verdict_{self.name}"
+
+
 def always_repeats(found: Dialogue, earlier: Dialogue) -> bool:
     """A format whose identity is a dialogue's content: a second dialogue of one identity repeats the first."""
     return True
@@ -79,8 +106,8 @@ class CorpusFormat:
     name: str  # its `sessions.import_format` value
     summary: str  # one line for the docs (the schema's description of `sessions.import_format` quotes it)
     # path -> its dialogues in file order, each checked against the format; CorpusError naming the file,
-    # where in it and what is wrong otherwise
-    read_file: Callable[[Path], Iterable[Dialogue]]
+    # where in it and what is wrong otherwise (a format may instead skip a malformed dialogue: `Skipped`)
+    read_file: Callable[[Path], Iterable[Dialogue | Skipped]]
     # What its corpus calls its systems, and what to do when two of them become one folder (SystemFolders).
     system_names: tuple[str, str]
     # (dialogue, the first one read with its identity) -> whether it is skipped as a repeat (CorpusError
@@ -92,6 +119,12 @@ class CorpusFormat:
     repair_user_text: Callable[[str, Counter], str] | None = None  # its own repair of a user text (build_turns)
     system_constraints: Callable[[dict, Counter], list[dict]] | None = None  # the constraints a reply logged
     labelled: bool = False  # its sessions carry the label `satisfaction` (null where a dialogue has none)
+    # The verdicts people gave on its dialogues (`labels.verdicts`), the first the primary one; () for none.
+    verdicts: tuple[Verdict, ...] = ()
+    between_people: bool = False  # its recommender is a person, not a system (tables of agreement say so)
+    # Files in path order -> (path, dialogue or Skipped) in order, for a format whose files complete one
+    # another (a film list, the scores of sampled turns); None: each file read alone by `read_file`.
+    read_corpus: Callable[[list[Path]], Iterable[tuple[Path, Dialogue | Skipped]]] | None = None
     # (votes path, imported sessions) -> the rows of the votes table and the votes report; None: no votes
     import_votes: Callable[[str | Path, dict[str, list[dict]]], tuple[list[dict], dict]] | None = None
     file_plan: FilePlan | None = None  # one session per file, planned file by file
@@ -104,6 +137,16 @@ class CorpusFormat:
     def has_votes(self) -> bool:
         return self.import_votes is not None
 
+    def read_paths(self, paths: list[str | Path]) -> Iterable[tuple[Path, Dialogue | Skipped]]:
+        """(path, dialogue or Skipped) of the files `paths`, in path order."""
+        ordered = sorted(Path(p) for p in paths)
+        if self.read_corpus is not None:
+            yield from self.read_corpus(ordered)
+            return
+        for path in ordered:
+            for found in self.read_file(path):
+                yield path, found
+
     def import_logs(
         self, paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str
     ) -> tuple[dict[str, list[dict]], dict]:
@@ -113,14 +156,16 @@ class CorpusFormat:
             return self._import_planned(paths, matcher, catalog_sha, config_sha)
         admission = Admission(self)
         kept: dict[str, list[tuple[Path, Dialogue, list[dict]]]] = {}
-        for path in sorted(Path(p) for p in paths):
-            for found in self.read_file(path):
-                system = admission.system(found)
-                if system is None:
-                    continue
-                turns = self.turns(found, matcher)
-                if admission.keep(system, found, len(turns)):
-                    kept.setdefault(system, []).append((path, found, turns))
+        for path, found in self.read_paths(paths):
+            if isinstance(found, Skipped):
+                admission.skip(found)
+                continue
+            system = admission.system(found)
+            if system is None:
+                continue
+            turns = self.turns(found, matcher)
+            if admission.keep(system, found, len(turns)):
+                kept.setdefault(system, []).append((path, found, turns))
         sessions = {
             system: self._numbered_records(system, entries, admission.report, catalog_sha, config_sha)
             for system, entries in kept.items()
@@ -130,6 +175,7 @@ class CorpusFormat:
             {system: len(records) for system, records in sessions.items()},
             sum(len(record["turns"]) for records in sessions.values() for record in records),
             label_counts(sessions) if self.labelled else None,
+            verdict_counts(sessions, self.verdicts) if self.verdicts else None,
         )
 
     def _import_planned(
@@ -239,6 +285,14 @@ class Admission:
         self.renamed: dict[str, str] = {}  # name in the corpus -> its system folder, where they differ
         self._folders = SystemFolders(*kind.system_names)
         self._first: dict = {}  # identity -> the first dialogue read with it
+        self.skipped: dict[str, list[str]] = {}  # rule of a skipped dialogue or row -> its first places
+
+    def skip(self, skipped: Skipped) -> None:
+        """A malformed dialogue (or row) the format skipped: counted under its rule, its place listed."""
+        self.report[skipped.rule] += 1
+        places = self.skipped.setdefault(skipped.rule, [])
+        if len(places) < LISTED_PLACES:
+            places.append(skipped.where)
 
     def system(self, found: Dialogue) -> str | None:
         """The system folder of `found`, or None when it repeats an earlier dialogue (skipped, counted).
@@ -264,16 +318,29 @@ class Admission:
         self.report.update(found.rules)
         return True
 
-    def summary(self, files: int, sessions: dict[str, int], turns: int, labels: dict[str, int] | None = None) -> dict:
-        """The import report: what was read, what it became, every rule applied. A format of one session
-        per file counts its files only; a format without labels counts none."""
+    def summary(
+        self,
+        files: int,
+        sessions: dict[str, int],
+        turns: int,
+        labels: dict[str, int] | None = None,
+        verdicts: dict[str, dict] | None = None,
+    ) -> dict:
+        """The import report: what was read, what it became, every rule applied, and where the first
+        skipped dialogues were. A format of one session per file counts its files only; a format without
+        labels (verdicts) counts none."""
         summary = {"format": self.kind.name, "files": files}
         if self.kind.file_plan is None:
             summary["dialogues"] = self.read
         summary |= {"sessions": dict(sorted(sessions.items())), "turns": turns}
         if labels is not None:
             summary["labels"] = labels
-        return summary | {
+        if verdicts is not None:
+            summary["verdicts"] = verdicts
+        summary |= {
             "rules_applied": dict(sorted(self.report.items())),
             "renamed_systems": dict(sorted(self.renamed.items())),
         }
+        if self.skipped:
+            summary["skipped"] = dict(sorted(self.skipped.items()))
+        return summary

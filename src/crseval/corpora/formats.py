@@ -16,12 +16,15 @@ from typing import Iterator
 
 from crseval.core.experiment import imports_sessions
 from crseval.core.registry import look_up
-from crseval.corpora import crsarena, jsonl, thesis_logs
-from crseval.corpora.dialogue import CorpusError
+from crseval.corpora import ab_redial, crsarena, iard, inspired, jsonl, redial, thesis_logs
+from crseval.corpora.dialogue import CorpusError, has_human_verdict
 from crseval.corpora.format_kind import CorpusFormat
 from crseval.language.concepts import ConceptMatcher
 
-FORMATS: dict[str, CorpusFormat] = {kind.name: kind for kind in (thesis_logs.KIND, crsarena.KIND, jsonl.KIND)}
+FORMATS: dict[str, CorpusFormat] = {
+    kind.name: kind
+    for kind in (thesis_logs.KIND, crsarena.KIND, jsonl.KIND, redial.KIND, iard.KIND, ab_redial.KIND, inspired.KIND)
+}
 
 
 def reader(import_format: str) -> CorpusFormat:
@@ -43,13 +46,10 @@ def sessions_per_system(paths: list[str | Path], import_format: str) -> dict[str
 
 def plan_import(paths: list[str | Path], import_format: str) -> tuple[dict[str, int], bool]:
     """What the workflow plans with: the sessions per system an import of `paths` yields, and whether
-    any of them carries a user's verdict (then the `human_agreement` rule joins the experiment)."""
+    any of them carries people's verdict (a satisfaction label or any verdict: then the `human_agreement`
+    rule joins the experiment)."""
     sessions, _ = reader(import_format).import_logs(paths, None, "0" * 64, "0" * 64)
-    labelled = any(
-        (record.get("labels") or {}).get("satisfaction") is not None
-        for records in sessions.values()
-        for record in records
-    )
+    labelled = any(has_human_verdict(record) for records in sessions.values() for record in records)
     return {system: len(records) for system, records in sessions.items()}, labelled
 
 
@@ -62,7 +62,10 @@ def import_votes(path: str | Path, sessions: dict[str, list[dict]], import_forma
 
 
 def config_problems(config: dict) -> Iterator[str]:
-    """Votes belong to an imported corpus whose format has them; elsewhere they would be silently unused."""
+    """Votes belong to an imported corpus whose format has them; elsewhere they would be silently unused.
+    The corpora of people's verdicts (human_agreement.corpora) name known formats that declare a verdict, each
+    corpus once, with votes only where the format has them and only the verdicts it declares."""
+    yield from _people_problems(config)
     sessions = config.get("sessions") if isinstance(config, dict) else None
     if not isinstance(sessions, dict) or sessions.get("import_votes") is None:
         return
@@ -72,3 +75,32 @@ def config_problems(config: dict) -> Iterator[str]:
     elif chosen is not None and not chosen.has_votes:
         with_votes = " or ".join(f"`{name}`" for name, kind in FORMATS.items() if kind.has_votes)
         yield f"sessions.import_votes: the {chosen.name} format has no votes (votes come with {with_votes})"
+
+
+def _people_problems(config: dict) -> Iterator[str]:
+    section = config.get("human_agreement") if isinstance(config, dict) else None
+    corpora = section.get("corpora") if isinstance(section, dict) else None
+    if not isinstance(corpora, list):
+        return
+    seen: set[str] = set()
+    for position, corpus in enumerate(corpora):
+        if not isinstance(corpus, dict):
+            continue
+        key = f"human_agreement.corpora[{position}]"
+        name, chosen = corpus.get("name"), FORMATS.get(corpus.get("format"))
+        if isinstance(name, str) and name in seen:
+            yield f"{key}.name: {name!r} names two corpora (each corpus's tables are under its name)"
+        seen.add(name)
+        if chosen is None:
+            if isinstance(corpus.get("format"), str):
+                yield f"{key}.format: {corpus['format']!r} is not a corpus format ({', '.join(FORMATS)})"
+            continue
+        if not chosen.verdicts:
+            with_verdicts = ", ".join(n for n, kind in FORMATS.items() if kind.verdicts)
+            yield f"{key}.format: the {chosen.name} format declares no verdict to judge against ({with_verdicts} do)"
+        if corpus.get("votes") is not None and not chosen.has_votes:
+            yield f"{key}.votes: the {chosen.name} format has no votes"
+        declared = [verdict.name for verdict in chosen.verdicts]
+        for wanted in corpus.get("verdicts") or []:
+            if wanted not in declared:
+                yield f"{key}.verdicts: {wanted!r} is not a verdict of the {chosen.name} format ({', '.join(declared)})"

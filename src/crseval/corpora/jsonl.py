@@ -33,6 +33,7 @@ from jsonschema import Draft202012Validator
 from crseval.core.config_checks import key_path
 from crseval.core.io import json_type, numbered_lines, shown
 from crseval.corpora import dialogue
+from crseval.corpora.crsarena import SATISFIED, satisfaction_labels
 from crseval.corpora.dialogue import SATISFACTION, SYSTEM, USER, CorpusError, Dialogue
 from crseval.corpora.format_kind import CorpusFormat
 from crseval.corpora.votes import Vote, keep_votes, parse_time, votes_report
@@ -133,7 +134,7 @@ def read_file(path: Path) -> Iterator[Dialogue]:
                 "dialogue_id": dialogue_id,
                 "user_id": item.get("user_id"),
             },
-            labels={"satisfaction": item.get("labels", {}).get("satisfaction")},
+            labels=satisfaction_labels(item.get("labels", {}).get("satisfaction")),
             metadata=item.get("metadata"),  # an object where the line has one (DIALOGUE_SCHEMA)
         )
 
@@ -199,5 +200,6 @@ KIND = CorpusFormat(
     system_names=("system names", "rename one of them in the corpus"),
     repeats=repeats,
     labelled=True,
+    verdicts=(SATISFIED,),  # `labels.satisfaction`, as CRSArena-Dial's
     import_votes=import_votes,
 )

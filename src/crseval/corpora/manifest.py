@@ -29,7 +29,7 @@ from pathlib import Path
 from crseval.core.canonical import canonical_sha
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.shards import n_shards, shard_indices
-from crseval.corpora.dialogue import CorpusError, named_films, recognise_films
+from crseval.corpora.dialogue import CorpusError, has_human_verdict, named_films, recognise_films
 from crseval.corpora.format_kind import CorpusFormat
 from crseval.corpora.formats import reader
 from crseval.language.concepts import ConceptMatcher
@@ -224,7 +224,7 @@ def _plan_whole(chosen: CorpusFormat, paths: list[str], cached: dict) -> tuple[d
         ]
         for system, found in sorted(records.items())
     }
-    labelled = any((r.get("labels") or {}).get("satisfaction") is not None for rs in records.values() for r in rs)
+    labelled = any(has_human_verdict(r) for rs in records.values() for r in rs)
     return files, sessions, report, labelled
 
 

@@ -84,7 +84,8 @@ def session_columns(judge: str | None = None) -> tuple[Column, ...]:
 
 
 SESSION_COLUMNS = session_columns()
-# What the calibration systems should show on the first judge's scores (crseval.checks.validity).
+# What the calibration systems should show on the first judge's scores (crseval.checks.validity). Time-aware
+# (`pools_foci` False): the judge reads the conversation in order beside what the user wanted turn by turn.
 EXPECTATIONS = (
     Expectation(
         column_named(SESSION_COLUMNS, score_column("personalization")),

@@ -13,9 +13,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from crseval.core.io import numbered_lines
+from crseval.core.io import UnreadableFile, numbered_lines, read_regular_file
 from crseval.language.titles import TitleRecognizer
 
+MAX_FILE_BYTES = 64 << 20  # a label file or a log is read whole, bounded as a corpus file is (crseval.corpora)
 REQUIRED = ("id", "model", "file", "message_index", "sha256", "recommended", "mentioned", "traps")
 TITLE_LISTS = ("recommended", "mentioned", "traps")
 
@@ -39,7 +40,7 @@ class LabelledReply:
 def load_labels(labels_path: str | Path, logs_dir: str | Path) -> list[LabelledReply]:
     replies = []
     logs: dict[str, list[dict]] = {}
-    for number, line in numbered_lines(Path(labels_path).read_text(encoding="utf-8")):
+    for number, line in numbered_lines(_read(labels_path)):
         try:
             label = json.loads(line)
         except json.JSONDecodeError as error:
@@ -53,7 +54,7 @@ def load_labels(labels_path: str | Path, logs_dir: str | Path) -> list[LabelledR
             path = Path(logs_dir) / label["file"]
             if not path.exists():
                 raise LabelError(f"{labels_path}:{number}: log {path} not found")
-            logs[label["file"]] = json.loads(path.read_text(encoding="utf-8"))["conversation"]
+            logs[label["file"]] = json.loads(_read(path))["conversation"]
         conversation = logs[label["file"]]
         position = label["message_index"]
         if position >= len(conversation) or conversation[position]["speaker"] != "SYSTEM":
@@ -75,6 +76,15 @@ def load_labels(labels_path: str | Path, logs_dir: str | Path) -> list[LabelledR
             )
         )
     return replies
+
+
+def _read(path: str | Path) -> str:
+    try:
+        return read_regular_file(path, MAX_FILE_BYTES).decode("utf-8")
+    except UnreadableFile as error:
+        raise LabelError(f"{path}: {error.reason} (at most {MAX_FILE_BYTES:,} bytes of a regular file)") from None
+    except UnicodeDecodeError as error:
+        raise LabelError(f"{path}: not UTF-8 text ({error.reason})") from None
 
 
 def _prf(tp: int, predicted: int, gold: int) -> dict:

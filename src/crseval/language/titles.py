@@ -25,10 +25,17 @@ the lines of X"), an example in a question about the user's taste ("do you prefe
 a film the user named that the reply does not propose again. "Have you seen X?" proposes X.
 
 Films the catalog does not hold are read where a text marks a title (`unknown`, as written,
-without year or markup): a list item ("1: Arrival (2016)", "- Upgrade"), "Title (Year)" in
-running text, a quoted, bold or italic title, a title-case name after "the movie", or after a
-proposal ("have you seen Zombian?") or joined to another film by "and", "or" or a comma. Words
-inside such a title are no catalog film and no concept (`spans` covers them, with their year).
+without year or markup): a list item ("1: Arrival (2016)", "1) Arrival", "1 - Arrival", "• Arrival",
+"1  Arrival" in a list numbered in sequence; in a list of films, not of reasons, steps or actors),
+"Title (Year)" in running text, a quoted, bold or italic title, inserted markup ("<Arrival (2016)>",
+"@123 <Arrival>"), a title-case name after "the movie", or after a proposal ("have you seen
+Zombian?") or joined to another film by "and", "or" or a comma. Words inside such a title are no
+catalog film and no concept (`spans` covers them, with their year).
+
+Chat text (ReDial's people, no full stops, "...") is read as such: "Title (Year)" runs back over
+abbreviations ("Vol.", "Mr."), possessives that are not a person's ("Ocean's Eight"), a comma after a
+verb ("seen Me, Myself & Irene"), and words that open titles ("I Kill Giants", "It Follows"); a word
+that opens sentences ("You", "Yes", "Have") followed by a lower-case word opens one, capitalised or not.
 """
 
 from __future__ import annotations
@@ -49,9 +56,10 @@ from crseval.language.tokens import AnalysedText, token_strings, tokenize
 # A pattern that opens with a lookahead of the characters a match can start with, "(?=[...])", matches
 # what it would match without: the lookahead only lets a scan skip the other places fast.
 
-# Spans the writer marked as a name: quotes, bold, italics.
+# Spans the writer marked as a name: quotes, bold, italics, and inserted markup: "<Title (Year)>", "@123 <Title>"
+# (a corpus's film id before it; without the id, only with a year: "<br>" is no title).
 _FORMATTED = re.compile(
-    r"(?=[*_\"“‘'])"
+    r"(?=[*_\"“‘'<@])"
     r"(?:\*\*(?P<b>[^*\n]{1,90}?)\*\*"
     r"|__(?P<u>[^_\n]{1,90}?)__"
     r"|(?<![\w*])\*(?P<i>[^*\s][^*\n]{0,88}?)\*(?![\w*])"
@@ -59,13 +67,28 @@ _FORMATTED = re.compile(
     r"|\"(?P<q>[^\"\n]{1,90}?)\""
     r"|“(?P<c>[^”\n]{1,90}?)”"
     r"|‘(?P<s>[^’\n]{1,90}?)’(?!\w)"
-    r"|(?<!\w)'(?P<a>[^\n]{1,90}?)'(?!\w))"
+    r"|(?<!\w)'(?P<a>[^\n]{1,90}?)'(?!\w)"
+    r"|(?<![\w@])@\d{1,12}[ \t]*<(?P<m>[^<>\n]{1,90}?)>"
+    r"|<(?P<y>[^<>\n]{1,80}?[\(\[]\s*(?:18|19|20)\d\d\s*[\)\]]\s*)>)"
 )
-_TRAILING_YEAR = re.compile(r"\s*[\(\[]\s*(?:18|19|20)\d\d[^)\]]{0,20}[\)\]]\s*$|,\s*(?:18|19|20)\d\d\s*$")
+_MARKUP = frozenset("my")  # the groups of _FORMATTED that are inserted markup
+# Between two formatted titles of one list: '"Arrival", ‘Moon’ and “Sicario”'.
+_FORMATTED_JOIN = re.compile(
+    r"^[ \t]*(?:[\(\[]\s*(?:18|19|20)\d\d\s*[\)\]])?[ \t]*(?:,[ \t]*(?:and|or)?|and|or|&)[ \t]*$"
+)
+# Right before a title in any case: "the movie "the lighthouse"", "a film called 'heat'".
+_TITLE_NAME_CUE = re.compile(r"\b(?:film|movie|flick|titled|called|named)[\s\"'“‘*_]*$", re.I)
+_TRAILING_YEAR = re.compile(
+    r"\s*[\(\[]\s*(?:18|19|20)\d\d[^)\]]{0,20}[\)\]][\s.,;:!?]*$|,\s*(?:18|19|20)\d\d[\s.,;:!?]*$"
+)  # "Identity Thief (2013)?" in quotes
+_SPACED_MARK = re.compile(r"\s+[?!.,;:]+\s*$")  # "Notting Hill ?" in quotes (but "Airplane!")
 _YEAR_AFTER = re.compile(r"^\s*[\"'”’*_]*\s*[\(\[]\s*(?:18|19|20)\d\d\b")
-_LIST_MARKER = re.compile(r"[ \t]*(?:\d{1,2}[.):]|[-*•+])?[ \t]*[\"'“‘*_]*")  # the start of a line before a heading
+# the start of a line before a heading: "1.", "1)", "1:", "1 -", a bullet
+_LIST_MARKER = re.compile(r"[ \t]*(?:\d{1,2}[.):]|\d{1,2}[ \t]+[-–—]|[-*•+])?[ \t]*[\"'“‘*_]*")
 _HEADING_END = re.compile(r"^[\"'”’*_]*\s*(?:$|\n|:|\(|,|\s[-–—]\s|[-–—]\s)")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]|^\s*(?:\d{1,2}[.):]|[-*•+]))[\s\"'“‘*_(\[]*$")
+_HEADING_SEPARATOR = re.compile(r"^[\"'”’*_]*\s*(?::|\(|\s[-–—]\s|[-–—]\s)")  # a heading without a list marker
+_CONTRACTION_AFTER = re.compile(r"^['’](?:d|re|ll|ve|m)\b")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n]|^\s*(?:\d{1,2}[.):]|\d{1,2}[ \t]+[-–—]|[-*•+]))[\s\"'“‘*_(\[]*$")
 _FILM_WORD = re.compile(
     r"\b(?:film|films|movie|movies|flick|classic|titled|called|named|watch|watching|recommend|suggest|try|see)"
     r"[\s\"'“‘*_]*$",
@@ -155,10 +178,18 @@ _SMALL_WORDS = frozenset(
     "a an the and or nor but of in on at to for with from by as vs vs. de la le les du des del el y et into".split()
 )
 # A word, a number or one mark; a word keeps its inner marks ("A.I.", "Sorcerer's", "Startup.com", "Live!").
-_WORD_TOKEN = re.compile(r"[^\W_][\w'’.&-]*[!?]?|[^\w\s]")
+_WORD_TOKEN = re.compile(r"[^\W_](?:[\w'’&-]|\.(?!\.))*(?:\.\.\.(?=[ \t]*\(\d{4}\)))?[!?]?|[^\w\s]")
+# Abbreviations a title holds without ending a sentence ("Mr. Deeds", "Guardians of the Galaxy Vol. 2").
+_ABBREVIATIONS = frozenset("mr mrs ms dr st jr sr vol vs inc co ltd mt ft pt lt sgt capt prof gen".split())
 _SPACE = re.compile(r"\s")
 _YEAR_PARENS = re.compile(r"(?=[ \t(\[])[ \t]*[\(\[]\s*(?:18|19|20)\d\d\s*[\)\]]")
-_ITEM_LINE = re.compile(r"^[ \t]*(?:\d{1,2}\s*[.):]|[-*•+])[ \t]+(?P<item>[^\n]+)", re.M)
+# A list item: "1. X", "1) X", "1: X", "1 - X", "- X", "* X", "• X", "•X", and "1 X" (a bare number: only in a
+# list numbered in sequence, see _list_items).
+_ITEM_LINE = re.compile(
+    r"^[ \t]*(?:(?:\d{1,2}\s*[.):]|\d{1,2}[ \t]+[-–—]|[-*+])[ \t]+|•[ \t]*|(?P<bare>\d{1,2})[ \t]+(?=[^\W\d_]))"
+    r"(?P<item>[^\n]+)",
+    re.M,
+)
 _ITEM_SEPARATOR = re.compile(r"\s[-–—]\s|:\s|\s\(|\s*\|")
 _ITEM_LABEL = re.compile(r"^(?:title|film|movie)\s*:\s*", re.I)  # "- Title: Taken (2008) | Plot: ..."
 _LOOSE_MARKS = frozenset(",.:'’-!")  # marks people leave out when they type a title
@@ -170,11 +201,22 @@ _FIELD_LABEL = frozenset(
     """genre genres director directors directed starring stars cast actor actors plot year released release rating
     runtime language note summary synopsis written writer writers title""".split()
 )
-# Words a sentence may open with before a title ("Try Heat (1995)", "Sure: Arrival (2016)").
+# Words a sentence may open with before a title ("Try Heat (1995)", "Sure: Arrival (2016)"). Pronouns, question
+# words and prepositions are not among them: capitalised before a title they open it ("I Kill Giants", "It Follows",
+# "About Time", "In Bruges", "How to Train Your Dragon").
 _LEAD_WORDS = frozenset(
-    """i you we it how what have did sure yes no ok okay hey hi hello well like love liked loved recommend about is are
-    was if since because for with in and or also maybe perhaps watch try consider see check enjoy""".split()
+    """sure yes yeah yep no ok okay hey hi hello well oh hmm lol haha thanks like liked loved recommend since because
+    and or also maybe perhaps watch try consider see check enjoy love is are was were""".split()
 )
+_JOINED_BEFORE = re.compile(r"(?<=[^\W_]),?[ \t]+(?:or|and)[ \t]+$")
+_WH_WORDS = frozenset("what where when who why how which".split())
+_OBJECT_VERBS = frozenset(
+    """seen saw watched watch watching love loved like liked enjoyed enjoy recommend suggest try about called titled
+    named""".split()
+)
+# Words that open a sentence or a title: part of the title unless a lead word follows them or the rest is a film
+# of the catalog ("I Loved Black Swan (2010)", "In Key Largo (1948)").
+_OPENING_WORDS = frozenset("i you we it how what have did about if for with in there's here's that's".split())
 # After these a capitalised name is put forward as a film ("Have you seen Zombian?").
 _PROPOSAL_CUE = re.compile(
     r"(?=[hdwrsytc])"
@@ -198,8 +240,24 @@ _LIST_NAME_END = re.compile(
 )
 # A line of a card ("Plot keywords: X, Y"), whose names are no list of films.
 _CARD_LABEL = re.compile(r"\b(?:keywords?|genres?|starring|cast|directors?|stars|themes?|characters?)\s*:", re.I)
-# A list introduced as films ("I would recommend the following items:", "Here are some movies:").
+# A list introduced as films ("I would recommend the following items:", "Here are some movies:"), and as something
+# else ("three reasons to watch it:", "The main actors of the movie:"): the noun named first says which.
 _FILM_LIST_INTRO = re.compile(r"\b(?:recommend\w*|suggest\w*|movies?|films?|titles?|items?|watch\w*|picks?)\b", re.I)
+_FILM_LIST_NOUN = re.compile(r"\b(?:movies?|films?|titles?|picks?)\b", re.I)
+_OTHER_LIST_INTRO = re.compile(
+    r"\b(?:reasons?|why|steps?|ways?|tips?|how\s+to|actors?|actress(?:es)?|cast|characters?|features?|aspects?"
+    r"|highlights?|themes?|genres?|directors?|writers?|people|questions?|points|pros|cons|things)\b",
+    re.I,
+)
+_ARTICLES = ("the", "a", "an")
+# Titles that are words a sentence opens with ("You", "Yes", "They"): followed by a lower-case word (not "and",
+# "or") they open a sentence, capitalised in mid-sentence or not (chat text often has no full stops).
+_CLAUSE_OPENERS = frozenset("you they we he she it yes yeah no ok okay sure well hi hello thanks".split())
+_SENTENCE_GOES_ON = re.compile(
+    r"(?:Have|Did|Do|Does|What|How|Why|Where|When|Who|You|I|We|They|He|She|Yes|No|So|But|And|Or|Is|Are|Was)"
+    r"[ \t]+(?:I\b|[a-z])"
+)
+_CLAUSE_GOES_ON = re.compile(r"^[ \t]+(?:I\b|(?!(?:and|or|nor)\b)[a-z])")
 _PRONOUNS = frozenset("i i'd i'm i've i'll you we they he she".split())  # "one movie I'd recommend"
 # After these a capitalised name is a film the writer saw or liked ("I haven't watched Coco").
 _SEEN_CUE = re.compile(r"(?=[swle])\b(?:seen|watched|saw|liked|loved|enjoyed)[ \t]+(?=[A-Z0-9])", re.I)
@@ -279,6 +337,33 @@ def _last_word_tokens(text: str, start: int, end: int, keep: int = 18) -> list[r
     return list(_WORD_TOKEN.finditer(text, start, end))
 
 
+def _capitalised_words(tokens: list[re.Match]) -> int:
+    """How many of `tokens` are capitalised words other than small words ("The", "To")."""
+    return sum(t.group()[:1].isupper() and t.group().lower() not in _SMALL_WORDS for t in tokens)
+
+
+def _one_title_with_or(left: list[re.Match], right: list[re.Match]) -> bool:
+    """Whether "left or right" reads as one title: an everyday word either side ("Truth or Dare", "Ready or
+    Not"), not two names ("Zootopia or Moana", "Ace Ventura or The Mask")."""
+    left = [t for t in left if t.group().lower() not in _LEAD_WORDS]  # "Or Truth or Dare (2013)"
+    if len(left) != 1 or not right or not right[0].group()[:1].isupper():
+        return False
+    word = right[0].group().rstrip("!?.")
+    one_word = len(right) == 1 or not right[1].group()[:1].isupper() or word != right[0].group()
+    return one_word and is_common_word(left[0].group()) and is_common_word(word)
+
+
+def _abbreviation(token: str) -> bool:
+    """Whether a word ending in "." is an abbreviation or initials ("Mr.", "Vol.", "A.I."), not a sentence's end."""
+    return token[:-1].lower() in _ABBREVIATIONS or re.fullmatch(r"(?:[^\W\d_]\.)+", token) is not None
+
+
+def _written_year(text: str) -> int | None:
+    """The year of a "(Year)" that `text` starts with, if it does."""
+    year = _YEAR_PARENS.match(text) or _YEAR_AFTER.match(text)
+    return int(re.search(r"\d{4}", year.group()).group()) if year else None
+
+
 def _with_year(text: str, end: int) -> int:
     """The end of a reference with the "(Year)" right after it, if any."""
     year = _YEAR_PARENS.match(text, end)
@@ -294,7 +379,8 @@ class _Marked:
     end_with_year: int  # the end of the reference with its "(Year)", for readers that skip it
     strong: bool  # formatting, a list item or a year: the span wins over catalog titles inside it
     lone_word: bool  # a single everyday word may be a title here ("the movie It", a list item)
-    cue: str  # formatted, list item, year, film word, proposal, seen, list join
+    cue: str  # formatted, markup, list item, year, film word, proposal, seen, list join
+    any_case: bool = False  # a title in lower case counts here (markup, "the movie "the lighthouse"")
 
 
 @dataclass(frozen=True)
@@ -342,6 +428,7 @@ class TitleRecognizer:
         if people is None:
             people = [v for f in PEOPLE_FIELDS if f in films for values in films[f] for v in values]
         name_words = {w.lower() for name in people for w in re.findall(r"[A-Za-z]+", name) if len(w) > 1}
+        self._surnames = frozenset(name.split()[-1].lower() for name in people if len(name.split()) > 1)
         self.people = frozenset(name.lower() for name in people)  # "written by Antwone Fisher": the person
         self.kind = {title: self._classify(title, name_words) for title in self.titles.values()}
         # titles of two or more words in any case, with or without their leading article ("cabin in the woods")
@@ -361,7 +448,12 @@ class TitleRecognizer:
         languages = [v for values in films["language"] for v in values] if "language" in films else []
         self.not_titles = frozenset(title_key(v) for v in [*people, *languages, *GENRE_NAMES])
         self._title_words: dict[str, tuple[str, ...]] = {}
-        self._span_titles: dict[str, str | None] = {}
+        self._span_titles: dict[str, tuple[str | None, bool]] = {}  # span -> (title, named exactly)
+        self._years: dict[str, int] = {}
+        if "year" in films:
+            for title, year in zip(films["title"].tolist(), films["year"].tolist()):
+                if isinstance(year, (int, float)) and year == year and title not in self._years:
+                    self._years[title] = int(year)
         # first token -> the second tokens of the longer titles (every loose title has two words or more),
         # and the one-token titles, to skip the places where no title starts
         self._title_starts = _second_tokens(key for key in self.titles if len(key) > 1)
@@ -472,11 +564,13 @@ class TitleRecognizer:
             group = match.lastgroup  # each alternative has one group
             inner_start = match.start(group)
             inner = match.group(group)
-            core = _TRAILING_YEAR.sub("", inner).strip()
-            title = self._title_of(core)  # "Waiting..." and "Waiting" are two films
+            core = _SPACED_MARK.sub("", _TRAILING_YEAR.sub("", inner)).strip()
+            rest = inner[inner.find(core) + len(core) :]
+            year = _written_year(rest) or _written_year(text[match.end() : match.end() + 12])
+            title = self._title_of(core, year)  # "Waiting..." and "Waiting" are two films
             if title is None:
                 core = core.rstrip(",.;:").strip()
-                title = self._title_of(core)
+                title = self._title_of(core, year)
             if title is not None:
                 offset = inner.find(core)
                 start = inner_start + max(offset, 0)
@@ -584,6 +678,9 @@ class TitleRecognizer:
             return None
         if _YEAR_AFTER.match(after):
             return "year"
+        first, *rest = text[start:end].split()
+        if not by_user and first.lower().replace("’", "'") in _PRONOUNS and not any(w[:1].isupper() for w in rest):
+            return None  # "I'm here to help": a sentence, not "I'm Here" typed in another case (but "I Robot")
         words = [w for w in re.findall(r"[^\W\d_]+", text[start:end].lower()) if w not in _SMALL_WORDS]
         if any(len(w) > 2 and not is_common_word(w) for w in words):
             return "loose case"  # "shutter island": a word no sentence uses by chance
@@ -598,27 +695,32 @@ class TitleRecognizer:
         text's _FORMATTED matches)."""
         text = analysed.text
         marked = []
-        for match in formatted:
+        for number, match in enumerate(formatted):
             group = match.lastgroup  # each alternative has one group
             inner = match.group(group)
-            core = _TRAILING_YEAR.sub("", inner).strip().rstrip(",.;").strip()
+            core = _SPACED_MARK.sub("", _TRAILING_YEAR.sub("", inner)).strip().rstrip(",.;").strip()
             if not core or core.endswith(":") or text[match.end() : match.end() + 1] == ":":
                 continue  # "**Plot:**", "**Genre**:" are labels
             start = match.start(group) + inner.find(core)
             year = _YEAR_PARENS.match(text, match.end())
-            cued = bool(year) or _FILM_WORD.search(text[max(0, match.start() - 40) : match.start()]) is not None
+            inner_year = _TRAILING_YEAR.search(inner) is not None
+            before = text[max(0, match.start() - 40) : match.start()]
+            markup = group in _MARKUP
+            # a single everyday word counts with a film word or a year, as markup, or in a list of formatted titles
+            joined = (number > 0 and _FORMATTED_JOIN.match(text[formatted[number - 1].end() : match.start()])) or (
+                number + 1 < len(formatted) and _FORMATTED_JOIN.match(text[match.end() : formatted[number + 1].start()])
+            )
+            cued = markup or bool(year) or inner_year or bool(joined) or _FILM_WORD.search(before) is not None
+            any_case = markup or bool(year) or inner_year or _TITLE_NAME_CUE.search(before) is not None
+            end_with_year = year.end() if year else match.end(group) if inner_year else start + len(core)
             marked.append(
-                _Marked(start, start + len(core), year.end() if year else start + len(core), True, cued, "formatted")
+                _Marked(
+                    start, start + len(core), end_with_year, True, cued, "markup" if markup else "formatted", any_case
+                )
             )
-        items = _item_lines(text)
-        if items:
-            intro = text[: items[0].start()].rstrip().rsplit("\n", 1)[-1]
-            film_list = bool(_FILM_LIST_INTRO.search(intro)) or any(
-                _YEAR_PARENS.search(m.group("item"))
-                or self._title_of(_ITEM_SEPARATOR.split(m.group("item"))[0].strip())
-                for m in items
-            )
-        for match in items:
+        items, film_lists = self._list_items(text)
+        list_numbers = {m.start("bare") for m in items if m.group("bare")}  # "1  Black Panther (2018)"
+        for match, film_list in zip(items, film_lists):
             item, offset = match.group("item"), match.start("item")
             if item[:1] in "*_\"“'‘":
                 continue  # a formatted title, read above
@@ -652,11 +754,19 @@ class TitleRecognizer:
                         "list item",
                     )
                 )
+        year_ends = set()  # where titles read before a year end: joined names there are the year rule's to split
         for year in _YEAR_PARENS.finditer(text) if "(" in text or "[" in text else ():
-            start = self._title_before_year(text, year.start())
+            start = self._title_before_year(text, year.start(), list_numbers)
             if start is not None:
                 end = len(text[: year.start()].rstrip())
                 marked.append(_Marked(start, end, year.end(), True, True, "year"))
+                year_ends.add(end)
+                joined = _JOINED_BEFORE.search(text, max(0, start - 8), start)
+                if joined:  # "Zootopia or Moana (2016)": the film before the join is one too, read as a list join
+                    left = self._title_before_year(text, joined.start(), list_numbers)
+                    first = text[left : joined.start()].split()[0].lower() if left is not None else ""
+                    if left is not None and first not in _LEAD_WORDS | _OPENING_WORDS | _INTERJECTIONS:
+                        marked.append(_Marked(left, joined.start(), joined.start(), False, False, "list join"))
         places = [i for i, word in enumerate(analysed.lowered) if word in _ANY_CUE_WORD]
         for cue, lone_word, name in (
             (_NAME_CUE, True, "film word"),
@@ -665,6 +775,10 @@ class TitleRecognizer:
         ):
             for match in _cue_matches(cue, analysed, places):
                 run = self._run(text, match.end())
+                if run is not None and _SENTENCE_GOES_ON.match(text[run[0] : run[0] + 20]):
+                    continue  # "a good movie Have you seen ...": a sentence its writer did not punctuate
+                if run is not None and run[1] in year_ends and re.search(r"\s(?:and|or)\s", text[run[0] : run[1]]):
+                    continue  # "try Hot Tub Time Machine and Super Troopers (2001)": two films, split by the year rule
                 if run is not None and (name == "film word" or _NAME_END.match(text[run[1] :])):
                     marked.append(_Marked(*run, _with_year(text, run[1]), False, lone_word, name))
         return marked
@@ -682,20 +796,27 @@ class TitleRecognizer:
                 continue
             surface = text[span.start : span.end]
             overlapping = [r for r in references if r.start < span.end and span.start < r.end]
-            title = self._title_of(surface)
+            title = self._title_of(surface, _written_year(text[span.end : span.end_with_year]))
             if title is not None:
                 inside = all(span.start <= r.start and r.end <= span.end for r in overlapping)
                 if not any(r.title == title for r in overlapping) and (span.strong and inside or not overlapping):
                     references = [r for r in references if r not in overlapping]
                     references.append(TitleReference(title, span.start, span.end, "", "marked"))
                 continue  # "Twelve" inside "Ocean's Twelve" stays the longer film
-            if not self._looks_like_title(surface, span.lone_word):
+            possessive = span.end_with_year > span.end or span.cue in ("formatted", "markup")
+            if not self._looks_like_title(surface, span.lone_word, span.any_case, possessive):
                 continue
             inside = [r for r in overlapping if span.start <= r.start and r.end <= span.end]
             if len(inside) < len(overlapping) or (inside and not span.strong):
                 continue
-            if inside and inside[-1].end == span.end and _PERSON_JOIN.search(text[span.start : inside[-1].start]):
+            if (
+                inside
+                and inside[-1].end == span.end
+                and _PERSON_JOIN.search(text[span.start : inside[-1].start])
+                and self.kind[inside[-1].title] == "plain"
+            ):
                 continue  # "Tom Hanks in Cast Away (2000)", "Bruce Willis: Looper (2012)": the film is the catalog's
+                # (but "Southside with You (2016)" is no "You")
             references = [r for r in references if r not in inside]
             unknown.append(span)
             joined = _JOIN_AFTER.match(text[span.end_with_year :])
@@ -717,6 +838,43 @@ class TitleRecognizer:
         unknown.sort(key=lambda m: m.start)
         return references, unknown
 
+    def _list_items(self, text: str) -> tuple[list[re.Match], list[bool]]:
+        """The list items of `text` (_ITEM_LINE; a bare number only where the next or the previous number
+        numbers another item too) and, for each, whether its list is one of films. A list is a run of
+        items that no intro line (one ending with ":") interrupts; it is one of films when an item holds a
+        year or a catalog title, or its intro names films first ("Here are some movies with great
+        actors:") and not something else ("Three reasons to watch it:", "The actors of the movie:"), or,
+        with an intro that names neither, when a list of films came before it."""
+        items = _item_lines(text)
+        bare = {int(m.group("bare")) for m in items if m.group("bare")}
+        items = [m for m in items if not m.group("bare") or {int(m.group("bare")) - 1, int(m.group("bare")) + 1} & bare]
+        blocks: list[list[re.Match]] = []
+        for match in items:
+            gap = text[blocks[-1][-1].end() : match.start()] if blocks else ":"
+            if any(line.rstrip().endswith(":") for line in gap.split("\n")):
+                blocks.append([match])
+            else:
+                blocks[-1].append(match)
+        film_lists: list[bool] = []
+        films_before = False
+        for block in blocks:
+            intro = text[: block[0].start()].rstrip().rsplit("\n", 1)[-1]
+            other = _OTHER_LIST_INTRO.search(intro)
+            named = _FILM_LIST_NOUN.search(intro)
+            if any(
+                _YEAR_PARENS.search(m.group("item"))
+                or self._title_of(_ITEM_SEPARATOR.split(m.group("item"))[0].strip())
+                for m in block
+            ):
+                film_list = True
+            elif other is not None:
+                film_list = named is not None and named.start() < other.start()
+            else:
+                film_list = films_before or _FILM_LIST_INTRO.search(intro) is not None
+            films_before = films_before or film_list
+            film_lists += [film_list] * len(block)
+        return items, film_lists
+
     @staticmethod
     def _joins_list(text: str, run: tuple[int, int]) -> bool:
         """Whether a name after "X and", "X," continues a list of films (not a card line, not an aside)."""
@@ -734,10 +892,15 @@ class TitleRecognizer:
                 break
             token = match.group()
             if token[0].isalnum():
-                if token[0].islower() and token.lower() not in _SMALL_WORDS:
-                    break
+                if (token[0].islower() and token.lower() not in _SMALL_WORDS) or (
+                    token == "or"
+                    and not _one_title_with_or(words, list(islice(_WORD_TOKEN.finditer(text, match.end()), 2)))
+                ):
+                    break  # "Have you seen Zootopia or Moana?": the next film is a list join
                 words.append(match)
-                if token[-1] in "!?" or (token.endswith(".") and not re.fullmatch(r"(?:\w\.)+", token)):
+                if token[-1] in "!?" or (
+                    token.endswith(".") and not (_abbreviation(token) or re.fullmatch(r"(?:\w\.)+", token))
+                ):
                     break  # the sentence ends here
             elif token in ":&–-" and words:
                 words.append(match)
@@ -752,46 +915,85 @@ class TitleRecognizer:
             end -= 1
         return words[0].start(), end
 
-    @staticmethod
-    def _title_before_year(text: str, year_start: int) -> int | None:
+    def _title_before_year(self, text: str, year_start: int, list_numbers=frozenset()) -> int | None:
         """Where the title before "(Year)" starts in running text: the capitalised words (and the
-        small words between them) back to the clause, a list number or a possessive ("Nolan's")."""
+        small words between them) back to the clause, a list number or a person's possessive ("Nolan's
+        Inception", not "Ocean's Eight")."""
         line_start = text.rfind("\n", 0, year_start) + 1
         tokens = _last_word_tokens(text, line_start, year_start)
-        start = None
+        start = comma = None
         for i in range(len(tokens) - 1, max(-1, len(tokens) - 16), -1):
             token = tokens[i].group()
             last = i == len(tokens) - 1
+            if tokens[i].start() in list_numbers:
+                break  # the number of a list item ("2 Get Out (2017)")
             if token[0].isalnum():
-                if (token[-1] in "!?" and not last) or (
-                    token.endswith(".") and not re.fullmatch(r"(?:[^\W\d]\.)+", token) and not last
-                ):
+                if (token[-1] in "!?" and not last) or (token.endswith(".") and not _abbreviation(token) and not last):
                     break  # the end of the sentence before, or a list number ("1.")
                 if token[0].islower() and token.lower() not in _SMALL_WORDS:
                     break
                 if (
                     token.endswith(("'s", "’s"))
                     and len(token) > 2
+                    and not last
                     and token.lower().replace("’", "'") not in _CONTRACTIONS
+                    and not (i and tokens[i - 1].group().lower() in ("the", "a", "an"))  # "the Sorcerer's Stone"
                 ):
-                    if not (i and tokens[i - 1].group().lower() in ("the", "a", "an")):
-                        break  # "Nolan's Inception (2010)"; but "the Sorcerer's Stone"
+                    rest = text[tokens[i + 1].start() : tokens[-1].end()]
+                    if token[:-2].lower() in self._surnames or self._title_of(rest) is not None:
+                        break  # "Nolan's Inception (2010)"; but "Ocean's Eight (2018)"
             elif token in ":&–—-":
                 left = tokens[i - 1].group() if i else ""
                 list_number = left.isdigit() and (i < 2 or not tokens[i - 2].group()[:1].isalnum())
                 if token != "&" and not (left[:1].isupper() or (left[:1].isdigit() and not list_number)):
                     break  # "2: Title": a list number; but "300: Rise of an Empire"
+            elif token == "," and comma is None and start is not None and i and tokens[i - 1].group()[:1].isupper():
+                comma = i  # "Me, Myself & Irene (2000)": read on, and see below whether the comma is the title's
             else:
                 break
             start = i
         if start is None:
             return None
+        # a verb right before makes the name its object, whole: "I love Love Story (1970)", "seen Yes Man (2008)",
+        # "about Me, Myself & Irene (2000)" (chat text without full stops has "... great Also Heat (1995)")
+        after_verb = start > 0 and tokens[start - 1].group() in _OBJECT_VERBS
+        if comma is not None and start < comma:
+            left = tokens[start:comma]
+            # "Besides Heat, Arrival (2016)", "Honestly, Arrival (2016)": the title starts after the comma
+            if (
+                not (after_verb and len(left) <= 4)
+                or self._title_of(text[left[0].start() : left[-1].end()]) is not None
+            ):
+                start = comma + 1
+        # two films joined: "Ace Ventura or Dumb and Dumber To (2014)", "Hot Tub Time Machine and Super Troopers
+        # (2001)": the title starts after the last "or", or after an "and" with two capitalised words or more
+        # either side ("Dumb and Dumber", "Fantastic Beasts and Where to Find Them" are one title)
+        for i in range(len(tokens) - 2, start, -1):
+            word, following = tokens[i].group(), tokens[i + 1].group()
+            if (word == "or" and not _one_title_with_or(tokens[start:i], tokens[i + 1 :])) or (
+                word == "and"
+                and following[:1].isupper()
+                and following.lower() not in _OPENING_WORDS | _WH_WORDS
+                and min(_capitalised_words(tokens[start:i]), _capitalised_words(tokens[i + 1 :])) >= 2
+            ):
+                start = i + 1
+                break
+        first_start = start
         while start < len(tokens) - 1:  # a sentence's first words are no part of the title ("Try Heat")
             token = tokens[start].group().rstrip(".!?")
+            following = tokens[start + 1].group().lower()
             if (
                 (token[:1].islower() and token in _SMALL_WORDS)
-                or token.lower() in _LEAD_WORDS
+                or (token.lower() in _LEAD_WORDS and not (after_verb and start == first_start))
                 or not token[:1].isalnum()
+                or (
+                    token.lower().replace("’", "'") in _OPENING_WORDS
+                    and (  # "I Loved Black Swan", "In Key Largo": but "I Kill Giants", "It Follows"
+                        following in _LEAD_WORDS
+                        or following in _OPENING_WORDS
+                        or self._title_of(text[tokens[start + 1].start() : tokens[-1].end()]) is not None
+                    )
+                )
             ):
                 start += 1
             else:
@@ -801,36 +1003,49 @@ class TitleRecognizer:
             return None  # a quoted title, read as formatted
         return tokens[start].start() if first[:1].isalnum() and not first[0].islower() else None
 
-    def _looks_like_title(self, surface: str, lone_word: bool) -> bool:
+    def _looks_like_title(
+        self, surface: str, lone_word: bool, any_case: bool = False, possessive: bool = False
+    ) -> bool:
         """Whether a marked span reads as a film's title: title case, a few words, not a person, a
-        language, a genre or a card label; a single everyday word only where `lone_word` allows."""
-        words = [w.rstrip("!?.,") for w in re.findall(r"[^\W_][\w'’.&-]*[!?]?", surface)]
+        language, a genre or a card label; a single everyday word only where `lone_word` allows; in
+        any case (a few words, not a sentence) where `any_case` allows; ending in a possessive only
+        where `possessive` allows ("Porky's (1981)", but not "the movie Spielberg's")."""
+        words = [w.rstrip("!?.,") for w in _WORD_TOKEN.findall(surface) if w[0].isalnum()]
         if not words or len(words) > 12 or surface.rstrip().endswith(":"):
             return False
-        if any(w[:1].islower() and w.lower() not in _SMALL_WORDS for w in words) or words[0][:1].islower():
+        lower_case = any(w[:1].islower() and w.lower() not in _SMALL_WORDS for w in words) or words[0][:1].islower()
+        if lower_case and not (any_case and len(words) <= 8 and not surface.rstrip().endswith(".")):
             return False
         if words[0].lower() in _FIELD_LABEL or title_key(surface) in self.not_titles:
             return False
-        if words[-1].endswith(("'s", "’s")) or words == ["I"]:
+        if (words[-1].endswith(("'s", "’s")) and not possessive) or words == ["I"]:
             return False
-        if any(a.lower() == b.lower() for a, b in zip(words, words[1:])):
-            return False  # "The The Secret": a stutter, not a title
+        if any(a.lower() == b.lower() and a.lower() in _ARTICLES for a, b in zip(words, words[1:])):
+            return False  # "The The Secret": a stutter, not a title (but "La La Land", "The Bye Bye Man")
         return len(words) > 1 or lone_word or not (is_common_word(words[0]) or len(words[0]) < 3)
 
-    def _title_of(self, span: str) -> str | None:
+    def _title_of(self, span: str, year: int | None = None) -> str | None:
         """The catalog film a marked span names, if one (remembered: a reply's quoted titles and list
-        items are read up to three times, and the same films come up in text after text)."""
-        if span in self._span_titles:
-            return self._span_titles[span]
-        key = tuple(token_strings(span))
-        if key in self.titles:
-            title = self.titles[key]
-        elif span == span.lower() and len(key) == 1:
-            title = None  # 'river' in quotes is a word being quoted, not "The River"
-        else:
-            matches = self.folded.get(_fold(span), [])
-            title = matches[0] if len(set(matches)) == 1 else None
-        self._span_titles[span] = title
+        items are read up to three times, and the same films come up in text after text). A span that
+        names it only in another spelling (without its article, other punctuation) and is written with
+        a year more than four years from the film's is another film ("Darkest Hour (2017)" is not *The
+        Darkest Hour* of 2010; the catalog's own years may be a few years off)."""
+        known = self._span_titles.get(span)
+        if known is None:
+            key = tuple(token_strings(span))
+            if key in self.titles:
+                known = (self.titles[key], True)
+            elif span == span.lower() and len(key) == 1:
+                known = (None, False)  # 'river' in quotes is a word being quoted, not "The River"
+            else:
+                matches = self.folded.get(_fold(span), [])
+                known = (matches[0] if len(set(matches)) == 1 else None, False)
+            self._span_titles[span] = known
+        title, exact = known
+        if title is not None and not exact and year is not None:
+            film_year = self._years.get(title)
+            if film_year is not None and abs(film_year - year) > 4:
+                return None
         return title
 
     def _cue(self, text: str, title: str, start: int, end: int, candidates: set[str]) -> str | None:
@@ -851,9 +1066,16 @@ class TitleRecognizer:
             return "verbatim"
         if title.lower() in _INTERJECTIONS and re.match(r"^\s*[,!]", after):
             return None  # "Yes, ...": an answer
+        if _CONTRACTION_AFTER.match(after):
+            return None  # "You'd love ...", "You're welcome": the word, not the film
         line = before[before.rfind("\n") + 1 :]
-        if len(line) <= 12 and _LIST_MARKER.fullmatch(line) and _HEADING_END.match(after):
-            return "heading"
+        if (
+            len(line) <= 12
+            and _LIST_MARKER.fullmatch(line)
+            and _HEADING_END.match(after)
+            and (line.strip(" \t\"'“‘*_") or _HEADING_SEPARATOR.match(after))
+        ):
+            return "heading"  # "1. War - ...", "War (2007)", "War: ..."; but a reply that is only "You" or "Yes, ..."
         if _FILM_WORD.search(before[-40:]) and kind != "name":
             return "film word"
         if kind == "number":
@@ -865,6 +1087,8 @@ class TitleRecognizer:
         if kind == "common":
             if _PLACE_PREPOSITION.search(before[-8:]) and title not in candidates:
                 return None  # "in London", "from Chicago": a place
+            if title.lower() in _CLAUSE_OPENERS and _CLAUSE_GOES_ON.match(after):
+                return None  # "... a classic You might like it": a sentence its writer did not punctuate
             if capitalised_mid:
                 return "capitalised"
             if title in candidates and text[start].isupper():

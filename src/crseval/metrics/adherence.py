@@ -117,6 +117,24 @@ def backends(scoring: dict) -> dict[str, dict]:
 
 
 F1 = column_named(SESSION_COLUMNS, "adherence_f1")
+SEGMENT_F1 = column_named(SESSION_COLUMNS, "adherence_segment_f1")
+# The session's F1 pools the session's foci (every focus of the session against every topic of every reply): a
+# system that names a focus k turns late names a value of the session's foci all the same, so it cannot see a lag
+# when the user's shifts stay within one field (crseval.checks.validity). Per segment, each segment's replies
+# are held against that segment's focus: a lag shows there, and adaptation is judged there too.
+EXPECTATIONS = (
+    Expectation(F1, ADAPTATION, "replies name the current focus values, as for TAS", pools_foci=True),
+    Expectation(F1, ECHO, ECHO_REASON, "echo", pools_foci=True),
+    prompt_echo(F1, pools_foci=True),
+    Expectation(
+        SEGMENT_F1,
+        ADAPTATION,
+        "each segment's replies are held against that segment's focus: the oracle names it from the shift on, "
+        "lag-k k turns late, the stubborn system in the first segment only, random never",
+    ),
+    Expectation(SEGMENT_F1, ECHO, ECHO_REASON, "echo"),
+    prompt_echo(SEGMENT_F1),
+)
 
 KIND = FamilyKind(
     name="adherence",
@@ -127,11 +145,7 @@ KIND = FamilyKind(
     embedding_users=no_settings,
     reads_lda=never,
     checks=no_problems,
-    expectations=(
-        Expectation(F1, ADAPTATION, "replies name the current focus values, as for TAS"),
-        Expectation(F1, ECHO, ECHO_REASON, "echo"),
-        prompt_echo(F1),
-    ),
+    expectations=EXPECTATIONS,
     headline=("adherence_f1",),
     figures=no_figures,
     scatter_columns=no_settings,

@@ -8,8 +8,9 @@ system opening each reply with its own prompt's first line). An expected order l
 for roles expected to tie, and `LAGS` for every lagging system present, ordered by k (lag1 before
 lag2 before lag3 ...), so that one order holds whichever lags an experiment runs. Whoever declares
 a column declares what its calibration should show (a metric family's `FamilyKind.expectations`,
-the judge's crseval.judge.judge_columns.EXPECTATIONS), each with its reason; crseval.checks.validity
-tests them.
+the judge's crseval.judge.judge_columns.EXPECTATIONS), each with its reason and whether the column pools
+a session's foci without their time (`pools_foci`: then it cannot see a lag under a user whose shifts stay
+within one field); crseval.checks.validity tests them.
 """
 
 from __future__ import annotations
@@ -105,6 +106,13 @@ class Expectation:
     # (a system, its twin): the first must not score above the second (the prompt echo over the stubborn
     # system); the row is not measured without the first
     twin: tuple[str, str] | None = None
+    # Whether the column pools a session's foci (or its replies) without their time: one value from the
+    # session's foci or replies taken together (session-level topic adherence, the replies' clusters), where a
+    # time-aware column compares each turn or each segment after a shift with what the user wants then (TAS per
+    # turn or segment, recovery). A lagging system still names values of the session's foci, so a pooled column
+    # cannot see a lag when the user's shifts stay within one field; crseval.checks.validity marks such a
+    # failing row instead of failing it. Declared by whoever declares the column, on each of its expectations.
+    pools_foci: bool = False
 
     def __post_init__(self):
         if self.check not in CHECKS:
@@ -136,10 +144,19 @@ class Expectation:
         }
 
 
-def prompt_echo(column: Column) -> Expectation:
+def prompt_echo(column: Column, pools_foci: bool = False) -> Expectation:
     """The `prompt_echo` check of a column: the prompt echo below the systems that follow the user, and not
     above its twin."""
-    return Expectation(column, PROMPT_ECHO, PROMPT_ECHO_REASON, "prompt_echo", twin=PROMPT_ECHO_TWIN)
+    return Expectation(
+        column, PROMPT_ECHO, PROMPT_ECHO_REASON, "prompt_echo", twin=PROMPT_ECHO_TWIN, pools_foci=pools_foci
+    )
+
+
+def separates_lags(expectation: Expectation, roles: Iterable[str]) -> bool:
+    """Whether the expectation's order ranks the lagging systems among `roles` apart from every other system
+    (`LAGS` a group of its own: the adaptation, echo and prompt-echo orders), so that a column must see a lag
+    to pass it; False when `roles` holds no lagging system."""
+    return bool(lag_roles(roles)) and LAGS in expectation.order
 
 
 def column_named(columns: tuple[Column, ...], name: str) -> Column:

@@ -14,13 +14,21 @@ from collections.abc import Iterable
 from typing import Any
 
 from crseval.core.registry import look_up
-from crseval.metrics import adherence, goals, grounded, legacy_cas, response_stats, tool_use
+from crseval.metrics import adherence, conduct, goals, grounded, legacy_cas, response_stats, tool_use
 from crseval.metrics.expectations import Expectation
 from crseval.metrics.family import FamilyKind
 
 FAMILY_KINDS: dict[str, FamilyKind] = {
     kind.name: kind
-    for kind in (grounded.KIND, legacy_cas.KIND, adherence.KIND, goals.KIND, response_stats.KIND, tool_use.KIND)
+    for kind in (
+        grounded.KIND,
+        legacy_cas.KIND,
+        adherence.KIND,
+        goals.KIND,
+        response_stats.KIND,
+        conduct.KIND,
+        tool_use.KIND,
+    )
 }
 
 

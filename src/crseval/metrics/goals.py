@@ -237,6 +237,7 @@ KIND = FamilyKind(
     embedding_users=no_settings,
     reads_lda=never,
     checks=no_problems,
+    # stale_rate is time-aware (`pools_foci` False): each recommended film against the wishes of its own turn.
     # No adaptation order for success: a lagging system succeeds only if the session has more turns after
     # its last shift than the lag, so its place depends on the schedule, not on its construction alone.
     expectations=(

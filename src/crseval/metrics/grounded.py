@@ -585,6 +585,9 @@ def _expect(name: str, order: tuple[str, ...], reason: str, check: str = "adapta
     return Expectation(column_named(SESSION_COLUMNS, name), order, reason, check)
 
 
+# Every column checked here is time-aware (`pools_foci` False): TAS, CC, CR, TAS on recommended films, missing
+# concepts, tracking F1 and satisfaction hold each turn against that turn's user text or gold constraints, segment
+# TAS each segment against its own turns, recovery each shift against the turns after it.
 EXPECTATIONS = (
     _expect(
         "tas",

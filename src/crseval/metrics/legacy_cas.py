@@ -298,8 +298,15 @@ def scatter_columns(scoring: dict) -> list[str]:
     return ["context_adaptation_score"]
 
 
+# Context retention is the mean similarity of consecutive replies: it never reads the user's turns, so it counts
+# how often and how far the replies change, not when; a system k turns late changes as often and as far, and
+# under a user whose shifts stay within one field it cannot be told from the oracle (crseval.checks.validity).
+# CAS, cross-coherence and the recovery rate hold each reply against its own user turn or a detected shift.
+POOLED = ("context_retention",)
+
+
 def _expect(name: str, order: tuple[str, ...], reason: str, check: str = "adaptation") -> Expectation:
-    return Expectation(column_named(SESSION_COLUMNS, name), order, reason, check)
+    return Expectation(column_named(SESSION_COLUMNS, name), order, reason, check, pools_foci=name in POOLED)
 
 
 EXPECTATIONS = (

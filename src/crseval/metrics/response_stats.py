@@ -516,6 +516,8 @@ KIND = FamilyKind(
             "replies that follow the shifts group by segment (clear clusters); replies k turns late blur the "
             "segments' edges; a stubborn system's replies stay on one topic and random ones on none",
             higher_first=True,
+            # the session's replies clustered as one unordered set: k turns late, they fall into the same clusters
+            pools_foci=True,
         ),
     ),
     headline=(

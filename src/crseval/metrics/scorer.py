@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from crseval.catalog.index import CatalogIndex
-from crseval.core.columns import Column
+from crseval.core.columns import VERDICT_PREFIX, Column
 from crseval.core.fields import CONCEPT_FIELDS
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.tokens import TextAnalyses
@@ -77,12 +77,18 @@ SATISFIED = {"satisfied": 1.0, "frustrated": 0.0}
 
 def with_labels(sessions: pd.DataFrame, records: list[dict]) -> pd.DataFrame:
     """The sessions table of `records` (one row each, in order) with the human labels the records carry,
-    after the identifiers: `satisfied` is 1.0, 0.0, or NaN for a simulated or unlabelled session. Apart
-    from Scorer.score, whose tables hold only what is computed from the dialogues."""
+    after the identifiers: `satisfied` is 1.0, 0.0, or NaN for a simulated or unlabelled session; then one
+    column `verdict_<name>` per verdict the records carry (`labels.verdicts`, in the order first met; NaN
+    where a record has none). Apart from Scorer.score, whose tables hold only what is computed from the
+    dialogues."""
     satisfied = [SATISFIED.get((record.get("labels") or {}).get("satisfaction"), math.nan) for record in records]
     labelled = sessions.copy()
     after_ids = list(labelled.columns).index("seed") + 1
     labelled.insert(after_ids, "satisfied", pd.Series(satisfied, labelled.index, "float64"))
+    verdicts = [(record.get("labels") or {}).get("verdicts") or {} for record in records]
+    for offset, name in enumerate(dict.fromkeys(name for given in verdicts for name in given), start=1):
+        values = [math.nan if given.get(name) is None else float(given[name]) for given in verdicts]
+        labelled.insert(after_ids + offset, VERDICT_PREFIX + name, pd.Series(values, labelled.index, "float64"))
     return labelled
 
 

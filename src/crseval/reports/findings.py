@@ -56,8 +56,8 @@ VIEWER = "../viewer/index.html"
 TOOL_COLUMNS = ("tool_calls", "tool_errors", "tool_ignored", "tool_bound_turns")
 ERROR_KINDS = "tool_error_kinds"  # turns table: the turn's distinct error kinds (a JSON list of strings)
 KINDS_SHOWN = 3
-SCORECARD_CHECKS = ("adaptation", "echo", "users", "beats_length")  # the scorecard's verdict columns
 KIND_LENGTH = 60
+PART_CSS = {"pass": "pass", "holds": "pass", "shown": "pass", "fail": "fail", "changes": "fail"}  # scorecard parts
 STYLE = """
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;
 color:#1d1f23;line-height:1.45}
@@ -219,34 +219,43 @@ def _true(value) -> bool:
 
 
 def evidence(validity: pd.DataFrame | None, scorecard: pd.DataFrame | None) -> pd.DataFrame:
-    """Per metric: checks_run, checks_passed and the verdicts behind them, ordered by checks run, then
-    passed (how much was checked before what passed). From the scorecard where there is one (calibration and
-    real users), else from the validity table (calibration checks only, every user profile's rows)."""
+    """Per metric: the evidence behind it. From the scorecard where there is one (crseval.checks.scorecard:
+    calibration, stability and people, whether it leads and why not; metrics that lead first), else from the
+    validity table (calibration checks only, every user profile's rows: checks run, passed, verdicts)."""
+    if scorecard is not None and len(scorecard) and "leads" in scorecard:
+        table = scorecard.assign(leads=scorecard["leads"].map(_true))
+        return table.sort_values(["leads", "metric"], ascending=[False, True], kind="stable").reset_index(drop=True)
     columns = ["metric", "checks_run", "checks_passed", "verdicts"]
-    if scorecard is not None and len(scorecard):
-        rows = [
-            [
-                r["metric"],
-                _whole(r["checks_run"]),
-                _whole(r["checks_passed"]),
-                ", ".join(f"{key.replace('_', ' ')} {_text(r.get(key))}" for key in SCORECARD_CHECKS),
-            ]
-            for r in scorecard.to_dict("records")
-        ]
-    elif validity is not None and len(validity):
-        rows = []
-        for metric, own in validity.groupby("metric", sort=False):
-            verdicts = own["verdict"].map(_text)
-            measured = own[(verdicts != "–") & ~verdicts.str.startswith("not measured")]  # no verdict: not run
-            named = [
-                f"{_text(r['check'])}{' (' + _text(r['profile']) + ')' if 'profile' in own else ''} {r['verdict']}"
-                for r in measured.to_dict("records")
-            ]
-            rows.append([metric, len(measured), int((measured["verdict"] == "pass").sum()), ", ".join(named)])
-    else:
+    if validity is None or not len(validity):
         return pd.DataFrame(columns=columns)
+    rows = []
+    for metric, own in validity.groupby("metric", sort=False):
+        verdicts = own["verdict"].map(_text)
+        measured = own[verdicts.isin(["pass", "fail"])]  # no verdict, not measured, cannot see: not run
+        named = [
+            f"{_text(r['check'])}{' (' + _text(r['profile']) + ')' if 'profile' in own else ''} {r['verdict']}"
+            for r in measured.to_dict("records")
+        ]
+        rows.append([metric, len(measured), int((measured["verdict"] == "pass").sum()), ", ".join(named)])
     table = pd.DataFrame(rows, columns=columns)
     return table.sort_values(["checks_run", "checks_passed", "metric"], ascending=[False, False, True], kind="stable")
+
+
+def supported(headline: list[str], scorecard: pd.DataFrame | None) -> tuple[list[str], dict[str, str]]:
+    """The headline metrics the scorecard lets lead (in headline order), and for each other one why not."""
+    if scorecard is None or not len(scorecard) or "leads" not in scorecard:
+        return [], {m: "no scorecard was written for this run" for m in headline}
+    by_metric = {r["metric"]: r for r in scorecard.to_dict("records")}
+    leading, others = [], {}
+    for metric in headline:
+        row = by_metric.get(metric)
+        if row is None:
+            others[metric] = "not judged by the scorecard"
+        elif _true(row["leads"]):
+            leading.append(metric)
+        else:
+            others[metric] = _text(row.get("reason")) if _text(row.get("reason")) != "–" else "no evidence"
+    return leading, others
 
 
 def _whole(value) -> int | float:
@@ -392,6 +401,40 @@ def _headline_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame, s
     return f"<li><b>{esc(_label(metric))}</b>: {leaders} leads with {interval}; {said}.</li>"
 
 
+def _described_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame, why: str, shared: bool) -> str:
+    """A metric that does not lead: what its values show, in words that rank no system as better when its
+    direction is undeclared, and why it does not lead."""
+    label = esc(_label(metric))
+    reason = f" <small>Not shown to agree with people: {esc(why)}.</small>"
+    if not len(ranked) or ranked["rank"].isna().all():
+        return f"<li>{label}: no values.{reason}</li>"
+    finite = ranked[ranked["rank"].notna()]
+    if column_registry.direction(metric) is None:
+        high, low = finite.loc[finite["mean"].idxmax()], finite.loc[finite["mean"].idxmin()]
+        said = (
+            f"highest {_name(high['system'])} {num(high['mean'])}, lowest {_name(low['system'])} {num(low['mean'])} "
+            "(direction undeclared: neither end is better)"
+        )
+        return f"<li><b>{label}</b>: {said}.{reason}</li>"
+    sentence = _headline_sentence(metric, ranked, pairs, shared=shared)
+    sentence = sentence.replace(" leads with ", " is first in its declared direction with ")
+    return sentence.removesuffix("</li>") + f"{reason}</li>"
+
+
+def _holds_under(metric: str, scorecard: pd.DataFrame | None, profiles: list[str] | None) -> str:
+    """Under which simulated users a conclusion holds: the scorecard's stability part, or the one profile run."""
+    row = None
+    if scorecard is not None and len(scorecard) and "stability_detail" in scorecard:
+        found = scorecard[scorecard["metric"] == metric]
+        row = found.iloc[0] if len(found) else None
+    if row is not None and _text(row.get("stability")) in ("holds", "changes"):
+        return f" <small>Users: {esc(_text(row['stability_detail']))}.</small>"
+    if profiles:
+        users = ", ".join(map(_name, profiles))
+        return f" <small>Users: measured under {users} only.</small>"
+    return ""
+
+
 def _fewest_values(ranked: pd.DataFrame) -> str:
     """Where the metric has no value in some sessions (a ground-truth metric after no shift, say): the system
     with the smallest share of sessions with a value, as "; <system> has one in K of its N sessions", so that
@@ -420,11 +463,15 @@ def findings_page(
     links: dict[str, str] | None = None,
     viewer: str = VIEWER,
     turns: pd.DataFrame | None = None,
+    lead: list[str] | tuple[str, ...] = ("people",),
+    profiles: list[str] | None = None,
 ) -> str:
     """The findings page as one HTML document (see the module docstring). `links`: label -> href of the
     tables and summaries to link to (those the run wrote); `viewer`: href of the session viewer's page. Both
     relative to where the page is opened. `turns`: the turns table's `system` and `tool_error_kinds` columns,
-    for the kinds of the tool calls' errors (None: the kinds are left out)."""
+    for the kinds of the tool calls' errors (None: the kinds are left out). `lead`: the evidence a metric needs to
+    lead (human_agreement.lead), as the scorecard judged it; `profiles`: the simulated users the run met (None for
+    imported dialogues), named where no stability evidence says more."""
     systems = _systems(model_metrics)
     size = "no sessions"
     if "sessions" in model_metrics and len(model_metrics):
@@ -450,12 +497,37 @@ def findings_page(
         + '">Sessions (viewer)</a>'
         + "".join(f'<a href="{_href(path)}">{esc(label)}</a>' for label, path in (links or {}).items())
         + "</nav>",
-        "<h2>What this run concludes</h2>",
-        "<ul class='lead'>",
-        *(_headline_sentence(m, rankings[m], pairs[m], shared=shared is not None) for m in headline),
-        *([shared] if shared else []),
-        "</ul>",
     ]
+    leading, others = supported(headline, scorecard)
+    parts += ["<h2>What this run concludes</h2>"]
+    evidence_named = ", ".join(lead) if lead else "none"
+    if leading:
+        parts += [
+            f"<p><small>The metrics the scorecard shows to hold up (evidence asked: {esc(evidence_named)}; "
+            "stats/scorecard.md).</small></p>",
+            "<ul class='lead'>",
+            *(
+                _headline_sentence(m, rankings[m], pairs[m], shared=shared is not None).removesuffix("</li>")
+                + _holds_under(m, scorecard, profiles)
+                + "</li>"
+                for m in leading
+            ),
+            *([shared] if shared else []),
+            "</ul>",
+        ]
+    else:
+        parts.append(
+            f"<p class='lead'>No headline metric has the evidence to lead (evidence asked: {esc(evidence_named)}; "
+            "stats/scorecard.md): every one is listed below with its reason.</p>"
+        )
+    if others:
+        parts += [
+            "<h2>Not shown to agree with people</h2>",
+            "<ul>",
+            *(_described_sentence(m, rankings[m], pairs[m], others[m], shared is not None) for m in others),
+            *([shared] if shared and not leading else []),
+            "</ul>",
+        ]
     parts += _scorecard_table(headline, rankings)
     parts += _pairs_section(headline, pairs, power)
     parts += _tool_calls_section(tool_calls_table(sessions, turns), viewer)
@@ -570,13 +642,35 @@ def _tool_calls_section(table: pd.DataFrame, viewer: str) -> list[str]:
 
 
 def _evidence_section(table: pd.DataFrame) -> list[str]:
-    lines = ["<h2>How much each metric was checked</h2>"]
+    lines = ["<h2>The evidence behind each metric</h2>"]
     if not len(table):
         return [
             *lines,
-            "<p>No validity evidence in this run: no calibration systems and no real users' verdicts. "
-            "config/calibration.yaml checks the metrics against systems of known behaviour.</p>",
+            "<p>No validity evidence in this run: no calibration systems and no people's verdicts. "
+            "config/calibration.yaml checks the metrics against systems of known behaviour, and "
+            "`human_agreement.corpora` against people.</p>",
         ]
+    if "leads" in table:
+        lines += [
+            "<p><small>From stats/scorecard.md: calibration (orders the calibration systems as built under every "
+            "user profile that can show it), stability (its conclusions hold across user profiles), people (agrees "
+            "with people's verdicts and is ahead of reply length over the corpora). Metrics that may lead first."
+            "</small></p>",
+            "<table><tr><th>metric</th><th>calibration</th><th>stability</th><th>people</th><th>leads</th>"
+            "<th>why not</th></tr>",
+        ]
+        for r in table.to_dict("records"):
+            cells = "".join(
+                f"<td class='{PART_CSS.get(_text(r.get(k)), '')}'"
+                f" title='{esc(_text(r.get(k + '_detail')))}'>{esc(_text(r.get(k)))}</td>"
+                for k in ("calibration", "stability", "people")
+            )
+            leads = "yes" if r["leads"] else "no"
+            lines.append(
+                f"<tr><td>{esc(_label(r['metric']))}</td>{cells}<td class='{'pass' if r['leads'] else ''}'>{leads}"
+                f"</td><td>{esc(_text(r.get('reason')) if not r['leads'] else '')}</td></tr>"
+            )
+        return [*lines, "</table>"]
     lines += [
         "<p><small>Checks run first, then checks passed: a metric that passed the one check it could run has "
         "less behind it than one that passed three of four.</small></p>",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 
-from crseval.core.columns import LABEL_COLUMNS, SESSION_ID_COLUMNS, TURN_ID_COLUMNS, Column
+from crseval.core.columns import LABEL_COLUMNS, SESSION_ID_COLUMNS, TURN_ID_COLUMNS, Column, verdict_column
 from crseval.judge import judge_columns
 from crseval.metrics import families, scorer
 
@@ -56,9 +56,15 @@ class Declared(Mapping):
         return len(self._by_name)
 
 
-SESSION_COLUMNS = Declared(_by_name(*(session for _, session, _ in WRITERS)), judge_columns.declared)
+SESSION_COLUMNS = Declared(
+    _by_name(*(session for _, session, _ in WRITERS)),
+    lambda name: judge_columns.declared(name) or verdict_column(name),
+)
 # Columns declared by pattern, for the docs: (writer, columns with a placeholder name).
-PATTERN_WRITERS = (("judge panel", judge_columns.panel_columns("<name>")),)
+PATTERN_WRITERS = (
+    ("identifiers", (verdict_column("verdict_<verdict>"),)),  # people's verdicts: carried by the score rule
+    ("judge panel", judge_columns.panel_columns("<name>")),
+)
 TURN_COLUMNS = _by_name(*(turn for _, _, turn in WRITERS))
 JUDGE_SCORES = judge_columns.SCORE_COLUMNS
 # model_metrics.csv name -> column, for the columns the thesis table names differently
@@ -126,7 +132,12 @@ def markdown_reference() -> str:
                 truth, thesis = "needed" if c.ground_truth else "", c.thesis_name or ""
                 lines.append(f"| {writer} | `{c.name}` | {c.label} | {c.unit} | {direction(c)} | {truth} | {thesis} |")
         if position == 1:
-            lines += ["", "`<name>`: the name of a panel judge (`judge.panel` of the config), one set of columns each."]
+            lines += [
+                "",
+                "`<verdict>`: a verdict people gave on the dialogues of an imported corpus, one column per verdict "
+                "its format declares (docs/importing.md); `<name>`: the name of a panel judge (`judge.panel` of "
+                "the config), one set of columns each.",
+            ]
         lines.append("")
     return "\n".join(lines)
 
