@@ -80,6 +80,7 @@ PAPER_JOBS = {
     "aggregate": 1,
     "stats": 1,
     "plots": 1,
+    "scorecard": 1,
     "viewer": 1,
     "findings": 1,
     "provenance": 1,

@@ -200,6 +200,9 @@ def test_the_first_release_config_validates_and_takes_todays_defaults():
         ("simulator", "voice", "learn_part"),
         ("sessions", "max_sessions"),  # bounds on the plan, far above the first release's
         ("sessions", "max_jobs"),
+        ("human_agreement", "corpora"),  # none: no agreement with people unless corpora are named
+        ("human_agreement", "resamples"),
+        ("human_agreement", "lead"),  # what the scorecard asks of a metric before the findings page leads with it
     }
     for path, value in added.items():
         assert value == schema_default(path), path
@@ -223,6 +226,7 @@ def test_the_first_release_config_runs(workflow_copy):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "scorecard": 1,
         "viewer": 1,
         "findings": 1,
         "provenance": 1,

@@ -107,6 +107,7 @@ def test_a_deleted_table_comes_back_with_its_record(run):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "scorecard": 1,
         "viewer": 1,
         "findings": 1,
         "provenance": 1,
@@ -130,6 +131,7 @@ def test_a_partial_run_is_named_until_the_record_is_written_again(run):
     assert "config stats.alpha: recorded 0.05, config 0.01" in result.stdout
     # the findings page reads the new tests (and says the alpha); the record follows it
     assert planned_jobs(run_snakemake(workdir, "-n", "--configfile", configfile)) == {
+        "scorecard": 1,
         "findings": 1,
         "provenance": 1,
         "all": 1,

@@ -78,6 +78,7 @@ def test_lda_setting_reruns_train_lda_only(finished_run):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "scorecard": 1,
         "viewer": 1,
         "findings": 1,
         "provenance": 1,
@@ -98,6 +99,7 @@ def test_catalog_setting_reruns_index_and_downstream(finished_run):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "scorecard": 1,
         "viewer": 1,
         "findings": 1,
         "provenance": 1,
@@ -115,6 +117,7 @@ def test_simulator_setting_reruns_simulation_only(finished_run):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "scorecard": 1,
         "viewer": 1,
         "findings": 1,
         "provenance": 1,
@@ -133,6 +136,7 @@ def test_system_setting_reruns_that_systems_shards_only(finished_run):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "scorecard": 1,
         "viewer": 1,
         "findings": 1,
         "provenance": 1,
@@ -152,6 +156,7 @@ def test_more_sessions_add_only_new_shards(finished_run):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "scorecard": 1,
         "viewer": 1,
         "findings": 1,
         "provenance": 1,
@@ -177,6 +182,7 @@ def test_scoring_setting_reruns_scoring_only(finished_run, mutate):
         "aggregate": 1,
         "stats": 1,
         "plots": 1,
+        "scorecard": 1,
         "viewer": 1,
         "findings": 1,
         "provenance": 1,
@@ -261,6 +267,7 @@ def test_stats_setting_reruns_stats_only(finished_run):
     workdir, config = finished_run
     assert dry_run(workdir, changed(config, lambda c: c["stats"].update(alpha=0.01))) == {
         "stats": 1,
+        "scorecard": 1,  # its verdicts on people's agreement test at that alpha
         "findings": 1,  # the page reads the tests' verdicts and says the alpha
         "provenance": 1,
         "all": 1,

@@ -117,7 +117,7 @@ if IMPORTING:
     CORPUS = plan_corpus(_glob.glob(config["sessions"]["import_paths"]), IMPORT_FORMAT, CORPUS_MANIFEST)
     SESSION_COUNTS = {system: len(sessions) for system, sessions in CORPUS["sessions"].items()}
     planning.check_plan(config, SESSION_COUNTS)  # sessions.max_sessions and max_jobs, before the shards are cut
-    # The users' verdicts the human_agreement rule reads: the format's primary verdict, when it is binary (an
+    # The users' verdicts read by human_agreement, the format's primary verdict when it is binary (an
     # ordinal verdict is judged by human_agreement.corpora's agreement with people, which reads both scales).
     _VERDICTS = import_formats.reader(IMPORT_FORMAT).verdicts
     HUMAN_LABELS = CORPUS["labelled"] and bool(_VERDICTS) and _VERDICTS[0].scale == "binary"

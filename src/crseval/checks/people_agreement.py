@@ -36,6 +36,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import norm
 
+from crseval.checks.human_agreement import session_metrics
+from crseval.corpora.formats import reader
 from crseval.statistics.plan import adjusted_p_values
 
 NAN = math.nan
@@ -458,9 +460,6 @@ def corpora_of(entries: list[dict], tables: dict[str, tuple[pd.DataFrame, pd.Dat
     its primary verdict, pooled; the others beside it), from `entries` (human_agreement.corpora) and their
     tables (name -> (sessions, votes)); and the metrics with a value in any of them (column -> (label,
     declared direction))."""
-    from crseval.checks.human_agreement import session_metrics
-    from crseval.corpora.formats import reader
-
     judged, metrics = [], {}
     for entry in entries:
         sessions, votes = tables[entry["name"]]

@@ -257,6 +257,11 @@ _SENTENCE_GOES_ON = re.compile(
     r"(?:Have|Did|Do|Does|What|How|Why|Where|When|Who|You|I|We|They|He|She|Yes|No|So|But|And|Or|Is|Are|Was)"
     r"[ \t]+(?:I\b|[a-z])"
 )
+# Words after which a capitalised pronoun is no new sentence but a name: "does They tell", "about You".
+_TAKES_A_NAME_BEFORE = re.compile(
+    r"\b(?:does|did|do|is|was|are|were|has|have|had|will|would|can|could|should|of|about|like|than|as|for|from|to|on"
+    r"|in|seen|saw|watched|watch|watching|loved|liked|enjoyed|recommend|suggest|try|called|titled|named)[ \t]+$"
+)
 _CLAUSE_GOES_ON = re.compile(r"^[ \t]+(?:I\b|(?!(?:and|or|nor)\b)[a-z])")
 _PRONOUNS = frozenset("i i'd i'm i've i'll you we they he she".split())  # "one movie I'd recommend"
 # After these a capitalised name is a film the writer saw or liked ("I haven't watched Coco").
@@ -695,24 +700,39 @@ class TitleRecognizer:
         text's _FORMATTED matches)."""
         text = analysed.text
         marked = []
-        for number, match in enumerate(formatted):
+        spans = []  # (match, core, start, year after it, year inside it, markup, cued by itself)
+        for match in formatted:
             group = match.lastgroup  # each alternative has one group
             inner = match.group(group)
             core = _SPACED_MARK.sub("", _TRAILING_YEAR.sub("", inner)).strip().rstrip(",.;").strip()
             if not core or core.endswith(":") or text[match.end() : match.end() + 1] == ":":
                 continue  # "**Plot:**", "**Genre**:" are labels
-            start = match.start(group) + inner.find(core)
             year = _YEAR_PARENS.match(text, match.end())
             inner_year = _TRAILING_YEAR.search(inner) is not None
-            before = text[max(0, match.start() - 40) : match.start()]
             markup = group in _MARKUP
-            # a single everyday word counts with a film word or a year, as markup, or in a list of formatted titles
-            joined = (number > 0 and _FORMATTED_JOIN.match(text[formatted[number - 1].end() : match.start()])) or (
-                number + 1 < len(formatted) and _FORMATTED_JOIN.match(text[match.end() : formatted[number + 1].start()])
+            before = text[max(0, match.start() - 40) : match.start()]
+            cued = markup or bool(year) or inner_year or _FILM_WORD.search(before) is not None
+            spans.append((match, core, match.start(group) + inner.find(core), year, inner_year, markup, cued))
+        # a single everyday word also counts in a list in prose ("X, Y and Z") with a formatted title that counts
+        # by itself: '"Arrival", ‘Moon’ and “Sicario”' (not "['Horse', 'British Isles']", a list of values)
+        joins = [_FORMATTED_JOIN.match(text[a[0].end() : b[0].start()]) for a, b in zip(spans, spans[1:])]
+        chain, chains = 0, []  # the list each span is in
+        for number in range(len(spans)):
+            chain += number > 0 and joins[number - 1] is None
+            chains.append(chain)
+        prose = {chains[n + 1] for n, join in enumerate(joins) if join and re.search(r"\b(?:and|or)\b|&", join.group())}
+        strong_chains = {
+            chains[n] for n, (_, core, *_, cued) in enumerate(spans) if cued or self._looks_like_title(core, False)
+        }
+        for number, (match, core, start, year, inner_year, markup, cued) in enumerate(spans):
+            cued = cued or (
+                chains[number] in prose
+                and chains[number] in strong_chains
+                and len([c for c in chains if c == chains[number]]) > 1
             )
-            cued = markup or bool(year) or inner_year or bool(joined) or _FILM_WORD.search(before) is not None
+            before = text[max(0, match.start() - 40) : match.start()]
             any_case = markup or bool(year) or inner_year or _TITLE_NAME_CUE.search(before) is not None
-            end_with_year = year.end() if year else match.end(group) if inner_year else start + len(core)
+            end_with_year = year.end() if year else match.end(match.lastgroup) if inner_year else start + len(core)
             marked.append(
                 _Marked(
                     start, start + len(core), end_with_year, True, cued, "markup" if markup else "formatted", any_case
@@ -803,7 +823,7 @@ class TitleRecognizer:
                     references = [r for r in references if r not in overlapping]
                     references.append(TitleReference(title, span.start, span.end, "", "marked"))
                 continue  # "Twelve" inside "Ocean's Twelve" stays the longer film
-            possessive = span.end_with_year > span.end or span.cue in ("formatted", "markup")
+            possessive = span.end_with_year > span.end or span.cue == "markup"  # "Porky's (1981)"
             if not self._looks_like_title(surface, span.lone_word, span.any_case, possessive):
                 continue
             inside = [r for r in overlapping if span.start <= r.start and r.end <= span.end]
@@ -1073,7 +1093,11 @@ class TitleRecognizer:
             len(line) <= 12
             and _LIST_MARKER.fullmatch(line)
             and _HEADING_END.match(after)
-            and (line.strip(" \t\"'“‘*_") or _HEADING_SEPARATOR.match(after))
+            and (
+                line.strip(" \t\"'“‘*_")
+                or _HEADING_SEPARATOR.match(after)
+                or (after.lstrip().startswith(",") and title.lower() not in _CLAUSE_OPENERS)
+            )
         ):
             return "heading"  # "1. War - ...", "War (2007)", "War: ..."; but a reply that is only "You" or "Yes, ..."
         if _FILM_WORD.search(before[-40:]) and kind != "name":
@@ -1087,8 +1111,13 @@ class TitleRecognizer:
         if kind == "common":
             if _PLACE_PREPOSITION.search(before[-8:]) and title not in candidates:
                 return None  # "in London", "from Chicago": a place
-            if title.lower() in _CLAUSE_OPENERS and _CLAUSE_GOES_ON.match(after):
+            if (
+                title.lower() in _CLAUSE_OPENERS
+                and _CLAUSE_GOES_ON.match(after)
+                and not _TAKES_A_NAME_BEFORE.search(before[-12:])
+            ):
                 return None  # "... a classic You might like it": a sentence its writer did not punctuate
+                # (but "What kind of story does They tell?")
             if capitalised_mid:
                 return "capitalised"
             if title in candidates and text[start].isupper():
