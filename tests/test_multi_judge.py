@@ -415,7 +415,16 @@ def test_changing_one_judge_reruns_only_its_own_jobs(workflow_copy):
         path = write_config(workflow_copy, changed, "changed.yaml")
         return planned_jobs(run_snakemake(workflow_copy, "-n", "--configfile", str(path)))
 
-    after = {"aggregate": 1, "stats": 1, "plots": 1, "scorecard": 1, "viewer": 1, "findings": 1, "provenance": 1, "all": 1}
+    after = {
+        "aggregate": 1,
+        "stats": 1,
+        "plots": 1,
+        "scorecard": 1,
+        "viewer": 1,
+        "findings": 1,
+        "provenance": 1,
+        "all": 1,
+    }
     assert dry_run(lambda c: c["judge"]["panel"][0]["options"].update(top_p=0.9)) == {"panel_judge": 4, **after}
     assert dry_run(lambda c: c["judge"]["options"].update(top_p=0.9)) == {"judge": 4, **after}
     # what the panel judge takes from the first judge re-runs both when it changes
