@@ -7,12 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import REPO, copy_workflow, run_snakemake, write_config
+from conftest import copy_workflow, default_config, run_snakemake, write_config
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.patches import Rectangle
 
 from crseval.checks.validity import order_ranks, restrict_order, validity_table
-from crseval.core.config_checks import effective_config
 from crseval.metrics import tas_weights
 from crseval.metrics.grounded import TasSettings, session_means, tas_value
 from crseval.reports import figures
@@ -417,7 +416,7 @@ def test_figure_rules_follow_the_config(tmp_path):
     """Dry runs: tas_scatter with CAS or the judge, not without both; validity_figure only with
     at least three calibration systems."""
     workdir = copy_workflow(tmp_path)
-    config = effective_config(REPO / "config" / "config.yaml")
+    config = default_config()
     dry = run_snakemake(workdir, "-n", "--configfile", str(write_config(workdir, config))).stdout
     assert "figures/tas_scatter.png" in dry and "validity_figure" not in dry
     config["scoring"]["metrics"] = [m for m in config["scoring"]["metrics"] if m != "cas"]
