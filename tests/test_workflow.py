@@ -308,7 +308,8 @@ def test_figures_and_report(finished_run):
 def test_llm_jobs_take_cpu_threads_equal_to_their_threads(workflow_copy):
     """The workflow caps `cpu_threads` at the machine's cores; each in-process LLM job takes as
     many as it runs threads (llm.threads), every other job one."""
-    text = run_snakemake(workflow_copy, "-n", "--cores", "8").stdout
+    configfile = str(write_config(workflow_copy, default_config()))
+    text = run_snakemake(workflow_copy, "-n", "--cores", "8", "--configfile", configfile).stdout
     jobs = re.findall(
         r"rule (\w+):\n(?:[ \t]+.*\n)*?[ \t]+wildcards: system=([\w.-]+).*\n(?:[ \t]+threads: (\d+)\n)?[ \t]+resources: (.*)",  # noqa: E501
         text,
