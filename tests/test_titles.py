@@ -232,7 +232,7 @@ def test_films_outside_the_catalog_are_read_where_the_text_marks_a_title(recogni
         ("Have you seen Zootopia or Moana?", ["Zootopia", "Moana"]),
         ("I liked Truth or Dare (2013)", ["Truth or Dare"]),
         ("I love Dumb and Dumber (1994)", ["Dumb and Dumber"]),
-        ("I liked The Fast and the Furious: Tokyo Drift (2006)", ["The Fast and the Furious: Tokyo Drift"]),
+        ("I liked The Quick and the Quiet: Harbor Lights (2006)", ["The Quick and the Quiet: Harbor Lights"]),
     ],
 )
 def test_titles_as_real_replies_write_them(recognizer, text, unknown):
@@ -250,7 +250,7 @@ def test_titles_as_real_replies_write_them(recognizer, text, unknown):
         'She said "I will be there soon." and left.',  # a quoted sentence
         'As they say, "life is like a box of chocolates".',
         "<br> <B> <Hello World>",  # markup without a year or a film id
-        "That was a good movie Have you seen it",  # an unpunctuated sentence after "movie"
+        "Mine is a slow movie Have you tried it",  # an unpunctuated sentence after "movie"
     ],
 )
 def test_lists_and_quotes_that_are_no_films(recognizer, text):
