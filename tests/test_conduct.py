@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crseval.language.concepts import ConceptMatcher
+from crseval.language.text import content_words
 from crseval.language.tokens import TextAnalyses
 from crseval.metrics.conduct import (
     NEAR_REPEAT,
@@ -103,6 +104,9 @@ EXPECTED_SESSION = {
     "films_offered_per_reply": 6 / 7,
     # turn 1: Heat, Casino (the user named Goodfellas); turn 4: both outside films; turn 7: Citizen Kane
     "new_films_per_reply": 5 / 7,
+    # content words new to the replies: love goodfellas watch heat casino; think like blade walker night harbor;
+    # enjoy classic citizen kane (stop words such as "since", "about", "seen" and the years are no content)
+    "new_words_per_reply": 15 / 7,
     "repeated_replies": 1 / 7,  # turn 3
     "malformed_replies": 3 / 7,  # turns 4, 5, 6
     "empty_replies": 1 / 7,
@@ -116,6 +120,7 @@ EXPECTED_SESSION = {
 EXPECTED_TURNS = {
     "films_named": [3, 1, 1, 2, 0, 0, 2],
     "new_films": [2, 0, 0, 2, 0, 0, 1],
+    "new_words": [5, 0, 0, 6, 0, 0, 4],
     "repeated_reply": [0, 0, 1, 0, 0, 0, 0],
     "malformed_reply": [0, 0, 0, 1, 1, 1, 0],
     "rerecommended_rejected": [0, 1, 1, 0, 0, 0, 0],
@@ -276,6 +281,9 @@ def test_shares_are_shares_and_counts_are_counts(matcher, turns):
     kinds = [session[k] for k in ("empty_replies", "stuttering_replies", "unfilled_slot_replies")]
     assert max(kinds) <= session["malformed_replies"] <= sum(kinds) + 1e-12
     assert session["repeated_replies"] <= (len(turns) - 1) / len(turns)
+    # the new content words of all replies are the distinct content words the replies say
+    said = set().union(*(content_words(t[1]) for t in turns))
+    assert session["new_words_per_reply"] * len(turns) == pytest.approx(len(said))
     for row in rows:
         assert row["films_named"] >= row["new_films"] >= 0 and row["rerecommended_rejected"] >= 0
         assert row["repeated_reply"] in (0, 1) and row["malformed_reply"] in (0, 1)

@@ -128,7 +128,7 @@ def test_the_page_links_extremes_to_the_viewer_and_escapes_every_name():
     # without a scorecard no metric leads: beta is first on TAS in its direction; 1 of 3 pairs differs, 1 not
     # testable until 9 sessions per system
     assert "beta is first in its declared direction with 0.55 [0.5, 0.6]" in page and "1 of 3 pairs differ" in page
-    assert "Not shown to agree with people: no scorecard was written for this run." in page
+    assert "Does not lead: no scorecard was written for this run." in page
     assert "testable from 9 sessions per system" in page
     # the lowest and highest TAS session of alpha, linked into the viewer
     assert 'href="../viewer/index.html#session=alpha%2Fs00001"' in page
@@ -299,7 +299,7 @@ def test_a_metric_without_values_in_some_sessions_names_the_system_with_the_fewe
 
 def test_the_page_leads_with_what_the_scorecard_supports_and_lists_the_rest_with_their_reason():
     """A metric the scorecard lets lead heads the conclusions with the users it was measured under; the others go
-    under "Not shown to agree with people" with their reason; one without a declared direction is described as
+    under "Without the evidence to lead" with their reason; one without a declared direction is described as
     highest and lowest and never leads."""
     metrics = model_metrics().assign(self_bleu=[0.2, 0.8, 0.5], self_bleu_ci_low=0.1, self_bleu_ci_high=0.9)
     page = findings.findings_page(
@@ -314,12 +314,12 @@ def test_the_page_leads_with_what_the_scorecard_supports_and_lists_the_rest_with
         scorecard=leading("tas", reason_for={"stale_rate": "people: behind reply length on iard"}),
         profiles=["explicit"],
     )
-    concludes = page.split("<h2>What this run concludes</h2>")[1].split("<h2>Not shown to agree with people</h2>")
+    concludes = page.split("<h2>What this run concludes</h2>")[1].split("<h2>Without the evidence to lead</h2>")
     assert "<b>grounded TAS</b>: beta leads with 0.55 [0.5, 0.6]" in concludes[0]
     assert "Users: measured under explicit only." in concludes[0]
     rest = concludes[1].split("</ul>")[0]
     assert "<b>recommended films serving a superseded wish, not the current one</b>: alpha = beta is first" in rest
-    assert "Not shown to agree with people: people: behind reply length on iard." in rest
+    assert "Does not lead: people: behind reply length on iard." in rest
     assert "leads" not in rest
     assert "highest beta 0.8, lowest alpha 0.2 (direction undeclared: neither end is better)" in rest
     # no metric may lead: said at the top

@@ -177,7 +177,7 @@ def test_missing_names_and_verdicts_read_as_missing():
     )
     text = page(model_metrics(["alpha"], [0.5]), scorecard=scorecard)
     assert "<td class='pass' title='–'>pass</td><td class='' title='–'>–</td>" in text and "nan" not in text
-    assert "Not shown to agree with people: no evidence." in text
+    assert "Does not lead: no evidence." in text
 
 
 def test_a_system_named_twice_keeps_each_rows_numbers():

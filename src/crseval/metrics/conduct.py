@@ -14,6 +14,9 @@ tell an outside film recommended from one mentioned).
 - films_offered_per_reply: distinct films the session's replies name, divided by the number of replies.
 - new_films_per_reply: films a reply names that no earlier reply named and the user has not named so far
   (in that turn's message or before; read by the title recognizer as a user's text), per reply.
+- new_words_per_reply: content words (crseval.language.text.content_words: lemmas of three letters or more
+  that are no stop word) a reply says that no earlier reply of the session said, per reply: what the replies
+  add to the conversation, whether films, reasons or questions, rather than how long they are.
 - repeated_replies: share of replies that repeat an earlier reply of the session: their word sets (case
   folded, any script) have a Jaccard index of at least NEAR_REPEAT (4/5, compared in integers: exact). A
   reply without a word repeats nothing.
@@ -42,7 +45,7 @@ tell an outside film recommended from one mentioned).
   asked.
 
 Every column is NaN for a session without turns (no reply to divide by). Per turn: `films_named`,
-`new_films`, `repeated_reply`, `malformed_reply`, `rerecommended_rejected` (the turned-down films the reply
+`new_films`, `new_words`, `repeated_reply`, `malformed_reply`, `rerecommended_rejected` (the turned-down films the reply
 offers again) and `no_film_after_request` (1 when the user asked and the reply offers no film, 0 when it
 offers one, NaN when the user did not ask).
 """
@@ -58,6 +61,7 @@ import numpy as np
 
 from crseval.core.columns import Column
 from crseval.language.concepts import Mention
+from crseval.language.text import content_words
 from crseval.language.tokens import TextAnalyses
 from crseval.language.tracker import YEAR, is_context
 from crseval.language.user_acts import ASKS_ABOUT, TAKES, TURNS_DOWN
@@ -79,6 +83,7 @@ NEAR_REPEAT = Fraction(4, 5)
 SESSION_COLUMNS = (
     Column("films_offered_per_reply", "distinct films the replies name, per reply", "films per reply", True),
     Column("new_films_per_reply", "films named for the first time, per reply", "films per reply", True),
+    Column("new_words_per_reply", "content words new to the replies, per reply", "words per reply", True),
     Column("repeated_replies", "replies repeating an earlier reply", "0-1", False),
     Column("malformed_replies", "replies empty, stuttering or with an unfilled slot", "0-1", False),
     Column("empty_replies", "empty replies (share)", "0-1", False),
@@ -90,6 +95,7 @@ SESSION_COLUMNS = (
 TURN_COLUMNS = (
     Column("films_named", "films the reply names", "count", True),
     Column("new_films", "films named for the first time", "count", True),
+    Column("new_words", "content words no earlier reply said", "count", True),
     Column("repeated_reply", "the reply repeats an earlier one", "0 or 1", False),
     Column("malformed_reply", "the reply is empty, stutters or has an unfilled slot", "0 or 1", False),
     Column("rerecommended_rejected", "films the user turned down offered again", "count", False),
@@ -204,6 +210,7 @@ class ReplyText:
     """What one reply's text shows, whatever its turn."""
 
     tokens: frozenset[str]
+    content: frozenset[str]
     empty: bool
     stutter: bool
     slot: bool
@@ -245,6 +252,7 @@ class Reader:
             empty = not _ANY_WORD.search(text)
             known = self._replies[key] = ReplyText(
                 frozenset(_TOKEN.findall(text.casefold())),
+                frozenset(content_words(text)),
                 empty,
                 not empty and stutters(text, titles),
                 not empty and unfilled_slot(text),
@@ -308,6 +316,7 @@ def score_session(record: dict, reader: Reader) -> tuple[dict, list[dict]]:
     rejected: set[tuple[str, str]] = set()
     first_answer = None  # the first reply that answers a turn-down
     offered_before: list[tuple[str, str]] = []
+    words_said: set[str] = set()  # content words the replies said so far
     replies, rows = [], []
     for number, turn in enumerate(turns):
         user = reader.user(turn.get("user_text") or "")
@@ -329,10 +338,13 @@ def score_session(record: dict, reader: Reader) -> tuple[dict, list[dict]]:
         )
         reply = reader.reply(turn.get("system_text") or "", tuple(titles))
         replies.append(reply)
+        new_words = reply.content - words_said
+        words_said |= reply.content
         rows.append(
             {
                 "films_named": float(len(named)),
                 "new_films": float(len(new)),
+                "new_words": float(len(new_words)),
                 "malformed_reply": float(reply.malformed),
                 "rerecommended_rejected": float(sum(film in rejected for film in offered)),
                 "no_film_after_request": float(not offered) if user.asks else NAN,
@@ -348,6 +360,7 @@ def score_session(record: dict, reader: Reader) -> tuple[dict, list[dict]]:
     session = {
         "films_offered_per_reply": len(named_by_replies) / count,
         "new_films_per_reply": sum(row["new_films"] for row in rows) / count,
+        "new_words_per_reply": sum(row["new_words"] for row in rows) / count,
         "repeated_replies": float(repeated.sum()) / count,
         "malformed_replies": sum(reply.malformed for reply in replies) / count,
         "empty_replies": sum(reply.empty for reply in replies) / count,

@@ -405,7 +405,7 @@ def _described_sentence(metric: str, ranked: pd.DataFrame, pairs: pd.DataFrame, 
     """A metric that does not lead: what its values show, in words that rank no system as better when its
     direction is undeclared, and why it does not lead."""
     label = esc(_label(metric))
-    reason = f" <small>Not shown to agree with people: {esc(why)}.</small>"
+    reason = f" <small>Does not lead: {esc(why)}.</small>"
     if not len(ranked) or ranked["rank"].isna().all():
         return f"<li>{label}: no values.{reason}</li>"
     finite = ranked[ranked["rank"].notna()]
@@ -522,7 +522,7 @@ def findings_page(
         )
     if others:
         parts += [
-            "<h2>Not shown to agree with people</h2>",
+            "<h2>Without the evidence to lead</h2>",
             "<ul>",
             *(_described_sentence(m, rankings[m], pairs[m], others[m], shared is not None) for m in others),
             *([shared] if shared and not leading else []),
