@@ -14,7 +14,7 @@ import yaml
 from conftest import REPO, default_config, planned_jobs, run_snakemake
 
 from crseval.catalog.topics import LdaSettings
-from crseval.core.config_checks import ConfigError, fill_defaults, load_schema
+from crseval.core.config_checks import SCHEMA_PATH, ConfigError, fill_defaults, load_schema
 from crseval.llm.base import LLMRequest
 from crseval.llm.client import RetryPolicy
 from crseval.metrics.grounded import TasSettings
@@ -25,6 +25,14 @@ from crseval.simulate.user import SimulatorSettings
 
 SCHEMA = load_schema()
 FIRST_RELEASE = REPO / "tests" / "data" / "first_release_config.yaml"
+
+
+def test_the_schema_is_a_json_schema_and_reads_the_same_without_libyaml():
+    """The jobs read the schema unchecked (crseval.core.config_checks.load_schema): the check is here."""
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator.check_schema(SCHEMA)
+    assert yaml.safe_load(SCHEMA_PATH.read_text()) == SCHEMA
 
 
 def first_release() -> dict:

@@ -140,10 +140,11 @@ def config_warnings(config: Any, schema_path: str | Path = SCHEMA_PATH) -> list[
 
 @functools.lru_cache(maxsize=4)
 def load_schema(schema_path: str | Path = SCHEMA_PATH) -> dict:
-    """The config schema, checked against the JSON Schema meta-schema (one shared copy: do not change it)."""
-    schema = yaml.safe_load(Path(schema_path).read_text())
-    Draft202012Validator.check_schema(schema)
-    return schema
+    """The config schema (one shared copy: do not change it). Read with libyaml where PyYAML has it, and not
+    checked against the JSON Schema meta-schema here: every job reads it, and the check (a quarter of a second)
+    belongs to the tests (tests/test_config_defaults.py), since the schema ships with the code."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(Path(schema_path).read_text(), Loader=loader)  # noqa: S506 (a safe loader)
 
 
 @functools.lru_cache(maxsize=None)

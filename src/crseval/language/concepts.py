@@ -37,7 +37,7 @@ import pandas as pd
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD, PEOPLE_FIELDS
 from crseval.language.genres import GENRE_ADJECTIVES, GENRE_FORMS, GENRE_NAMES
 from crseval.language.lexicon import is_common_phrase, is_common_word
-from crseval.language.text import STOP_WORDS, lemma
+from crseval.language.text import lemma, stop_words
 from crseval.language.titles import TitleRecognizer
 from crseval.language.tokens import AnalysedText, tokenize
 
@@ -211,7 +211,7 @@ class ConceptMatcher:
         values = [(m.start, m.end) for m in mentions]
         found = []
         for token, start, end in tokens:
-            if not token.isalpha() or len(token) < 3 or token.lower() in STOP_WORDS:
+            if not token.isalpha() or len(token) < 3 or token.lower() in stop_words():
                 continue
             keyword = lemma(token.lower())
             if keyword not in self._keywords:
@@ -388,7 +388,7 @@ def _in_proper_name(text: str, start: int, end: int, before: bool = True) -> boo
     if not text[start].isupper():
         return False
     previous = re.search(r"([A-Z][\w'’-]*)[ \t]+$", text[:start]) if before else None
-    if previous and previous.group(1) != "I" and previous.group(1).lower() not in STOP_WORDS:
+    if previous and previous.group(1) != "I" and previous.group(1).lower() not in stop_words():
         head = text[: previous.start(1)]
         if _SENTENCE_START.search(head[-12:]) is None and head.strip():
             return True

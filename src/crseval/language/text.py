@@ -8,14 +8,20 @@ dictionary lemmatisation (simplemma ships its data, so nothing is downloaded at 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import simplemma
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
 
 _WORD = re.compile(r"[a-z]+")
 
-STOP_WORDS: frozenset[str] = frozenset(ENGLISH_STOP_WORDS)
+
+@cache
+def stop_words() -> frozenset[str]:
+    """English stop words (scikit-learn's list), loaded on first use: importing scikit-learn takes over a
+    second, which every job that only names the metric columns would otherwise pay."""
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    return frozenset(ENGLISH_STOP_WORDS)
 
 
 @lru_cache(maxsize=200_000)
@@ -50,10 +56,11 @@ _UNSEEN = object()
 
 def _content_word(token: str, min_length: int, lemmatize: bool) -> str | None:
     """What `content_words` keeps of one lower-cased token: itself or its lemma, or None."""
-    if len(token) < min_length or token in STOP_WORDS:
+    stop = stop_words()
+    if len(token) < min_length or token in stop:
         return None
     if lemmatize:
         token = lemma(token)
-        if len(token) < min_length or token in STOP_WORDS:
+        if len(token) < min_length or token in stop:
             return None
     return token

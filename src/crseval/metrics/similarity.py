@@ -28,7 +28,8 @@ from operator import mul
 from pathlib import Path
 
 import numpy as np
-from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, CountVectorizer, TfidfVectorizer
+
+from crseval.language.text import stop_words
 
 TFIDF_TERMS = 4096
 TFIDF_ANALYSIS = {"ngram_range": (1, 2), "lowercase": True, "stop_words": "english"}
@@ -38,6 +39,8 @@ _TFIDF_TOKEN = re.compile(r"(?u)\b\w\w+\b")  # scikit-learn's default token_patt
 def most_frequent_terms(documents: list[str], count: int) -> list[str]:
     """The `count` terms of highest frequency over the documents (scikit-learn's `max_features`
     rule), ties alphabetical (a stable sort of scikit-learn's alphabetical term order), sorted."""
+    from sklearn.feature_extraction.text import CountVectorizer  # imported where used: it takes a second
+
     counter = CountVectorizer(**TFIDF_ANALYSIS)
     frequencies = np.asarray(counter.fit_transform(documents).sum(axis=0)).ravel()
     kept = np.argsort(-frequencies, kind="stable")[:count]
@@ -46,6 +49,8 @@ def most_frequent_terms(documents: list[str], count: int) -> list[str]:
 
 class TfidfSimilarity:
     def __init__(self, names: list[str], plots: list[str]):
+        from sklearn.feature_extraction.text import TfidfVectorizer  # imported where used: it takes a second
+
         documents = [doc for pair in zip(names, plots) for doc in pair]
         self.vectorizer = TfidfVectorizer(vocabulary=most_frequent_terms(documents, TFIDF_TERMS), **TFIDF_ANALYSIS)
         self.vectorizer.fit(documents)
@@ -85,8 +90,9 @@ def tfidf_rows(
     caller keeps it."""
     rows = []
     firsts = pair_firsts(vocabulary) if firsts is None else firsts
+    stop = stop_words()
     for text in texts:
-        tokens = [t for t in _TFIDF_TOKEN.findall(text.lower()) if t not in ENGLISH_STOP_WORDS]
+        tokens = [t for t in _TFIDF_TOKEN.findall(text.lower()) if t not in stop]
         counts = Counter(vocabulary[t] for t in tokens if t in vocabulary)
         for first, second in zip(tokens, tokens[1:]):
             if first in firsts:  # only a pair's first word can start one the vocabulary holds
