@@ -53,8 +53,8 @@ RUNS = {
     "fixed": ("fixed", ["cas"], False),
 }
 # The thesis run without the embedding model (about 10 s, where the model takes 3-4 minutes on one core):
-# every column but those FROM_EMBEDDINGS must match the thesis fixture. The full run is marked `llm`
-# (a language model over the whole corpus), so the quick subset of the tests keeps every other check.
+# every column but those FROM_EMBEDDINGS must match the thesis fixture; those are compared on every fourth
+# session with the model, in a test marked `llm` (a language model), so the quick subset keeps every other check.
 WITHOUT_EMBEDDINGS = {"thesis_words": "thesis"}
 SIMULATED_SYSTEMS = [
     {"name": "template", "agent": "template"},
@@ -203,7 +203,7 @@ def prepared(tmp_path_factory):
     return workdir, imported_sessions(workdir) + read_simulated()
 
 
-@pytest.mark.parametrize("run", [pytest.param(run, marks=pytest.mark.llm) if RUNS[run][2] else run for run in RUNS])
+@pytest.mark.parametrize("run", [run for run in RUNS if not RUNS[run][2]])
 def test_scores_match_the_reference(prepared, run):
     workdir, records = prepared
     sessions, turns = score_all(workdir, records, run)
@@ -211,6 +211,23 @@ def test_scores_match_the_reference(prepared, run):
     for table, frame in (("sessions", sessions), ("turns", turns)):
         expected = pd.read_parquet(fixture_path(run, table))
         assert_same_table(pd.read_parquet(_round_trip(frame)), expected, f"{run}.{table}")
+
+
+@pytest.mark.llm
+@pytest.mark.parametrize("run", [run for run in RUNS if RUNS[run][2]])
+def test_the_embedding_columns_match_the_reference_on_every_fourth_session(prepared, run):
+    """The columns FROM_EMBEDDINGS, each computed from one session's replies alone, on a quarter of the
+    sessions (the embedding model takes minutes on one core over all of them); every other column of the run is
+    compared on every session by test_scores_without_the_embedding_model_match_the_reference."""
+    workdir, records = prepared
+    sample = records[::4]
+    mode, _, _ = RUNS[run]
+    sessions, _ = score_with(workdir, sample, mode, ["response_stats"], embeddings=True)
+    actual = pd.read_parquet(_round_trip(sessions)).set_index(["system", "session_id"])
+    expected = pd.read_parquet(fixture_path(run, "sessions")).set_index(["system", "session_id"])
+    expected = expected.loc[actual.index, list(FROM_EMBEDDINGS)].reset_index()
+    assert len(expected) == len(sample) and expected["semantic_clusters"].notna().any()
+    assert_same_table(actual[list(FROM_EMBEDDINGS)].reset_index(), expected, f"{run}.sessions (every fourth)")
 
 
 @pytest.mark.parametrize("run", list(WITHOUT_EMBEDDINGS))
