@@ -70,13 +70,25 @@ def _imports(path: Path, stamp: tuple[int, int]) -> tuple[str, ...]:
     del stamp  # part of the cache key only
     found: list[str] = []
     tree = ast.parse(path.read_bytes(), filename=str(path))
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             # `from crseval.x import y`: y may be a module of package x, or a name defined in x
             found += [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
         elif isinstance(node, ast.Import):
             found += [alias.name for alias in node.names]
     return tuple(name for name in found if name.split(".")[0] == PACKAGE)
+
+
+def _statements(body: list[ast.stmt]):
+    """Every statement of a body, nested ones included (an import is a statement: expressions need no visit)."""
+    pending = list(body)
+    while pending:
+        node = pending.pop()
+        yield node
+        for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+            nested = getattr(node, field, None)
+            if isinstance(nested, list):
+                pending.extend(nested)
 
 
 def _stamp(path: Path) -> tuple[int, int]:
@@ -95,6 +107,7 @@ def module_files(roots: list[str | Path], src: str | Path = SRC) -> list[Path]:
             raise ValueError(f"no module {root} under {src}")
         pending.append(path)
     seen: set[Path] = set()
+    files: dict[str, Path | None] = {}  # module name -> its file, looked up once a call
     while pending:
         path = pending.pop()
         if path in seen:
@@ -103,7 +116,10 @@ def module_files(roots: list[str | Path], src: str | Path = SRC) -> list[Path]:
         for name in _imports(path, _stamp(path)):
             parts = name.split(".")
             for depth in range(1, len(parts) + 1):
-                found = _module_file(".".join(parts[:depth]), src)
+                module = ".".join(parts[:depth])
+                if module not in files:
+                    files[module] = _module_file(module, src)
+                found = files[module]
                 if found is not None and found not in seen:
                     pending.append(found)
     library = src / PACKAGE
