@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from wordfreq import zipf_frequency
-
 COMMON_ZIPF = 4.0
 
 
 @lru_cache(maxsize=100_000)
 def is_common_word(word: str) -> bool:
     """Whether `word` (any case) is an everyday English word."""
+    from wordfreq import zipf_frequency  # imported where used: half a second, which every workflow parse paid
+
     return zipf_frequency(word.lower(), "en") >= COMMON_ZIPF
 
 

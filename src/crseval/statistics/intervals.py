@@ -24,8 +24,6 @@ import math
 from collections.abc import Iterator
 
 import numpy as np
-from scipy.stats import norm
-from scipy.stats import t as t_distribution
 
 from crseval.core.allocation import reuse_large_blocks
 
@@ -58,6 +56,8 @@ def draw_counts(codes: np.ndarray, size: int) -> np.ndarray:
 
 def wilson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
     """Wilson's score interval of the share successes / n."""
+    from scipy.stats import norm  # imported where used: scipy.stats takes a second, paid by every workflow parse
+
     z = norm.ppf((1 + level) / 2)
     share = successes / n
     denominator = 1 + z * z / n
@@ -68,6 +68,9 @@ def wilson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
 
 def expanded_tail(n: int, level: float = 0.95) -> float:
     """The lower percentile (as a share) of Hesterberg's expanded percentile interval of a mean of n."""
+    from scipy.stats import norm
+    from scipy.stats import t as t_distribution
+
     return float(norm.cdf(-math.sqrt(n / (n - 1)) * t_distribution.ppf((1 + level) / 2, n - 1)))
 
 
