@@ -393,8 +393,8 @@ class ConductFamily:
 
 KIND = FamilyKind(
     name="conduct",
-    summary="what people reward, from the system's side: films offered, repeated and malformed replies, "
-    "films offered again after a turn-down",
+    summary="what people reward, from the system's side: films offered, words new to the conversation, "
+    "repeated and malformed replies, films offered again after a turn-down",
     scorer=ConductFamily,
     parse_settings=dict,  # no settings
     backends=no_backends,
@@ -405,7 +405,7 @@ KIND = FamilyKind(
     # to two catalog films a reply, so their construction orders none of these columns (the random system
     # offers the most films, by construction, and that says nothing of adaptation).
     expectations=(),
-    headline=("films_offered_per_reply",),
+    headline=("films_offered_per_reply", "new_words_per_reply"),
     figures=no_figures,
     scatter_columns=no_settings,
     distribution_columns=(),
