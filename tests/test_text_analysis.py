@@ -199,3 +199,23 @@ def test_tfidf_rows_are_scikit_learns_transform(demo_index):
         assert list(row.items()) == list(zip(matrix.indices[start:end].tolist(), matrix.data[start:end].tolist()))
     assert any(rows) and not rows[len(TEXTS) + 1]  # stop words only: no term
     assert math.isclose(similarity(texts[-1], texts[-1]), 1.0)
+
+
+def test_the_stop_words_are_scikit_learns_read_without_importing_it():
+    """A job that only tokenises must not pay scikit-learn's import (seconds): the list is read from its module
+    alone, and it is the very list the TF-IDF analysis drops."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from crseval.language.text import content_words, stop_words; "
+        "assert content_words('The films of the year') == ['film', 'year']; "
+        "print(len(stop_words()), 'sklearn' in sys.modules)"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+
+    from crseval.language.text import stop_words
+
+    assert shown == [str(len(ENGLISH_STOP_WORDS)), "False"]
+    assert stop_words() == frozenset(ENGLISH_STOP_WORDS)

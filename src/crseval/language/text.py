@@ -7,8 +7,10 @@ dictionary lemmatisation (simplemma ships its data, so nothing is downloaded at 
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from functools import cache, lru_cache
+from pathlib import Path
 
 import simplemma
 
@@ -17,9 +19,17 @@ _WORD = re.compile(r"[a-z]+")
 
 @cache
 def stop_words() -> frozenset[str]:
-    """English stop words (scikit-learn's list), loaded on first use: importing scikit-learn takes over a
-    second, which every job that only names the metric columns would otherwise pay."""
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS
+    """English stop words: scikit-learn's list (the one its TF-IDF analysis drops), read from the module that
+    holds it alone. Importing scikit-learn itself takes seconds (it imports scipy.stats), which every job that
+    tokenises a line would pay; the list's module imports nothing."""
+    spec = importlib.util.find_spec("sklearn")  # finds the package without running it
+    origin = Path(spec.origin).parent / "feature_extraction" / "_stop_words.py" if spec and spec.origin else None
+    if origin is not None and origin.is_file():
+        module_spec = importlib.util.spec_from_file_location("crseval_english_stop_words", origin)
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+        return frozenset(module.ENGLISH_STOP_WORDS)
+    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS  # another layout: the package import
 
     return frozenset(ENGLISH_STOP_WORDS)
 
