@@ -12,9 +12,10 @@ Declared once in the OpenAI function format (`TOOLS`), which every tool-calling 
   and then abstain, which is how a commit protocol is gamed).
 
 Values are matched to the catalog's without regard to case; a value the catalog does not hold is reported
-back to the caller (`unknown`), never guessed. Every call is bounded: the size of its arguments, the films
-one search returns, the films one commit takes, the length of the message, the calls of a turn, the size of
-each result handed back to the model. A call that breaks a bound or the schema, names an unknown tool or
+back to the caller (`unknown`), never guessed. Every call is bounded: the size of its arguments, the values
+of each field (and of `exclude`, `focus`, the plot keywords `keywords` names), the films one search returns,
+the films one commit takes, the length of the message, the calls of a turn, the size of each result handed
+back to the model. A call that breaks a bound or the schema, names an unknown tool or
 an unknown film, or sends arguments that are not a JSON object is an error: recorded with the reason and
 returned to the model as an error result, so that it can correct itself within the turn's bound. Arguments are
 read as strict JSON: a key given twice, NaN or Infinity, a number past MAX_NUMBER_DIGITS digits or out of a
@@ -23,8 +24,11 @@ an error naming it, never a guess at what was meant. Every text handed back, an 
 `tool_limits.result_chars`.
 
 `ToolTurn` runs one turn's calls and keeps its record (crseval.core.schemas session.schema.yaml, a turn's
-`tool_calls`, `committed_titles` and `tool_turn_end`). The deterministic tool-using systems and the LLM
-`tools` agent both go through it, so their records are alike.
+`tool_calls`, `committed_titles`, `tool_turn_end` and `tool_calls_unlisted`). The deterministic tool-using
+systems and the LLM `tools` agent both go through it, so their records are alike. The record keeps what the
+tool_use metrics read whatever the model sends: arguments past RECORD_ARGUMENT_CHARS are kept as an excerpt,
+but a search's constraints (at most MAX_CONSTRAINTS) are kept whole beside it, so padding cannot hide a
+search; calls dropped at the per-reply bound are counted (`tool_calls_unlisted`), so a flood cannot hide calls.
 """
 
 from __future__ import annotations
@@ -49,8 +53,10 @@ MAX_RESULTS = 20
 MAX_COMMIT = 10
 MAX_MESSAGE_CHARS = 2_000
 MAX_PLOT_CHARS = 600
-MAX_VALUES = 20  # values per field (and in exclude, focus)
-RECORD_ARGUMENT_CHARS = 1_000  # arguments larger than this are recorded as an excerpt
+MAX_VALUES = 20  # values per field (and in exclude, focus; plot keywords found in keywords)
+# the constraints one search asks for: MAX_VALUES by each field, in `exclude` and among the plot keywords
+MAX_CONSTRAINTS = (len(SEARCH_FIELDS) + 2) * MAX_VALUES
+RECORD_ARGUMENT_CHARS = 1_000  # arguments larger than this are recorded as an excerpt (a search's constraints whole)
 MAX_ARGUMENT_DEPTH = 8  # containers nested in one call's arguments (the tools' own need 2: an object of lists)
 MAX_NUMBER_DIGITS = 20  # digits of one integer in the arguments (a film id, a limit, a year)
 UNKNOWN_VALUE_CHARS = 80  # of a value the catalog does not hold, as it is reported back and recorded
@@ -206,17 +212,7 @@ def argument_constraints(arguments: dict, catalog: Catalog) -> tuple[list[Constr
         for text in _listed(arguments.get(name), name):
             value = catalog.value(name, text)
             (constraints.append(Constraint(name, value, False)) if value else unknown.append(_unknown(name, text)))
-    keywords = arguments.get("keywords")
-    if keywords is not None:
-        if not isinstance(keywords, str):
-            raise ToolError("keywords must be a string")
-        for chunk in keywords.split(","):  # a listed keyword as it is, else its words
-            whole = catalog.value(KEYWORD_FIELD, chunk.strip())
-            words = [chunk.strip()] if whole else re.findall(r"[\w'-]+", chunk)
-            for word in words:
-                value = catalog.value(KEYWORD_FIELD, word)
-                if value:
-                    constraints.append(Constraint(KEYWORD_FIELD, value, False))
+    constraints += _plot_keywords(arguments.get("keywords"), catalog)
     for text in _listed(arguments.get("exclude"), "exclude"):
         found = catalog.anywhere(text)
         (
@@ -230,6 +226,25 @@ def argument_constraints(arguments: dict, catalog: Catalog) -> tuple[list[Constr
         if found:
             focus.add(found)
     return list(dict.fromkeys(constraints)), focus, unknown
+
+
+def _plot_keywords(keywords, catalog: Catalog) -> list[Constraint]:
+    """The catalog's plot keywords a `keywords` text names: a comma-separated keyword as it is, else its words.
+    At most MAX_VALUES distinct ones, as for every other field, so that a search's constraints stay bounded."""
+    if keywords is None:
+        return []
+    if not isinstance(keywords, str):
+        raise ToolError("keywords must be a string")
+    found: dict[str, None] = {}
+    for chunk in keywords.split(","):
+        whole = catalog.value(KEYWORD_FIELD, chunk.strip())
+        for word in [chunk.strip()] if whole else re.findall(r"[\w'-]+", chunk):
+            value = catalog.value(KEYWORD_FIELD, word)
+            if value:
+                found[value] = None
+    if len(found) > MAX_VALUES:
+        raise ToolError(f"keywords name {len(found)} plot keywords of the catalog; at most {MAX_VALUES}")
+    return [Constraint(KEYWORD_FIELD, value, False) for value in found]
 
 
 def _whole(value, name: str) -> int:
@@ -246,6 +261,7 @@ class CallOutcome:
     summary: dict  # kept in the record
     committed: list[int] | None = None  # the films a recommend committed
     message: str | None = None  # a recommend's message
+    constraints: list[Constraint] | None = None  # what a search asked for, as argument_constraints read it
 
 
 class Toolkit:
@@ -289,7 +305,8 @@ class Toolkit:
         if unknown:
             result["unknown"] = unknown[:MAX_VALUES]
         summary = {"films": [{"id": f, "title": self.index.title(f)} for f in films], "total": len(films)}
-        return CallOutcome(result, summary | ({"unknown": unknown[:MAX_VALUES]} if unknown else {}))
+        unknown_part = {"unknown": unknown[:MAX_VALUES]} if unknown else {}
+        return CallOutcome(result, summary | unknown_part, constraints=constraints)
 
     def details(self, arguments: dict) -> CallOutcome:
         if set(arguments) != {"id"}:
@@ -381,6 +398,7 @@ class ToolTurn:
 
     toolkit: Toolkit
     calls: list[dict] = field(default_factory=list)
+    unlisted: int = 0  # calls the model asked for past the per-reply bound: counted, neither run nor listed
     committed: list[int] | None = None
     message: str | None = None
     end: str | None = None  # "recommend", "bound", or set by the caller: "message", "error"
@@ -413,6 +431,9 @@ class ToolTurn:
                 record["arguments_text"] = _excerpt(shown)
             outcome = self.toolkit.run(name, parsed)
             record["status"], record["result"] = "ok", outcome.summary
+            if record["arguments"] is None and outcome.constraints is not None:
+                # what the metrics read of a search stays whole however its arguments were padded
+                record["constraints"] = [c.as_dict() for c in outcome.constraints]
             if outcome.committed is not None:
                 self.committed, self.message, self.end = outcome.committed, outcome.message, "recommend"
             text = json.dumps(outcome.result, ensure_ascii=False)
@@ -460,9 +481,17 @@ class ToolTurn:
             raise ToolError("the arguments must be a JSON object")
         return parsed
 
+    def count_unlisted(self, calls: int) -> None:
+        """Count `calls` the model asked for that were dropped at the per-reply bound (crseval.llm.base): never
+        run nor listed, but counted, so that a flood of calls cannot shrink the turn's count of them."""
+        self.unlisted += calls
+
     def record(self) -> dict:
-        """What a turn record keeps of the turn's tool use (`tool_calls`, `tool_turn_end`, `committed_titles`)."""
+        """What a turn record keeps of the turn's tool use (`tool_calls`, `tool_turn_end`, `committed_titles`,
+        `tool_calls_unlisted` when calls were dropped at the per-reply bound)."""
         record = {"tool_calls": self.calls, "tool_turn_end": self.end or "message"}
+        if self.unlisted:
+            record["tool_calls_unlisted"] = self.unlisted
         return record | ({"committed_titles": self.titles()} if self.committed is not None else {})
 
     def titles(self) -> list[str] | None:

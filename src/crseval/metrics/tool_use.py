@@ -1,15 +1,19 @@
 """Tool use: how a recommender that calls the catalog toolkit (crseval.catalog.toolkit) searches and commits.
 
 A tool-using system's turn records its calls (`tool_calls`: name, arguments, status ok / error / ignored, a
-summary of the result), how the turn ended (`tool_turn_end`) and what it committed (`committed_titles`). The
-records of other systems have none of these keys: every column here is NaN (missing) for a session none of
-whose turns has `tool_calls`. A tool-using session that made no call at all has 0 calls (and NaN rates).
+summary of the result), how the turn ended (`tool_turn_end`), what it committed (`committed_titles`) and how
+many calls its model asked for past the per-reply bound (`tool_calls_unlisted`: counted, neither run nor
+listed). The records of other systems have none of these keys: every column here is NaN (missing) for a
+session none of whose turns has `tool_calls`. A tool-using session that made no call at all has 0 calls (and
+NaN rates).
 
 - search_precision, search_recall, search_f1: the constraints a turn's searches asked for against the wishes
-  the user had said by then. Per turn with at least one successful `search_films` whose arguments the record
-  keeps: asked = the union over those searches of the (field, value, negated) constraints its arguments
-  become (`argument_constraints`, the executor's own reading: wanted values by field, plot keywords,
-  exclusions; `focus` only weighs and `limit` only counts, so neither is a constraint); said = the turn's gold
+  the user had said by then. Per turn with at least one successful `search_films` whose constraints the record
+  keeps (SearchReader): asked = the union over those searches of the (field, value, negated) constraints its
+  arguments become (`argument_constraints`, the executor's own reading: wanted values by field, plot keywords,
+  exclusions; `focus` only weighs and `limit` only counts, so neither is a constraint), read again from the
+  arguments when the record keeps them whole, else from the `constraints` the toolkit keeps beside their
+  excerpt, so that padding arguments past the record's bound cannot hide a search; said = the turn's gold
   constraints (`user_meta.constraints`) the user has said so far (`user_meta.said`; all of them without
   `said`). Precision |asked & said| / |asked|, recall |asked & said| / |said|, F1 their harmonic mean (0 when
   both are 0). A turn with neither (no said wish, nothing asked) is skipped. A turn with one side empty has F1
@@ -26,15 +30,19 @@ whose turns has `tool_calls`. A tool-using session that made no call at all has 
   with Al Pacino", asking for crime is not stale; missing Al Pacino shows in search recall). As
   crseval.metrics.goals' `stale_rate`, for searches instead of films. NaN without shifts or without a search
   after the first.
+- unreadable_search_rate: of the successful searches, the share whose record keeps neither the arguments whole
+  nor their `constraints` (a session written by hand or by another program). Such searches are left out of
+  the search fidelity and stale shares and counted here instead, so that a score resting on few readable
+  searches shows as such. NaN without a successful search.
 - invalid_call_rate: calls with status "error" over the calls that were run (ok or error; an ignored call, made
   after the turn's recommend or past the call bound, is never run). NaN without a call run.
 - unsearched_commit_rate: of the films the session committed (each film of each successful `recommend`), the
   share that no successful `search_films` or `film_details` of the session had returned before the commit
   (earlier in the turn or in an earlier turn; films are told apart by catalog id). NaN without a commit.
-- calls_per_turn: calls (every status) per turn of the session.
-- tool_calls, tool_errors, tool_ignored, tool_bound_turns: counts of the session's calls, of those with status
-  error and ignored, and of the turns that ended at the call bound (`tool_turn_end` "bound"); not metrics
-  (bookkeeping the findings page reports).
+- calls_per_turn: calls (every status, the unlisted ones too) per turn of the session.
+- tool_calls, tool_errors, tool_ignored, tool_bound_turns: counts of the session's calls (the unlisted ones
+  too), of those with status error and ignored (the unlisted ones too: never run), and of the turns that ended
+  at the call bound (`tool_turn_end` "bound"); not metrics (bookkeeping the findings page reports).
 
 Per turn (turns.parquet): `search_f1` as above (NaN for a turn not scored) and `tool_error_kinds`, the turn's
 distinct error kinds in order of first appearance, as a JSON list of strings (a kind: an error's text up to its
@@ -43,10 +51,11 @@ A JSON list, not a joined string: a kind may hold any character, the model's own
 
 The tool fields are read as the session schema states them (a turn's `tool_calls`: objects with a string name,
 a status of ok / error / ignored, arguments and a result that are objects or null, an error that is text or
-null; a result's films and film by whole-number catalog id; `tool_turn_end` one of its four values). A record
-that breaks that shape (a shard edited by hand, or written by another program) is a ToolRecordError naming the
-session, the turn and the field: counting a call that is not one, or comparing a film id "3" with 3, would give
-numbers that describe nothing that happened.
+null, `constraints`, where recorded, a list of at most MAX_CONSTRAINTS constraints; a result's films and film
+by whole-number catalog id; `tool_turn_end` one of its four values; `tool_calls_unlisted` a whole number >= 1).
+A record that breaks that shape (a shard edited by hand, or written by another program) is a ToolRecordError
+naming the session, the turn and the field: counting a call that is not one, or comparing a film id "3" with
+3, would give numbers that describe nothing that happened.
 """
 
 from __future__ import annotations
@@ -54,8 +63,18 @@ from __future__ import annotations
 import json
 import math
 
-from crseval.catalog.toolkit import DETAILS, RECOMMEND, SEARCH, Catalog, ToolError, argument_constraints
+from crseval.catalog.toolkit import (
+    DETAILS,
+    MAX_CONSTRAINTS,
+    RECOMMEND,
+    SEARCH,
+    SEARCH_FIELDS,
+    Catalog,
+    ToolError,
+    argument_constraints,
+)
 from crseval.core.columns import Column
+from crseval.core.fields import KEYWORD_FIELD
 from crseval.metrics.basic import safe_mean
 from crseval.metrics.expectations import LAGS, Expectation, column_named
 from crseval.metrics.family import (
@@ -90,6 +109,12 @@ SESSION_COLUMNS = (
         False,
         ground_truth=True,
     ),
+    Column(
+        "unreadable_search_rate",
+        "successful searches whose constraints the record does not keep, of all successful searches",
+        "0-1",
+        False,
+    ),
     Column("invalid_call_rate", "tool calls refused as errors, of those run", "0-1", False),
     Column("unsearched_commit_rate", "committed films no earlier search or details call returned", "0-1", False),
     Column("calls_per_turn", "tool calls per turn", "calls"),
@@ -107,6 +132,7 @@ SESSION_NAMES = tuple(column.name for column in SESSION_COLUMNS)
 
 STATUSES = ("ok", "error", "ignored")
 TURN_ENDS = ("recommend", "message", "bound", "error")
+CONSTRAINT_FIELDS = (*SEARCH_FIELDS, KEYWORD_FIELD)
 
 
 class ToolRecordError(ValueError):
@@ -152,7 +178,31 @@ def call_problem(call) -> str | None:
                 return f"result.films[{index}] has id {shown}, not a whole number"
     elif "id" in result and not _film_id(result["id"]):
         return f"result.id is {_shown(result['id'])}, not a whole number"
+    return _constraints_problem(call["constraints"]) if "constraints" in call else None
+
+
+def _constraints_problem(constraints) -> str | None:
+    """What makes a call's recorded `constraints` unreadable: not a list of at most MAX_CONSTRAINTS
+    {field, value, negated} constraints (the session schema's `constraint`)."""
+    if not isinstance(constraints, list):
+        return f"constraints is {_shown(constraints)}, not a list"
+    if len(constraints) > MAX_CONSTRAINTS:
+        return f"constraints holds {len(constraints)}; at most {MAX_CONSTRAINTS}"
+    for index, constraint in enumerate(constraints):
+        if not (
+            isinstance(constraint, dict)
+            and set(constraint) == {"field", "value", "negated"}
+            and constraint["field"] in CONSTRAINT_FIELDS
+            and isinstance(constraint["value"], str)
+            and constraint["value"]
+            and isinstance(constraint["negated"], bool)
+        ):
+            return f"constraints[{index}] is {_shown(constraint)}, not a constraint (field, value, negated)"
     return None
+
+
+def _whole_count(value) -> bool:
+    return _film_id(value) and value >= 1
 
 
 def check_tool_fields(record: dict) -> None:
@@ -171,6 +221,9 @@ def check_tool_fields(record: dict) -> None:
         if "tool_turn_end" in turn and turn["tool_turn_end"] not in TURN_ENDS:
             shown = _shown(turn["tool_turn_end"])
             raise ToolRecordError(f"{where}: tool_turn_end is {shown}, not one of {', '.join(TURN_ENDS)}")
+        if "tool_calls_unlisted" in turn and not _whole_count(turn["tool_calls_unlisted"]):
+            shown = _shown(turn["tool_calls_unlisted"])
+            raise ToolRecordError(f"{where}: tool_calls_unlisted is {shown}, not a whole number >= 1")
         for index, call in enumerate(turn.get("tool_calls") or []):
             problem = call_problem(call)
             if problem:
@@ -219,6 +272,11 @@ def _calls(turn: dict) -> list[dict]:
     return turn.get("tool_calls") or []  # each an object (check_tool_fields)
 
 
+def _unlisted(turn: dict) -> int:
+    """The turn's calls past the per-reply bound: counted in the record, never listed (check_tool_fields)."""
+    return turn.get("tool_calls_unlisted", 0)
+
+
 def _ok(call: dict, name: str) -> bool:
     return call.get("name") == name and call.get("status") == "ok"
 
@@ -239,15 +297,18 @@ class SearchReader:
         self.catalog = catalog
 
     def __call__(self, call: dict) -> set[Key] | None:
-        """The (field, value, negated) constraints the call asked for; None when the record keeps no arguments
-        (an excerpt of large ones) or they cannot be read."""
+        """The (field, value, negated) constraints the call asked for: its arguments read again when the record
+        keeps them, else the constraints it keeps beside an excerpt of large ones; None (unreadable) when it
+        keeps neither or the arguments cannot be read."""
         arguments = call.get("arguments")
-        if not isinstance(arguments, dict):
-            return None
-        try:
-            return {_key(c) for c in argument_constraints(arguments, self.catalog)[0]}
-        except ToolError:
-            return None
+        if isinstance(arguments, dict):
+            try:
+                return {_key(c) for c in argument_constraints(arguments, self.catalog)[0]}
+            except ToolError:
+                return None
+        if "constraints" in call:  # of the shape check_tool_fields holds it to
+            return {_key(c) for c in call["constraints"]}
+        return None
 
 
 def has_tools(record: dict) -> bool:
@@ -265,18 +326,21 @@ def score_session(record: dict, read_search: SearchReader) -> tuple[dict, list[d
     calls = [c for t in turns for c in _calls(t)]
     statuses = [c.get("status") for c in calls]
     run = statuses.count("ok") + statuses.count("error")
+    unlisted = sum(_unlisted(t) for t in turns)  # never run: ignored, as calls past the turn's bound are
+    searches = [read_search(c) for c in calls if _ok(c, SEARCH)]
     fidelity, per_turn = _fidelity(turns, read_search)
     session = {
         "search_precision": safe_mean(s[0] for s in fidelity),
         "search_recall": safe_mean(s[1] for s in fidelity),
         "search_f1": safe_mean(s[2] for s in fidelity),
         "stale_search_rate": _stale_search_rate(record, read_search),
+        "unreadable_search_rate": searches.count(None) / len(searches) if searches else NAN,
         "invalid_call_rate": statuses.count("error") / run if run else NAN,
         "unsearched_commit_rate": _unsearched_commit_rate(turns),
-        "calls_per_turn": len(calls) / len(turns) if turns else NAN,
-        "tool_calls": float(len(calls)),
+        "calls_per_turn": (len(calls) + unlisted) / len(turns) if turns else NAN,
+        "tool_calls": float(len(calls) + unlisted),
         "tool_errors": float(statuses.count("error")),
-        "tool_ignored": float(statuses.count("ignored")),
+        "tool_ignored": float(statuses.count("ignored") + unlisted),
         "tool_bound_turns": float(sum(1 for t in turns if t.get("tool_turn_end") == "bound")),
     }
     kinds = [_error_kinds(t) for t in turns]

@@ -11,7 +11,9 @@ session's toolkit and its result goes back as a tool message; the model is calle
 - or the turn's bounds are spent (`tool_limits.calls_per_turn` tool calls, `max_steps` model calls): the turn
   ends without a commit, its message what the model last said ("" if nothing), and the record says so.
 
-Every tool call is recorded (crseval.catalog.toolkit.ToolTurn). Each model call is an LLMRequest that carries
+Every tool call is recorded (crseval.catalog.toolkit.ToolTurn); the calls of a reply past
+MAX_TOOL_CALLS_PER_REPLY are neither run nor listed, but counted (`tool_calls_unlisted`), whether the backend
+dropped them or the reply still holds them. Each model call is an LLMRequest that carries
 the tool definitions and every tool message of the loop so far, so the reply cache's key covers them: the
 toolkit answers alike for the same calls, so a re-run finds every step in the cache and calls no model.
 A model call that fails for good (after the client's retries) fails the job, naming the model, as for every
@@ -25,7 +27,7 @@ from crseval.catalog.index import CatalogIndex
 from crseval.catalog.toolkit import TOOLS, Toolkit, ToolLimits, ToolTurn
 from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMRequest
-from crseval.llm.base import MAX_TOOL_CALLS_PER_REPLY
+from crseval.llm.base import MAX_TOOL_CALLS_PER_REPLY, LLMError, LLMResponse
 from crseval.llm.prompts import PromptTemplate
 from crseval.simulate.agent_kind import AgentKind
 from crseval.simulate.agents import Reply
@@ -51,6 +53,18 @@ def combined_meta(metas: list[dict]) -> dict | None:
         "cached": all(m["cached"] for m in metas),
         "steps": len(metas),
     }
+
+
+def unlisted_calls(response: LLMResponse, kept: int) -> int:
+    """The calls of a reply past the per-reply bound: those the backend dropped (its `tool_calls_dropped`
+    note, crseval.llm.base.tool_calls_from, kept in the reply cache) and those beyond `kept` here."""
+    dropped = response.extra.get("tool_calls_dropped", 0) if isinstance(response.extra, dict) else 0
+    if isinstance(dropped, bool) or not isinstance(dropped, int) or dropped < 0:
+        raise LLMError(
+            f"{response.backend} model {response.model}: the reply's tool_calls_dropped is {dropped!r:.40}, "
+            "not a count of calls"
+        )
+    return dropped + len(response.tool_calls or []) - kept
 
 
 def distinct_ids(calls: list[dict]) -> list[dict]:
@@ -117,6 +131,7 @@ class ToolsAgent:
                 tool_turn.end = "message"
                 break
             calls = distinct_ids(response.tool_calls[:MAX_TOOL_CALLS_PER_REPLY])  # as backends keep them (llm.base)
+            tool_turn.count_unlisted(unlisted_calls(response, len(calls)))
             messages.append({"role": "assistant", "content": response.text or "", "tool_calls": calls})
             for call in calls:
                 result = tool_turn.call(step, call["name"], call["arguments"])
