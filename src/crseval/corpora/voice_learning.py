@@ -2,7 +2,9 @@
 
 The corpus is read by its importer (any importing format), its dialogues split into parts by a hash of
 their user's id or their own (crseval.simulate.voice.dialogue_part), and the user turns of one part read,
-typed and pooled by `learn_voice`; `fitted_knobs` gives the profile knobs the same turns show. A turn
+typed and pooled by `learn_voice`; `fitted_knobs` gives the profile knobs the same turns show. Each turn is
+read as people see it (crseval.simulate.voice.visible_text: no format or control character, NFKC), so that a
+zero-width space inside "co\\u200bmedy" neither hides the value from the rules nor stays in a template. A turn
 longer than a person types (MAX_TEMPLATE_CHARS) is left out, counted; a part of the corpus of which no
 turn is kept has nothing to teach, and learning it is a CorpusError rather than a voice that says nothing.
 """
@@ -32,6 +34,7 @@ from crseval.simulate.voice import (
     dialogue_part,
     pool_key,
     speaker,
+    visible_text,
 )
 
 _UNKNOWN_WORD = re.compile(r"\b[a-z]{3,}\b")
@@ -84,8 +87,8 @@ def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) ->
         frustrated = (dialogue.get("labels") or {}).get("satisfaction") == "frustrated"
         for position, turn in enumerate(turns):
             read += 1
-            text = " ".join(turn["user_text"].split())
-            if not text:
+            text = visible_text(turn["user_text"])
+            if not text:  # nothing a reader sees
                 left_out["empty"] += 1
                 continue
             if len(text) > MAX_TEMPLATE_CHARS:  # longer than a person types; reading it back would be refused
@@ -149,8 +152,8 @@ def fitted_knobs(dialogues: list[dict]) -> dict:
     """The profile knobs the corpus shows, each with the statistic behind it (docs/simulation.md)."""
     from wordfreq import zipf_frequency  # a large word list, loaded only where a voice is learned
 
-    turns = [" ".join(t["user_text"].split()) for d in dialogues for t in d["turns"]]
-    firsts = [" ".join(d["turns"][0]["user_text"].split()) for d in dialogues if d["turns"]]
+    turns = [visible_text(t["user_text"]) for d in dialogues for t in d["turns"]]
+    firsts = [visible_text(d["turns"][0]["user_text"]) for d in dialogues if d["turns"]]
     flags = [act_flags(t) for t in turns]
     frustrated = [len(d["turns"]) for d in dialogues if (d.get("labels") or {}).get("satisfaction") == "frustrated"]
 

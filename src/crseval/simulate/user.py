@@ -42,7 +42,7 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.language.text import lemma
 from crseval.language.tracker import Constraint, extract_statements
 from crseval.simulate.profiles import EXPLICIT, UserProfile, resolve_profile, user_profile
-from crseval.simulate.voice import Voice, VoiceTemplate, spread_position
+from crseval.simulate.voice import Voice, VoiceTemplate, spread_position, visible_text
 
 MAX_REDRAWS = 40
 
@@ -1077,7 +1077,8 @@ class UserSimulator:
     def _said_as(self, constraint: Constraint, singular: bool = False) -> str:
         """A value in words people wrote it with, as often as they did (the catalog's spelling where nobody
         wrote it twice the same way); the read-back checks it still names the value. `singular`: after "a"
-        or "an", not a plural people wrote ("comedies" where the catalog says "comedy")."""
+        or "an", not a plural people wrote ("comedies" where the catalog says "comedy"). People's words are their
+        visible text, as the voice's templates are (`_fill`)."""
         catalog = display(constraint.field, constraint.value)
         forms = self.voice.said_as(constraint.field, constraint.value)
         if singular and not catalog.endswith("s"):
@@ -1086,22 +1087,26 @@ class UserSimulator:
             return catalog
         words = sorted(forms)
         weights = np.array([forms[w] for w in words], dtype=float)
-        return words[_weighted(self.voice_rng, weights)]
+        return visible_text(words[_weighted(self.voice_rng, weights)])
 
     def _fill(self, drawn: list[tuple]):
         """The drawn templates with their slots filled: the turn's values (wishes, then exclusions, as the
-        slots' roles ask) and the film a reaction is about; None where a slot has no value to take."""
+        slots' roles ask) and the film a reaction is about; None where a slot has no value to take. The
+        voice's words are their visible text (crseval.simulate.voice.visible_text), so that the read-back
+        reads what a reader sees: no hidden character keeps a value from it."""
         told = list(self._told)
         texts, statements, titles = [], [], []
         for title, template in drawn:
-            pieces = re.split(r"(\{\w+\})", template.text)
+            pieces = re.split(r"(\{\w+\})", visible_text(template.text))
             slots = iter(template.slots)
             text = ""
             for piece in pieces:
                 if not (piece.startswith("{") and piece.endswith("}")):
                     text += piece
                     continue
-                slot = next(slots)
+                slot = next(slots, None)
+                if slot is None:  # a mark a hidden character made (a voice not read from a file)
+                    return None
                 if slot == "title":
                     if title is None:
                         return None
@@ -1119,6 +1124,8 @@ class UserSimulator:
                     text = text[: article.start(1)] + wanted + " "
                 text += value
                 statements.append(Statement(match.field, match.value, "exclusion" if match.negated else "wish"))
+            if next(slots, None) is not None:  # a mark a hidden character hid
+                return None
             texts.append(text)
         if told:
             return None

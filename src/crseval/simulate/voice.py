@@ -20,6 +20,13 @@ truncated, or left by another version): it is checked whole before it is used, a
 VoiceError naming the file, the place in it and what is wrong. A template holds text and `{field}` slot
 marks only, one per slot, of known fields and roles: no other brace (`{0.__class__}`, `{x!r}`,
 `{:>999999}`), so that no template can be anything but words, however it is filled.
+
+Text is read as people see it (`visible_text`): learning reads each turn's visible text, the reader refuses a
+template or a spelling whose text is not its own visible text, and the simulated user fills the visible text
+of a template, so that a hidden character ("co\\u200bmedy") can neither hide a value from the rules nor show a
+reader one they did not read. One draw combines the pools of several acts (Voice.spread_order lists each
+template as often as people said it): the reader bounds the worst such combination (MAX_DRAW_SAID), so that no
+voice it accepts can ask one draw for more memory than a corpus's people could fill.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,12 +56,27 @@ MAX_VOICE_BYTES = 256 << 20
 # The templates of a pool are ordered with each repeated as often as people said it (Voice.spread_order):
 # a pool's said counts add up to at most the people of a corpus, never to more than this.
 MAX_POOL_SAID = 10_000_000
+# One draw combines pools (_draw_problem says which): their said counts together stay within the same bound.
+MAX_DRAW_SAID = 10_000_000
+# What a reader never sees: format characters (zero-width spaces and joiners, bidi marks, soft hyphens, tags),
+# controls, and lone surrogates (no text at all; UTF-8 cannot write them).
+_HIDDEN_CATEGORIES = frozenset({"Cf", "Cc", "Cs"})
 _MARK = re.compile(r"\{(\w+)\}")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class VoiceError(ValueError):
     """A learned voice's file that cannot be used; the message names the file, where in it and what is wrong."""
+
+
+def visible_text(text: str) -> str:
+    """`text` as a reader sees it, the one reading learning, the voice file and the simulated user share:
+    format, control and lone surrogate characters removed (a whitespace control, a tab or a line break, is a
+    space), Unicode NFKC (fullwidth and other compatibility forms are their plain letters), runs of spaces
+    one space, none at either end. "co\\u200bmedy" is "comedy", as a reader and a system that normalises
+    read it; the rules read the same words."""
+    kept = "".join(c for c in text if c.isspace() or unicodedata.category(c) not in _HIDDEN_CATEGORIES)
+    return " ".join(unicodedata.normalize("NFKC", kept).split())
 
 
 def part_of(dialogue_id: str, parts: int) -> int:
@@ -156,9 +179,9 @@ class Voice:
         and the templates' ids, so that a pool reads the same way in every session and each shard."""
         ids = sorted(options, key=lambda t: t.id)
         digest = hashlib.sha256("\n".join([str(seed), *(t.id for t in ids)]).encode("utf-8")).digest()
-        said = [t for t in ids for _ in range(t.said)]
+        said = np.repeat(np.arange(len(ids)), [t.said for t in ids])  # each template's place, as often as said
         order = np.random.default_rng(int.from_bytes(digest[:8], "big")).permutation(len(said))
-        return [said[i] for i in order], int.from_bytes(digest[8:16], "big")
+        return [ids[i] for i in said[order].tolist()], int.from_bytes(digest[8:16], "big")
 
     def as_json(self) -> dict:
         return {
@@ -195,6 +218,8 @@ class Voice:
                     raise VoiceError(f"{where}, template {position}: {problem}; learn it again")
                 ids.add(item["id"])
             pools[key] = [VoiceTemplate(t["id"], t["text"], tuple(t["slots"]), t["said"]) for t in templates]
+        if (problem := _draw_problem(pools)) is not None:
+            raise VoiceError(f"{path}: {problem}; learn it again")
         if (problem := _summary_problem(data["summary"])) is not None:
             raise VoiceError(f"{path}: summary: {problem}; learn it again")
         return cls(pools, data["summary"])
@@ -265,6 +290,8 @@ def _template_problem(key: str, item: object, ids: set) -> str | None:
         return f"text must be a non-empty string, found {shown(text)}"
     if len(text) > MAX_TEMPLATE_CHARS:
         return f"text of {len(text):,} characters, over the {MAX_TEMPLATE_CHARS:,} a template may hold"
+    if (unseen := _unseen(text)) is not None:
+        return f"text {shown(text)} {unseen}"
     if not isinstance(slots, list) or not all(isinstance(slot, str) and _known_slot(slot) for slot in slots):
         known = f"fields {', '.join(SLOT_FIELDS)}; roles {', '.join(SLOT_ROLES)}"
         return f"slots must be a list of 'title' or 'field:role' ({known}), found {shown(slots)}"
@@ -278,6 +305,48 @@ def _template_problem(key: str, item: object, ids: set) -> str | None:
     signature = ",".join(sorted(slots))
     if key.split("|")[2] != signature:
         return f"slots {slots} are not the pool's ({shown(key.split('|')[2])})"
+    return None
+
+
+def _unseen(text: str) -> str | None:
+    """What of `text` a reader sees otherwise than the rules would read it (it is not its own visible_text),
+    named by character; None where it is."""
+    if visible_text(text) == text:
+        return None
+    for character in text:
+        name = f"U+{ord(character):04X} ({unicodedata.name(character, 'unnamed')})"
+        if not character.isspace() and unicodedata.category(character) in _HIDDEN_CATEGORIES:
+            return f"holds {name}, a character no reader sees"
+        if unicodedata.normalize("NFKC", character) != character:
+            return f"holds {name}, a compatibility form of {unicodedata.normalize('NFKC', character)!r}"
+    if text != " ".join(text.split()):
+        return "has spaces a reader does not see apart (at either end, doubled, or other than a space)"
+    return "is not in Unicode's NFKC form (a letter and a mark that one character writes)"
+
+
+def _draw_problem(pools: dict[str, list[VoiceTemplate]]) -> str | None:
+    """What keeps one draw from the pools within MAX_DRAW_SAID, or None. A draw combines, at one place (a
+    dialogue's first turn or a later one, each act's own where it has none there), the pools of several acts
+    with one slot signature and the same with a film (the acts a user reacts with, crseval.simulate.user), or
+    the pools of one act whose slots have the same roles in any fields (Voice.retyped). The worst of them is
+    within the pools of one set of roles, every act's and field's, each at the place where it is said most:
+    that sum is bounded. A user who leaves draws from the leaving pool alone, bounded as every pool."""
+    widest: dict[tuple[str, ...], dict[str, dict[str, int]]] = {}  # roles -> act -> signature -> said
+    for key, templates in pools.items():
+        position, act, signature = key.split("|")
+        if position == LEAVE:
+            continue
+        roles = tuple(sorted(slot.split(":")[1] for slot in signature.split(",") if slot and slot != "title"))
+        by_signature = widest.setdefault(roles, {}).setdefault(act, {})
+        by_signature[signature] = max(by_signature.get(signature, 0), sum(t.said for t in templates))
+    for roles, acts in sorted(widest.items()):
+        said = sum(sum(by_signature.values()) for by_signature in acts.values())
+        if said > MAX_DRAW_SAID:
+            return (
+                f"one draw may combine the pools of the acts {', '.join(sorted(acts))} (slots of the roles "
+                f"{', '.join(roles) or 'none'}, with or without a film): their templates are said {said:,} times "
+                f"together, more than the {MAX_DRAW_SAID:,} one draw may build (crseval.simulate.voice.MAX_DRAW_SAID)"
+            )
     return None
 
 
@@ -319,6 +388,8 @@ def _summary_problem(summary: dict) -> str | None:
                         f"{part}.{shown(name)}: each {inner} (1 to {MAX_TEMPLATE_CHARS:,} characters) needs a "
                         f"count of 1 or more, found {shown(words)}: {shown(count)}"
                     )
+                if part == "said_as" and (unseen := _unseen(words)) is not None:  # words the user says
+                    return f"{part}.{shown(name)}: the words {shown(words)} {unseen}"
     return None
 
 
