@@ -1,5 +1,6 @@
 """Files as every stage writes and reads them: atomically (an output either exists complete or not at
-all), JSON lines that stay one line a record whatever their strings hold, parquet, digests, logs."""
+all), JSON lines that stay one line a record whatever their strings hold, parquet, digests, logs; and the
+bounds a table from outside is held to before it is parsed (rows, columns and the bytes it decodes to)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 
@@ -91,6 +93,123 @@ def read_regular_file(path: str | Path, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise UnreadableFile("too large")
     return data
+
+
+class TableTooLarge(ValueError):
+    """A table from outside past a bound on its rows, its columns or the bytes it decodes to; the message names
+    the table and the bound (check_csv_bounds, open_bounded_parquet)."""
+
+
+def check_csv_bounds(data: bytes, where: str | Path, *, max_rows: int, max_columns: int, max_cells: int) -> None:
+    """TableTooLarge unless the CSV text `data` holds at most `max_rows` rows below its header, `max_columns`
+    columns and `max_cells` cells (rows times columns: a parser fills every row out to the header's width). A few
+    megabytes of commas or line breaks parse into a frame of hundreds of millions of cells, so the bounds are
+    read off the bytes before any parser sees them, as upper bounds: every line end below the header counts as a
+    row (one inside quotes too; "\r", "\n" or "\r\n", as pandas reads them), every comma of the header record as
+    a column."""
+    header = _header_end(data)
+    ends = data.count(b"\r", header) + data.count(b"\n", header) - data.count(b"\r\n", header)  # "\r\n" is one
+    rows = ends - 1 if data.endswith((b"\n", b"\r")) else ends  # the header's own line end is no row
+    if rows > max_rows:
+        raise TableTooLarge(f"{where} holds up to {rows:,} rows, more than the {max_rows:,} allowed")
+    columns = data.count(b",", 0, header) + 1
+    if columns > max_columns:
+        raise TableTooLarge(f"{where} holds up to {columns:,} columns, more than the {max_columns:,} allowed")
+    if rows * columns > max_cells:
+        raise TableTooLarge(
+            f"{where} holds up to {rows:,} rows of {columns:,} columns, more than the {max_cells:,} cells allowed"
+        )
+
+
+def _header_end(data: bytes) -> int:
+    """Where the CSV's first record ends: the first line end outside quotes (a quoted header name may hold one)."""
+    quotes, start = 0, 0
+    for end in re.finditer(rb"\r\n?|\n", data):
+        quotes += data.count(b'"', start, end.start())
+        start = end.start()
+        if quotes % 2 == 0:
+            return end.start()
+    return len(data)
+
+
+# Bytes a value of each fixed-width parquet type decodes to (8 at least: an offset, a pointer or a null flag).
+_FIXED_WIDTH = {"BOOLEAN": 8, "INT32": 8, "INT64": 8, "FLOAT": 8, "DOUBLE": 8, "INT96": 12}
+# Encodings whose values may repeat what the page holds once: a dictionary index, a prefix of the value before.
+_EXPANDING = frozenset({"PLAIN_DICTIONARY", "RLE_DICTIONARY", "DELTA_BYTE_ARRAY"})
+_DICTIONARY = frozenset({"PLAIN_DICTIONARY", "RLE_DICTIONARY"})
+
+
+def open_bounded_parquet(
+    source, where: str | Path, *, max_bytes: int, max_rows: int, max_columns: int
+) -> pq.ParquetFile:
+    """The parquet file `source` (a path, an open file or a buffer), opened for reading once its footer shows
+    that it holds at most `max_rows` rows and `max_columns` columns and decodes to at most `max_bytes`;
+    TableTooLarge else. Nothing but the footer is decoded to tell (and, see `_decoded_bytes`, the dictionaries
+    of columns whose footer cannot): a file of a few kilobytes can repeat one long string of its dictionary
+    page in every row and decode to gigabytes, which the footer's encoded sizes do not show."""
+    parquet = pq.ParquetFile(source)
+    footer = parquet.metadata
+    if footer.num_rows > max_rows:
+        raise TableTooLarge(f"{where} holds {footer.num_rows:,} rows, more than the {max_rows:,} allowed")
+    if footer.num_columns > max_columns:
+        raise TableTooLarge(f"{where} holds {footer.num_columns:,} columns, more than the {max_columns:,} allowed")
+    size = _decoded_bytes(parquet, source, max_bytes)
+    if size > max_bytes:
+        raise TableTooLarge(f"{where} decodes to {size:,} bytes, more than the {max_bytes:,} allowed")
+    return parquet
+
+
+def _decoded_bytes(parquet: pq.ParquetFile, source, max_bytes: int) -> int:
+    """An upper bound of the bytes the file decodes to. From the footer: a fixed-width column its values' width
+    times their number; a column of text or bytes its pages' decoded size (total_uncompressed_size) and an
+    offset a value, or where its values may repeat what a page holds once (a dictionary, prefixes) their number
+    times that size (no value is longer than the page it is read from). Where the bound of the dictionary-encoded
+    text columns takes the whole past `max_bytes` (a column of distinct session ids does at a few thousand rows),
+    their dictionaries and indices are read, never the values they expand to, and each value's length summed."""
+    footer, schema = parquet.metadata, parquet.schema
+    total, loose = 0, {}
+    for column in range(footer.num_columns):
+        leaf = schema.column(column)
+        width = leaf.length if leaf.physical_type == "FIXED_LEN_BYTE_ARRAY" else _FIXED_WIDTH.get(leaf.physical_type)
+        for group in range(footer.num_row_groups):
+            chunk = footer.row_group(group).column(column)
+            values = max(chunk.num_values, footer.row_group(group).num_rows)
+            pages = chunk.total_uncompressed_size
+            if width is not None:
+                total += max(pages, values * max(width, 8))
+            elif not _EXPANDING.intersection(chunk.encodings):
+                total += pages + values * 8
+            elif _DICTIONARY.issuperset(_EXPANDING.intersection(chunk.encodings)):
+                loose[(group, column)] = pages + values * (pages + 8)
+            else:
+                total += pages + values * (pages + 8)
+    if total + sum(loose.values()) <= max_bytes or not loose or total > max_bytes:
+        return total + sum(loose.values())
+    names = [schema.column(column).path for _, column in loose]
+    if len(parquet.schema_arrow) != footer.num_columns or len(set(names)) < len({c for _, c in loose}):
+        return total + sum(loose.values())  # nested columns, or two of one name: the footer's bound stands
+    try:
+        dictionaries = pq.ParquetFile(source, read_dictionary=sorted(set(names)))
+        for group, column in loose:
+            read = dictionaries.read_row_group(group, columns=[schema.column(column).path]).column(0)
+            total += _expanded_bytes(read)
+            if total > max_bytes:
+                break  # past the bound already: the rest need not be counted
+    except (pa.ArrowException, KeyError, ValueError):  # no column to read as a dictionary: the footer's bound stands
+        return total + sum(loose.values())
+    return total
+
+
+def _expanded_bytes(column: pa.ChunkedArray) -> int:
+    """The bytes a column of dictionary arrays decodes to: per value its entry's length, and 8 for its offset."""
+    size = 0
+    for chunk in column.chunks:
+        if isinstance(chunk, pa.DictionaryArray):
+            lengths = pc.binary_length(chunk.dictionary).cast(pa.int64())
+            size += (pc.sum(pc.take(lengths, chunk.indices)).as_py() or 0) + 8 * len(chunk) + chunk.dictionary.nbytes
+        else:
+            size += chunk.nbytes
+    return size
 
 
 def json_type(value: object) -> str:

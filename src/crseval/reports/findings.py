@@ -30,9 +30,10 @@ column of the page, even when two rows carry the same name.
 
 The hrefs are the caller's: `viewer` (the viewer's index.html) and `links` (label -> href of a table or
 summary), relative to where the page is opened; one with a scheme other than http(s) (javascript:, data:) is
-written as a relative path (`_href`), so that no link of the page runs a script. The results folder and the
-Snakemake report zip place the same files differently (the zip puts each report item in `data/raw/<id>/`), so
-the rule writes the page once for each (workflow/scripts/findings.py).
+written as a relative path (crseval.reports.links, the check every page's links pass), so that no link of the
+page runs a script. The results folder and the Snakemake report zip place the same files differently (the zip
+puts each report item in `data/raw/<id>/`), so the rule writes the page once for each
+(workflow/scripts/findings.py).
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from urllib.parse import quote
 import numpy as np
 import pandas as pd
 
+from crseval.reports.links import safe_url
 from crseval.statistics import column_registry
 
 VIEWER = "../viewer/index.html"
@@ -72,10 +74,6 @@ nav a{margin-right:1em}small{color:#555}
 
 # NUL and the other control characters HTML does not allow in text, and lone surrogates (no UTF-8 encodes them)
 _UNPRINTABLE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
-# a URL scheme, as a browser reads it: leading spaces and controls dropped, tabs and newlines inside ignored
-_SCHEME = re.compile(r"^([a-z][a-z0-9+.-]*):", re.IGNORECASE)
-_IGNORED_IN_URL = re.compile("[\t\n\r]")
-WEB_SCHEMES = frozenset({"https", "http"})  # the schemes a link of the page may keep
 # the bidi classes of right-to-left letters and digits and of the explicit embeddings, overrides and isolates
 _BIDI = {"R", "AL", "AN", "RLE", "RLO", "LRE", "LRO", "PDF", "RLI", "LRI", "FSI", "PDI"}
 
@@ -98,13 +96,8 @@ def _name(value) -> str:
 
 
 def _href(value) -> str:
-    """An href attribute: relative paths and http(s) URLs as given, any other scheme (javascript:, data:) as a
-    relative path, so that the link opens a file (or nothing) and never runs a script."""
-    url = str(value)
-    scheme = _SCHEME.match(_IGNORED_IN_URL.sub("", url).lstrip("\x00- "))
-    if scheme and scheme[1].lower() not in WEB_SCHEMES:
-        url = "./" + url
-    return esc(url)
+    """An href attribute: the URL after the links check (crseval.reports.links), escaped."""
+    return esc(safe_url(value))
 
 
 def num(value, digits: int = 3) -> str:

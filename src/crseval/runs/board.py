@@ -8,8 +8,11 @@ across classes would compare numbers measured differently.
 
 `board_table` is the table at full precision (board.csv); `board_markdown` and `board_html` show it one
 section per class, each cell "mean [95% interval] (rank)", the HTML page in the findings page's style
-(crseval.reports.findings.STYLE), self-contained, with every value escaped: system names come from users'
-configs. `write_board` writes the three files atomically.
+(crseval.reports.findings.STYLE), self-contained, with every value escaped (system names come from users'
+configs) and every link through the scheme check of crseval.reports.links (a run's folder may be named
+`javascript:...`). A run put on the board although its record does not describe its tables (its mismatches
+trusted) puts the heading RECORD_MISMATCH_HEADING with each mismatch above the classes. `write_board` writes
+the three files atomically.
 
 The tables come from results folders that may be foreign or hand-edited: a cell that should hold a number and
 holds text, a system without a name or listed twice, a pass^k table with a k twice or past MAX_PASS_K is
@@ -28,6 +31,8 @@ import pandas as pd
 
 from crseval.core.io import atomic_path
 from crseval.reports.findings import STYLE, esc, num
+from crseval.reports.links import safe_url
+from crseval.runs.comparability import RECORD_MISMATCH_HEADING
 from crseval.statistics import column_registry
 
 
@@ -41,6 +46,7 @@ class BoardRun:
     class_label: str  # short description of the class, e.g. "user 3f2a9c1b2d4e, metrics 91ab..., catalog ..."
     model_metrics: pd.DataFrame  # the run's tables/model_metrics.csv as read by pandas
     pass_k: pd.DataFrame | None = None  # the run's stats/reliability_trials.csv when it has trials, else None
+    mismatches: tuple[str, ...] = ()  # what the run's record does not describe, when put on the board anyway
 
 
 # The leading columns of every board table; per metric and pass^k columns follow (see board_table).
@@ -251,6 +257,11 @@ def _classes(table: pd.DataFrame):
         yield int(number), _text(rows["class_label"].iloc[0]), sorted(runs), rows
 
 
+def _run_link(run: str, path: str) -> str:
+    """A run's name, linked to its results folder when the board knows where it is."""
+    return f'<a href="{esc(safe_url(path))}">{esc(run)}</a>' if path else esc(run)
+
+
 def _missing(table: pd.DataFrame, metrics: list[str]) -> list[str]:
     """The metrics no run on the board has a value of: most likely a name no run wrote."""
     return [m for m in metrics if m not in table or table[m].isna().all()]
@@ -268,10 +279,18 @@ def markdown_text(value) -> str:
     return _MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(value).split()))
 
 
-def board_markdown(table: pd.DataFrame, metrics: list[str]) -> str:
-    """board.md: the within-class line, then per class its label, runs and a table of its rows."""
+def board_markdown(table: pd.DataFrame, metrics: list[str], mismatches: dict[str, list[str]] | None = None) -> str:
+    """board.md: the within-class line, then per class its label, runs and a table of its rows. `mismatches`:
+    run name -> what its record does not describe, for runs on the board although it does not."""
     passes = _pass_columns(table)
-    lines = ["# Board", "", WITHIN_CLASS, "", LEGEND, "", _summary(table)]
+    lines = ["# Board", ""]
+    if mismatches:
+        lines += [f"## The {RECORD_MISMATCH_HEADING}", ""]
+        lines += [
+            f"- {markdown_text(run)}: {markdown_text(line)}" for run, found in mismatches.items() for line in found
+        ]
+        lines.append("")
+    lines += [WITHIN_CLASS, "", LEGEND, "", _summary(table)]
     missing = _missing(table, metrics)
     if missing:
         lines += ["", f"No run has a value of: {', '.join(markdown_text(m) for m in missing)}."]
@@ -293,8 +312,11 @@ def board_markdown(table: pd.DataFrame, metrics: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def board_html(table: pd.DataFrame, metrics: list[str], title: str = "Board") -> str:
-    """board.html: the board as one self-contained page in the findings page's style."""
+def board_html(
+    table: pd.DataFrame, metrics: list[str], title: str = "Board", mismatches: dict[str, list[str]] | None = None
+) -> str:
+    """board.html: the board as one self-contained page in the findings page's style (`mismatches` as for
+    board_markdown)."""
     passes = _pass_columns(table)
     parts = [
         "<!DOCTYPE html>",
@@ -302,6 +324,16 @@ def board_html(table: pd.DataFrame, metrics: list[str], title: str = "Board") ->
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{esc(title)}</h1>",
+    ]
+    if mismatches:
+        parts += [
+            f"<h2 class='fail'>The {esc(RECORD_MISMATCH_HEADING)}</h2>",
+            "<p class='fail'>On the board although their provenance records do not describe what was read: a number "
+            "below may come from tables or settings other than those the record names.</p><ul>",
+            *(f"<li><b>{esc(run)}</b>: {esc(line)}</li>" for run, found in mismatches.items() for line in found),
+            "</ul>",
+        ]
+    parts += [
         f"<p><small>{esc(_summary(table))}</small></p>",
         f"<p class='lead'>{esc(WITHIN_CLASS)}</p>",
         f"<p><small>{esc(LEGEND)}</small></p>",
@@ -313,7 +345,7 @@ def board_html(table: pd.DataFrame, metrics: list[str], title: str = "Board") ->
     header += "".join(f"<th title='{esc(m)}'>{esc(_label(m) + _arrow(m))}</th>" for m in metrics)
     header += "".join(f"<th>pass<sup>{esc(c[len(PASS_PREFIX) :])}</sup></th>" for c in passes) + "</tr>"
     for number, label, runs, rows in _classes(table):
-        listed = ", ".join(f'<a href="{esc(path)}">{esc(run)}</a>' if path else esc(run) for run, path in runs)
+        listed = ", ".join(_run_link(run, path) for run, path in runs)
         key = esc(_text(rows["class_key"].iloc[0]))
         parts += [
             f"<h2>Class {number}</h2>",
@@ -338,9 +370,10 @@ def write_board(runs: list[BoardRun], metrics: list[str], out_dir: Path, title: 
     "html"} -> path."""
     table = board_table(runs, metrics)
     out_dir = Path(out_dir)
+    mismatches = {run.name: list(run.mismatches) for run in runs if run.mismatches}
     texts = {
-        "md": ("board.md", board_markdown(table, metrics)),
-        "html": ("board.html", board_html(table, metrics, title)),
+        "md": ("board.md", board_markdown(table, metrics, mismatches)),
+        "html": ("board.html", board_html(table, metrics, title, mismatches)),
     }
     written = {"csv": out_dir / "board.csv"}
     with atomic_path(written["csv"]) as temporary:

@@ -12,14 +12,24 @@ A comparability class groups runs for a board: equal catalog, user, metrics and 
 
 A results folder may come from another machine, another crseval, an interrupted run or a hand's edit, so
 everything read from it is checked before it is used: a file is read only when it is a regular file inside
-the folder (a link out of it, a FIFO or a device is refused) and within its bound; the record's shape, its
-format version and the analysis plan it holds, and the identifiers of the sessions table, are checked
-against what crseval writes. What fails is a RunError naming the file and what was wrong.
+the folder (a link out of it, a FIFO or a device is refused) and within its bounds (its bytes, and before it is
+parsed its rows, columns and the bytes it decodes to); the record's shape, its format version and the analysis
+plan it holds, and the identifiers of the sessions table, are checked against what crseval writes. What fails is
+a RunError naming the file and what was wrong.
+
+A record can also be stale or forged: a run made again behind it, or settings edited after their digest was
+made. `Run.check_record` (which `crseval compare` and `crseval board` call on every run) holds the run to its
+record: the record's format must be the one this crseval reads, each stage's digest the sha256 of the settings
+beside it (as crseval.stage_digests makes it) and `config.stats` the statistics stage's own, and from then on
+every table read must have the sha256 the record's `outputs` list for it (the bytes hashed are the bytes
+parsed). A mismatch is a RecordMismatch naming the file and the field, or, for a run whose mismatches are
+trusted, a line of `Run.mismatches`, which the pages put under the heading RECORD_MISMATCH_HEADING.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import stat
 from dataclasses import dataclass, field
@@ -28,9 +38,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from crseval.core.canonical import MISSING, changed_settings
+from crseval.core.canonical import MISSING, canonical_sha, changed_settings
+from crseval.core.io import TableTooLarge, check_csv_bounds, open_bounded_parquet
 from crseval.statistics.plan import METHODS, Plan
 
 # Stages whose difference refuses a comparison, and those that define a board's class.
@@ -40,7 +50,13 @@ SHARED_STAGES = ("catalog", "user", "metrics", "judge", "statistics")
 # Bounds on what a results folder may hand us: a record or table past them is refused, not read.
 MAX_RECORD_BYTES = 64 * 2**20
 MAX_TABLE_BYTES = 2 * 2**30  # a parquet table on disk, and again decoded (a small file can decode to much more)
+MAX_TABLE_ROWS = 10_000_000  # sessions
+MAX_TABLE_COLUMNS = 10_000
 MAX_CSV_BYTES = 64 * 2**20  # model_metrics.csv and the pass^k table: a row per system (and k)
+MAX_CSV_ROWS = 100_000
+MAX_CSV_COLUMNS = 20_000  # a few per metric
+MAX_CSV_CELLS = 5_000_000  # rows times columns: what the parsed frame holds
+_BLOCK = 1 << 22  # bytes hashed at a time
 MAX_DIFFERENCES = 50  # per stage; the rest are counted
 # The newest provenance format this reader knows (crseval.provenance.SCHEMA_VERSION, which runs may not import):
 # a newer record may mean its stages differently.
@@ -52,19 +68,85 @@ MAX_RESAMPLES = 1_000_000
 SESSION_KEYS = ("system", "session_id", "session_index", "seed")
 TEXT_KEYS = ("system", "session_id")
 WHOLE_NUMBER_KEYS = ("session_index", "seed", "trial")
+# What the pages say above a run compared although its record does not describe its tables (its mismatches trusted).
+RECORD_MISMATCH_HEADING = "record does not describe its tables"
 
 
 class RunError(Exception):
     """A results folder that cannot be compared (no record, a record without stage digests, no tables)."""
 
 
+class RecordMismatch(RunError):
+    """A record that does not describe its folder: a table whose sha256 is not the one listed, a stage digest
+    that is not the sha256 of its settings."""
+
+
 @dataclass
 class Run:
-    """A finished run: its results folder, its label, its provenance record."""
+    """A finished run: its results folder, its label, its provenance record, and whether its tables are held to
+    the record as they are read (`check_record`)."""
 
     path: Path
     name: str
     record: dict
+    checked: bool = False
+    trust_mismatched: bool = False
+    mismatches: list[str] = field(default_factory=list)  # with trust_mismatched: what the record does not describe
+
+    def check_record(self, trust_mismatched: bool = False) -> None:
+        """Hold the run to its record: its format the one this crseval reads (RunError else, whatever is
+        trusted), each stage digest the sha256 of its settings, and from now on every table read the sha256 its
+        `outputs` entry lists. A mismatch is a RecordMismatch, or with `trust_mismatched` a line of
+        `mismatches`."""
+        record_path = self.path / "provenance.json"
+        version = self.record.get("schema_version", MISSING)
+        if type(version) is not int or version != RECORD_FORMAT:
+            shown = "missing" if version is MISSING else _short(version)
+            raise RunError(
+                f"{record_path}: `schema_version` is {shown}, and this crseval reads records of format "
+                f"{RECORD_FORMAT} only; write it again with `snakemake --forcerun provenance`"
+            )
+        self.checked, self.trust_mismatched = True, trust_mismatched
+        for problem in _digest_problems(self.record):
+            self._mismatch(f"{record_path}: {problem}")
+
+    def _mismatch(self, problem: str) -> None:
+        if not self.trust_mismatched:
+            raise RecordMismatch(problem)
+        if problem not in self.mismatches:
+            self.mismatches.append(problem)
+
+    def _held_to_record(self, relative: str, digest: str | None) -> None:
+        """With check_record: the table at `relative` (None: absent) against the record's `outputs`."""
+        if not self.checked:
+            return
+        record_path = self.path / "provenance.json"
+        outputs = self.record.get("outputs", MISSING)
+        if not isinstance(outputs, list):
+            shown = "missing" if outputs is MISSING else f"a JSON {type(outputs).__name__}"
+            self._mismatch(f"{record_path}: `outputs` is {shown}, not the list of files it describes ({relative})")
+            return
+        listed = [
+            (i, entry.get("sha256"))
+            for i, entry in enumerate(outputs)
+            if isinstance(entry, dict) and entry.get("path") == relative
+        ]
+        if digest is None:
+            if listed:
+                self._mismatch(f"{record_path}: `outputs[{listed[0][0]}]` lists {relative}, which is missing")
+            return
+        if not listed:
+            self._mismatch(
+                f"{self.path / relative}: not among the `outputs` of {record_path}, which does not describe it "
+                "(written after the record, or by another run)"
+            )
+        for i, recorded in listed:
+            if recorded != digest:
+                self._mismatch(
+                    f"{self.path / relative}: its sha256 {_digest(digest)} is not the `outputs[{i}].sha256` of "
+                    f"{record_path} ({_digest(recorded)}): the table changed after the record was written (a run "
+                    "made again behind it, or an edit)"
+                )
 
     @property
     def stages(self) -> dict:
@@ -82,7 +164,7 @@ class Run:
         of the type crseval writes, and every session once."""
         path = self.path / "tables" / "sessions.parquet"
         _regular_file(path, self.path, MAX_TABLE_BYTES)
-        table = _read_table(path, _read_parquet_bounded)
+        table = _read_table(path, self._read_parquet)
         missing = [column for column in SESSION_KEYS if column not in table.columns]
         if missing:
             raise RunError(f"{path} has no column {', '.join(missing)}: not a sessions table crseval wrote")
@@ -93,14 +175,85 @@ class Run:
     def model_metrics(self) -> pd.DataFrame:
         path = self.path / "tables" / "model_metrics.csv"
         _regular_file(path, self.path, MAX_CSV_BYTES)
-        return _read_table(path, pd.read_csv)
+        return _read_table(path, self._read_csv)
 
     def pass_k(self) -> pd.DataFrame | None:
         path = self.path / "stats" / "reliability_trials.csv"
         if not path.exists() and not path.is_symlink():
+            self._held_to_record("stats/reliability_trials.csv", None)
             return None
         _regular_file(path, self.path, MAX_CSV_BYTES)
-        return _read_table(path, pd.read_csv)
+        return _read_table(path, self._read_csv)
+
+    def _read_parquet(self, path: Path) -> pd.DataFrame:
+        """The parquet table, refused before it is decoded when its footer shows more rows, columns or decoded
+        bytes than a comparison reads (crseval.core.io.open_bounded_parquet), and held to the record. One open
+        file throughout: what is hashed and bounded is what is parsed."""
+        with path.open("rb") as handle:
+            if self.checked:
+                self._held_to_record(_relative(path, self.path), _sha256(handle, path, MAX_TABLE_BYTES))
+                handle.seek(0)
+            bounds = {"max_bytes": MAX_TABLE_BYTES, "max_rows": MAX_TABLE_ROWS, "max_columns": MAX_TABLE_COLUMNS}
+            open_bounded_parquet(handle, path, **bounds)
+            handle.seek(0)
+            return pd.read_parquet(handle)
+
+    def _read_csv(self, path: Path) -> pd.DataFrame:
+        """The CSV table, its rows, columns and cells bounded before it is parsed, and held to the record."""
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CSV_BYTES + 1)
+        if len(data) > MAX_CSV_BYTES:
+            raise RunError(f"{path} grew past the {MAX_CSV_BYTES:,} bytes a comparison reads while it was read")
+        if self.checked:
+            self._held_to_record(_relative(path, self.path), hashlib.sha256(data).hexdigest())
+        check_csv_bounds(data, path, max_rows=MAX_CSV_ROWS, max_columns=MAX_CSV_COLUMNS, max_cells=MAX_CSV_CELLS)
+        return pd.read_csv(io.BytesIO(data))
+
+
+def _relative(path: Path, folder: Path) -> str:
+    """`path` as the record's `outputs` name it: relative to the results folder, with slashes."""
+    return path.relative_to(folder).as_posix()
+
+
+def _sha256(handle, path: Path, bound: int) -> str:
+    """The sha256 of an open file read to its end, as crseval.core.io.sha256_file makes it for the record; a
+    file growing past `bound` while it is read is refused."""
+    digest, size = hashlib.sha256(), 0
+    while block := handle.read(_BLOCK):
+        size += len(block)
+        if size > bound:
+            raise RunError(f"{path} grew past the {bound:,} bytes a comparison reads while it was read")
+        digest.update(block)
+    return digest.hexdigest()
+
+
+def _digest_problems(record: dict) -> list[str]:
+    """Where a record's stage digests are not the sha256 of the settings beside them (canonical JSON, as
+    crseval.stage_digests makes them), and whether `config.stats`, which plans the comparison, is the statistics
+    stage's own: a digest vouches only for the settings it was made of."""
+    stages = record["stages"]
+    named = [(stage, stages[stage]) for stage in SHARED_STAGES]
+    named += [(f"systems.{printable(name, 80)}", entry) for name, entry in stages["systems"].items()]
+    problems = []
+    for name, entry in named:
+        try:
+            made = canonical_sha(entry["settings"])
+        except (ValueError, RecursionError) as error:  # a lone surrogate, nesting past the stack
+            problems.append(f"`stages.{name}.settings` cannot be digested ({type(error).__name__})")
+            continue
+        if made != entry["digest"]:
+            problems.append(
+                f"`stages.{name}.digest` is {_digest(entry['digest'])}, not the sha256 of `stages.{name}.settings` "
+                f"({_digest(made)}): the settings were edited after their digest was made"
+            )
+    if stages["statistics"]["settings"].get("stats", MISSING) != record["config"]["stats"]:
+        problems.append("`config.stats` is not the `stages.statistics.settings.stats` that its digest covers")
+    return problems
+
+
+def _digest(value) -> str:
+    """A digest in a message: its first 16 characters, or the value as JSON where it is no text."""
+    return f"{printable(value[:16])}..." if isinstance(value, str) else _short(value)
 
 
 def _regular_file(path: Path, folder: Path, bound: int) -> int:
@@ -121,24 +274,23 @@ def _regular_file(path: Path, folder: Path, bound: int) -> int:
     return status.st_size
 
 
-def _read_parquet_bounded(path: Path) -> pd.DataFrame:
-    """The parquet table, refused when its footer says it decodes to more than MAX_TABLE_BYTES (its stated
-    decoded size, or 8 bytes a cell, whichever is more)."""
-    footer = pq.ParquetFile(path).metadata
-    stated = sum(footer.row_group(i).total_byte_size for i in range(footer.num_row_groups))
-    size = max(stated, 8 * footer.num_rows * footer.num_columns)
-    if size > MAX_TABLE_BYTES:
-        raise RunError(f"{path} decodes to {size:,} bytes, more than the {MAX_TABLE_BYTES:,} a comparison reads")
-    return pd.read_parquet(path)
-
-
 def _read_table(path: Path, reader):
     """reader(path), any way the file fails to parse a RunError naming it (never pandas' or pyarrow's traceback)."""
     try:
         return reader(path)
     except RunError:
         raise
-    except (OSError, ValueError, TypeError, NotImplementedError, RecursionError, pa.ArrowException) as error:
+    except TableTooLarge as error:
+        raise RunError(str(error)) from None
+    except (
+        OSError,
+        ValueError,
+        TypeError,
+        NotImplementedError,
+        RecursionError,
+        MemoryError,
+        pa.ArrowException,
+    ) as error:
         raise RunError(f"{path} cannot be read: {type(error).__name__}: {str(error)[:300]}") from None
 
 

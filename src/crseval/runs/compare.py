@@ -7,7 +7,9 @@ then it is compared under a heading that says what differs. Sessions are matched
 under an equal judge. Per system and metric: the paired differences, intervals, exact tests and
 regression flags of crseval.runs.paired, under the baseline's analysis plan (checked before it is used: the
 record may be hand-edited); and the sessions that changed most. A metric column that holds no numbers in
-either run is left out with the reason, like one that is in one run only.
+either run is left out with the reason, like one that is in one run only. A tolerance must be a finite number
+(an infinite one would switch the regression gate off) and name a metric the comparison compares (a name
+that matches none would leave the metric meant at tolerance 0, unsaid).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import pandas as pd
 
 from crseval.judge import judge_columns
 from crseval.runs import paired
-from crseval.runs.comparability import Comparability, Run, RunError, compare_runs
+from crseval.runs.comparability import Comparability, Run, RunError, compare_runs, printable
 from crseval.statistics import column_registry
 from crseval.statistics.plan import Plan
 
@@ -117,8 +119,10 @@ def compare(
     """Every run against `baseline` (see the module docstring); tables are read only for runs not refused."""
     plan = baseline.plan()
     tolerance = dict(tolerance or {})
+    paired.check_tolerance(tolerance)  # before any table is read
     base_sessions = None
     compared = []
+    metrics_compared: dict[str, None] = {}
     for run in runs:
         comparability = compare_runs(baseline, run, system_map)
         if comparability.refused and not allow_different:
@@ -128,6 +132,7 @@ def compare(
             base_sessions = baseline.sessions()
         run_sessions = run.sessions()
         metrics, left_out = compared_metrics(base_sessions, run_sessions, comparability.stage("judge").equal)
+        metrics_compared |= dict.fromkeys(metrics)
         renames = {name: base for name, base in comparability.system_map.items() if name != base}
         try:
             table = paired.paired_table(
@@ -144,4 +149,18 @@ def compare(
         except ValueError as error:  # paired names the side ("baseline", "run"); the reader needs the runs
             raise RunError(f"{run.name} against {baseline.name}: {error}") from None
         compared.append(RunComparison(run, comparability, False, table, changed, unmatched, left_out))
+    if metrics_compared:  # (every run refused: nothing compared, and no tolerance applied)
+        _check_tolerance_names(tolerance, list(metrics_compared))
     return Comparison(baseline, compared, plan, adjusted, tolerance)
+
+
+def _check_tolerance_names(tolerance: dict[str, float], metrics: list[str]) -> None:
+    """ValueError for a tolerance ("*" aside) naming no metric that was compared: a misspelt one ("tass") would
+    leave the metric meant at tolerance 0 without a word."""
+    for name, value in tolerance.items():
+        if name != "*" and name not in metrics:
+            listed = ", ".join(metrics[:30]) + (f" and {len(metrics) - 30} more" if len(metrics) > 30 else "")
+            raise ValueError(
+                f"tolerance {printable(name, 80)}={value:g}: {printable(name, 80)} is no metric this comparison "
+                f"compares (compared: {listed})"
+            )

@@ -4,11 +4,13 @@ The page reads left to right from the baseline: its comparability table (each st
 settings that differ), a heading over every run compared although its user, metrics or catalog differ,
 then per run the systems' metrics (baseline mean, run mean, the paired difference with its 95% interval,
 the exact test, the verdict; flagged regressions marked) and the sessions that changed most. Each of
-those links to a page of its own that shows the session in both runs' viewers side by side. Every value
-read from a run is escaped: system names come from configs, in HTML by `esc` and in Markdown by
-`board.markdown_text`. Files are written atomically, into a folder outside every results folder; a side-by-side
-page's name is made of its run's and system's names, with a digest of the names where they are no plain file
-names, so that two names never share a page.
+those links to a page of its own that shows the session in both runs' viewers side by side. A run compared
+although its record does not describe its tables (its mismatches trusted) puts the heading
+RECORD_MISMATCH_HEADING with each mismatch above everything else. Every value read from a run is escaped:
+system names come from configs, in HTML by `esc` and in Markdown by `board.markdown_text`; every link passes
+the scheme check of crseval.reports.links. Files are written atomically, into a folder outside every results
+folder; a side-by-side page's name is made of its run's and system's names, with a digest of the names where
+they are no plain file names, so that two names never share a page.
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ import pandas as pd
 
 from crseval.core.io import atomic_path, write_json
 from crseval.reports.findings import STYLE, esc, num
+from crseval.reports.links import safe_url
 from crseval.runs import paired
 from crseval.runs.board import markdown_text
-from crseval.runs.comparability import Run
+from crseval.runs.comparability import RECORD_MISMATCH_HEADING, Run
 from crseval.runs.compare import Comparison, RunComparison
 
 EXTRA_STYLE = (
@@ -58,7 +61,7 @@ def _slug(text) -> str:
 def viewer_href(run: Run, session_id: str, page_dir: Path) -> str:
     """The run's viewer opened at a session, relative to the folder of the page that links to it."""
     viewer = os.path.relpath((run.path / "viewer" / "index.html").resolve(), page_dir.resolve())
-    return f"{quote(Path(viewer).as_posix())}#session={quote(str(session_id), safe='')}"
+    return safe_url(f"{quote(Path(viewer).as_posix())}#session={quote(str(session_id), safe='')}")
 
 
 def session_page_name(compared: RunComparison, row: dict) -> str:
@@ -185,9 +188,30 @@ def _changed_section(comparison: Comparison, compared: RunComparison, out: Path)
             f"<td class='num'>{int(row['trial'])}</td><td>{esc(row['metric'])}</td>"
             f"<td class='num'>{num(row['baseline_value'])} → {num(row['run_value'])}</td>"
             f"<td class='num'>{int(row['metrics_changed'])}</td>"
-            f"<td><a class='side-by-side' href='{esc(quote(page))}'>side by side</a></td></tr>"
+            f"<td><a class='side-by-side' href='{esc(safe_url(quote(page)))}'>side by side</a></td></tr>"
         )
     return [*lines, "</table>"]
+
+
+def _mismatched(comparison: Comparison) -> list[tuple[str, list[str]]]:
+    """(run name, what its record does not describe) of every run, the baseline first, compared although its
+    record does not describe its tables."""
+    runs = [comparison.baseline, *(compared.run for compared in comparison.runs)]
+    return [(run.name, run.mismatches) for run in runs if run.mismatches]
+
+
+def _mismatch_section(comparison: Comparison) -> list[str]:
+    mismatched = _mismatched(comparison)
+    if not mismatched:
+        return []
+    lines = [
+        f"<h2 class='warn'>The {esc(RECORD_MISMATCH_HEADING)}</h2>",
+        "<p class='warn'>Compared although their provenance records do not describe what was read (asked for with "
+        "<code>--trust-mismatched-records</code>): a number below may come from tables or settings other than "
+        "those the record names.</p><ul>",
+    ]
+    lines += [f"<li><b>{esc(name)}</b>: {esc(problem)}</li>" for name, problems in mismatched for problem in problems]
+    return [*lines, "</ul>"]
 
 
 def _lead(comparison: Comparison) -> list[str]:
@@ -237,6 +261,7 @@ def compare_html(comparison: Comparison, out: Path) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{esc(title)}</title><style>{STYLE}{EXTRA_STYLE}</style></head><body>",
         f"<h1>{esc(title)}</h1>",
+        *_mismatch_section(comparison),
         f"<p><small>{esc(_rule_text(comparison))}</small></p>",
         "<h2>What changed</h2>",
         *_lead(comparison),
@@ -256,6 +281,11 @@ def compare_markdown(comparison: Comparison) -> str:
     md = markdown_text
     names = ", ".join(md(r.run.name) for r in comparison.runs)
     lines = [f"# Compare: {md(comparison.baseline.name)} against {names}", ""]
+    mismatched = _mismatched(comparison)
+    if mismatched:
+        lines += [f"## The {RECORD_MISMATCH_HEADING}", ""]
+        lines += [f"- {md(name)}: {md(problem)}" for name, problems in mismatched for problem in problems]
+        lines.append("")
     lines += [_rule_text(comparison), ""]
     for compared in comparison.runs:
         lines += [f"## {md(compared.run.name)}", ""]
@@ -300,6 +330,7 @@ def _summary(comparison: Comparison, exit_code: int) -> dict:
             {
                 "name": compared.run.name,
                 "path": str(compared.run.path),
+                "record_mismatches": compared.run.mismatches,
                 "refused": compared.refused,
                 "stages": [
                     {"stage": s.stage, "equal": s.equal, "differences": s.differences, "omitted": s.omitted}
@@ -317,7 +348,11 @@ def _summary(comparison: Comparison, exit_code: int) -> dict:
             }
         )
     return {
-        "baseline": {"name": comparison.baseline.name, "path": str(comparison.baseline.path)},
+        "baseline": {
+            "name": comparison.baseline.name,
+            "path": str(comparison.baseline.path),
+            "record_mismatches": comparison.baseline.mismatches,
+        },
         "plan": {"alpha": plan.alpha, "method": plan.method, "adjusted_flags": comparison.adjusted},
         "tolerance": comparison.tolerance,
         "runs": runs,

@@ -39,6 +39,7 @@ in units of the baseline's spread of each metric, so that a reader can open the 
 from __future__ import annotations
 
 import math
+import numbers
 
 import numpy as np
 import pandas as pd
@@ -171,6 +172,14 @@ def _users(count: int) -> str:
     return f"{count} user{'s' if count != 1 else ''}"
 
 
+def check_tolerance(tolerance: dict) -> None:
+    """ValueError unless every tolerance is a finite number >= 0: under an infinite one no difference is flagged,
+    which would switch the regression gate off without a word."""
+    for metric, value in tolerance.items():
+        if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 <= value < math.inf:
+            raise ValueError(f"tolerance {metric}={value!r:.40}: a tolerance is a finite non-negative number")
+
+
 def paired_table(
     baseline: pd.DataFrame,
     run: pd.DataFrame,
@@ -188,9 +197,7 @@ def paired_table(
     without). `system_map`: run name -> baseline name, for a system renamed between the runs. `adjusted`:
     flag on p_adj (the whole table one family) instead of p."""
     tolerance = dict(tolerance or {})
-    negative = {m: t for m, t in tolerance.items() if not t >= 0}
-    if negative:
-        raise ValueError(f"tolerances are non-negative numbers: {negative}")
+    check_tolerance(tolerance)
     metrics = _shared_metrics(baseline, run, metrics)
     base = _prepared(baseline, metrics, "baseline")
     other = _prepared(run, metrics, "run", system_map)

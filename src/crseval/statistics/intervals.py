@@ -68,7 +68,7 @@ def wilson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
 
 def expanded_tail(n: int, level: float = 0.95) -> float:
     """The lower percentile (as a share) of Hesterberg's expanded percentile interval of a mean of n."""
-    from scipy.stats import norm
+    from scipy.stats import norm  # imported where used, as in wilson
     from scipy.stats import t as t_distribution
 
     return float(norm.cdf(-math.sqrt(n / (n - 1)) * t_distribution.ppf((1 + level) / 2, n - 1)))
