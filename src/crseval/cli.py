@@ -15,13 +15,15 @@ Below it, as YAML comments (the output is still the config), the settings of eac
 systems meet, built-in or defined under `simulator.profiles`.
 
 `crseval verify results/<experiment>` checks a results folder against its provenance.json: the
-hashes of its tables, statistics, figures and input files, and (with --configfile) the settings.
+hashes of its tables, statistics, figures and input files, each stage digest against its settings, and
+(with --configfile) the settings.
 
 `crseval compare BASELINE RUN [RUN ...]` compares finished runs with a baseline (docs/comparing.md):
 comparability stage by stage first (exit 2 when a run's catalog, user or metrics differ, unless
 --allow-different), then paired differences per system and metric with regression flags
 (--fail-on-regression: exit 1 when one is flagged). `crseval board RUN [RUN ...]` puts every system of
-many runs in one table, grouped by comparability class.
+many runs in one table, grouped by comparability class. Both hold every run to its provenance record (exit 2
+when the record does not describe its tables, unless --trust-mismatched-records) and write outside the runs.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -97,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         "--errors", action="store_true", help="also list every reply where recognition and labels (or marks) differ"
     )
     checker = commands.add_parser(
-        "verify", help="check a results folder against its provenance.json (output and input hashes, settings)"
+        "verify",
+        help="check a results folder against its provenance.json (output and input hashes, stage digests, settings)",
     )
     checker.add_argument("results", type=Path, help="results/<experiment>")
     checker.add_argument(
@@ -312,6 +316,7 @@ def _add_compare(commands) -> None:
     compare.add_argument(
         "--fail-on-regression", action="store_true", help="exit 1 when a regression is flagged (for CI jobs)"
     )
+    _add_trust(compare)
     board = commands.add_parser("board", help="every system of many runs in one table, by comparability class")
     board.add_argument("runs", nargs="+", type=Path, help="results/<experiment> of each run")
     board.add_argument("--out", type=Path, default=Path("results/board"), help="output folder (default results/board)")
@@ -321,6 +326,16 @@ def _add_compare(commands) -> None:
         default=[],
         help="a metric column to show (repeatable; default: the first run's stats.metrics)",
     )
+    _add_trust(board)
+
+
+def _add_trust(command) -> None:
+    command.add_argument(
+        "--trust-mismatched-records",
+        action="store_true",
+        help="read a run whose provenance.json does not describe its tables (a table changed since, a stage digest "
+        "not that of its settings) under a heading that says so, instead of refusing it",
+    )
 
 
 def _pairs(values: list[str], option: str, number: bool = False) -> dict:
@@ -329,13 +344,15 @@ def _pairs(values: list[str], option: str, number: bool = False) -> dict:
     for value in values:
         key, sep, given = value.rpartition("=")
         if number:
+            if sep and not key.strip():
+                raise ValueError(f"{option} {value!r}: no metric named before '=' (a value alone is every metric's)")
             key = key if sep else "*"
             try:
                 pairs[key] = float(given)
             except ValueError:
                 raise ValueError(f"{option} {value!r}: {given!r} is not a number") from None
-            if not pairs[key] >= 0:
-                raise ValueError(f"{option} {value!r}: a tolerance is a number >= 0")
+            if not 0 <= pairs[key] < math.inf:  # an infinite tolerance flags nothing: the gate off
+                raise ValueError(f"{option} {value!r}: a tolerance is a finite non-negative number")
         elif not sep or not key or not given:
             raise ValueError(f"{option} {value!r} is not NAME=NAME")
         else:
@@ -372,7 +389,8 @@ def _compare(args) -> int:
         baseline, *runs = _read_runs([args.baseline, *args.runs])
         names = [baseline.name, *(run.name for run in runs)]
         out = args.out or Path("results") / "compare" / "-vs-".join(names)
-        _outside_the_runs(out, [baseline, *runs])
+        _writable_outside_the_runs(out, [baseline, *runs], "the comparison")
+        _check_records([baseline, *runs], args.trust_mismatched_records)
         result = compare(
             baseline,
             runs,
@@ -383,8 +401,9 @@ def _compare(args) -> int:
             top=args.top,
         )
     except (RunError, ValueError) as error:
-        print(f"crseval compare: {error}", file=sys.stderr)
+        print(f"crseval compare: {_said(error)}", file=sys.stderr)
         return 2
+    _warn_mismatches("compare", [baseline, *runs])
     code = result.exit_code(args.fail_on_regression)
     try:
         written = write_comparison(result, out, code)
@@ -412,14 +431,44 @@ def _compare(args) -> int:
     return code
 
 
-def _outside_the_runs(out: Path, runs) -> None:
-    """ValueError when the output folder is a compared run's results folder or inside one: the comparison is
-    written beside the runs, never into the folders the workflow owns and provenance.json describes."""
+def _writable_outside_the_runs(out: Path, runs, what: str) -> None:
+    """ValueError when the output folder is a run's results folder or inside one (what is written goes beside
+    the runs, never into the folders the workflow owns and provenance.json describes), or is a file: said
+    before any run is checked or any table read."""
     target = out.resolve()
     for run in runs:
         folder = Path(run.path).resolve()
         if target == folder or folder in target.parents:
-            raise ValueError(f"--out {out} is inside the results folder of {run.path}; write the comparison elsewhere")
+            raise ValueError(f"--out {out} is inside the results folder of {run.path}; write {what} elsewhere")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"cannot write to {out}: it is a file, not a folder")
+
+
+def _check_records(runs, trust_mismatched: bool) -> None:
+    """Hold every run to its provenance record (crseval.runs.comparability.Run.check_record)."""
+    for run in runs:
+        run.check_record(trust_mismatched)
+
+
+def _said(error: Exception) -> str:
+    """An error of compare or board for the terminal, what a record does not describe with the way past it."""
+    from crseval.runs.comparability import RecordMismatch, printable  # loaded for compare and board alone
+
+    text = printable(str(error), 4000)
+    if isinstance(error, RecordMismatch):
+        text += " (--trust-mismatched-records reads it anyway, under a heading that says so)"
+    return text
+
+
+def _warn_mismatches(command: str, runs) -> None:
+    from crseval.runs.comparability import RECORD_MISMATCH_HEADING, printable  # for compare and board alone
+
+    for run in runs:
+        for problem in run.mismatches:
+            print(
+                f"crseval {command}: {printable(run.name)}: {RECORD_MISMATCH_HEADING}: {printable(problem, 2000)}",
+                file=sys.stderr,
+            )
 
 
 def _board(args) -> int:
@@ -429,17 +478,21 @@ def _board(args) -> int:
 
     try:
         runs = _read_runs(args.runs)
-        entries = []
-        for run in runs:
-            key, label = class_key(run)
-            entries.append(BoardRun(run.name, str(run.path), key, label, run.model_metrics(), run.pass_k()))
         metrics = args.metric or list(runs[0].record["config"]["stats"].get("metrics") or [])
         if not metrics:
             raise ValueError(f"{runs[0].path}: its record names no stats.metrics; name the metrics with --metric")
+        _writable_outside_the_runs(args.out, runs, "the board")
+        _check_records(runs, args.trust_mismatched_records)
+        entries = []
+        for run in runs:
+            key, label = class_key(run)
+            tables = run.model_metrics(), run.pass_k()  # read first: what they do not match is noted on the run
+            entries.append(BoardRun(run.name, str(run.path), key, label, *tables, tuple(run.mismatches)))
         written = write_board(entries, metrics, args.out)
     except (RunError, ValueError) as error:
-        print(f"crseval board: {error}", file=sys.stderr)
+        print(f"crseval board: {_said(error)}", file=sys.stderr)
         return 2
+    _warn_mismatches("board", runs)
     classes = len({entry.class_key for entry in entries})
     print(f"{len(entries)} runs in {classes} comparability class(es): {written['html']}")
     return 0

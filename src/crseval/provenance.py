@@ -9,6 +9,7 @@ reason: provenance never stops a run. Passwords in URLs are removed before anyth
 
 from __future__ import annotations
 
+import base64
 import copy
 import hashlib
 import json
@@ -19,12 +20,14 @@ import shutil
 import socket
 import subprocess
 import sys
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
 import crseval
-from crseval.core.canonical import MISSING, changed_settings
+from crseval.core.canonical import MISSING, canonical_sha, changed_settings
 from crseval.core.experiment import imports_sessions
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.redact import redact_url
@@ -39,11 +42,12 @@ from crseval.planning import (
     resolved,
     user_profiles_settings,
 )
-from crseval.stage_digests import stage_digests
+from crseval.stage_digests import JobCode, parse_code_param, stage_digests
 
 # 2: `outputs`, the tables, statistics and figures the record describes, with their sha256
 # 3: `stages`, each stage's settings and digest (crseval.stage_digests), which `crseval compare` reads
 SCHEMA_VERSION = 3
+OLDEST_VERIFIED = 2  # the first format with `outputs`, which verify checks
 
 # Packages whose version can change a number or a figure; every direct dependency of crseval
 # (read from its metadata) is added, so the list follows pyproject.toml.
@@ -361,6 +365,137 @@ def output_records(paths: list[str | Path], results_dir: str | Path) -> list[dic
     return sorted(records, key=lambda record: record["path"])
 
 
+# ------------------------------------------------------------------ the code the jobs ran with
+
+# Where Snakemake keeps what each finished job was (its default, file-based metadata; relative to the folder the
+# workflow runs in): one JSON record per output file, with the job's rule, log, inputs and params, each param as
+# its Python repr. Every rule's `code` param names the code its script ran (crseval.stage_digests.code_param).
+JOB_RECORDS = Path(".snakemake") / "metadata"
+MAX_JOB_RECORD_BYTES = 16 * 2**20  # an aggregate job's record lists every shard it read
+MAX_JOB_FILES = 1_000_000  # output files followed from the described outputs back to the first job
+_UNREADABLE_NAMED = 20
+
+
+@dataclass
+class JobRecords:
+    """What the records of the jobs behind a results folder say of the code they ran with."""
+
+    folder: str
+    jobs: list[JobCode] | None  # None: no records could be read at all (`reason` says why)
+    unreadable: list[str] = dataclass_field(default_factory=list)  # records there but not taken, one line each
+    reason: str | None = None
+
+    def summary(self) -> dict:
+        """The record's account of it: how many jobs, and with which code digests, by script (and part)."""
+        ran_with: dict[str, dict[str, int]] = {}
+        for job in self.jobs or []:
+            for name, digest in job.code.items():
+                counts = ran_with.setdefault(name, {})
+                counts[digest] = counts.get(digest, 0) + 1
+        summary = {
+            "records": self.folder,
+            "jobs": len(self.jobs or []),
+            "ran_with": {name: dict(sorted(counts.items())) for name, counts in sorted(ran_with.items())},
+            "unreadable": self.unreadable[:_UNREADABLE_NAMED],
+            "reason": self.reason,
+        }
+        if len(self.unreadable) > _UNREADABLE_NAMED:
+            summary["unreadable_omitted"] = len(self.unreadable) - _UNREADABLE_NAMED
+        return summary
+
+
+def read_job_records(outputs, results_dir: str | Path, folder: str | Path = JOB_RECORDS) -> JobRecords:
+    """The code every job behind `outputs` ran with: from each output to the record of the job that wrote it,
+    then to that job's inputs, and so on, within `results_dir` (another experiment's jobs are not this one's).
+
+    Params are read as Snakemake stored them when the job finished, so a module edited (or reverted) since then
+    changes nothing here. Outputs without a record (copied from another run, or written with Snakemake's
+    metadata dropped) add no job; a record that cannot be read is named in `unreadable`.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return JobRecords(str(folder), None, reason=f"{folder} is not a folder: Snakemake kept no job records here")
+    results = os.path.abspath(results_dir)
+    found = JobRecords(str(folder), [])
+    jobs: dict[str, JobCode] = {}
+    pending, seen = [str(output) for output in outputs], set()
+    while pending:
+        key = pending.pop()
+        if key in seen or os.path.commonpath([results, os.path.abspath(key)]) != results:
+            continue
+        if len(seen) >= MAX_JOB_FILES:
+            found.unreadable.append(f"more than {MAX_JOB_FILES:,} output files: the jobs behind the rest not read")
+            break
+        seen.add(key)
+        try:
+            record = _job_record(folder, key)
+        except ValueError as error:
+            found.unreadable.append(f"{key}: {error}")
+            continue
+        if record is None:
+            continue
+        pending += record["input"]
+        code = next(filter(None, (_code_of(param) for param in record["params"])), None)
+        if code is not None:  # a job is named by its log (every job of the workflow has its own), else its output
+            name = record["log"][0] if record["log"] else key
+            job = jobs.setdefault(name, JobCode(name, code))
+            job.system = job.system or _system_of(key, results)
+    found.jobs = sorted(jobs.values(), key=lambda job: job.job)
+    return found
+
+
+def _record_file(folder: Path, key: str) -> Path:
+    """Where Snakemake's file backend keeps the record of output `key` (snakemake.persistence.file): the path in
+    url-safe base64, cut into names the file system allows, each piece but the last a folder marked with "@"."""
+    try:
+        longest = os.pathconf(folder, "PC_NAME_MAX") if os.name == "posix" else 255
+    except (OSError, ValueError):
+        longest = 255
+    longest = longest or 255
+    encoded = base64.urlsafe_b64encode(key.encode()).decode()
+    pieces = [encoded[i : i + longest - 1] for i in range(0, len(encoded), longest - 1)]
+    return folder.joinpath(*("@" + piece for piece in pieces[:-1]), pieces[-1])
+
+
+def _job_record(folder: Path, key: str) -> dict | None:
+    """The record of the job that wrote `key` ({rule, params, input, log}), None when there is none; ValueError
+    saying what is wrong with one that cannot be read."""
+    path = _record_file(folder, key)
+    try:
+        if not path.is_file():
+            return None
+        with path.open("rb") as handle:  # read to the bound only: a record is a file anyone can write
+            text = handle.read(MAX_JOB_RECORD_BYTES + 1)
+    except OSError as error:
+        raise ValueError(f"its job record cannot be read ({type(error).__name__}: {error.strerror or error})") from None
+    if len(text) > MAX_JOB_RECORD_BYTES:
+        raise ValueError(f"its job record holds more than the {MAX_JOB_RECORD_BYTES:,} bytes one may")
+    try:
+        record = json.loads(text.decode("utf-8"))
+    except (ValueError, RecursionError) as error:
+        raise ValueError(f"its job record is not JSON ({type(error).__name__}: {str(error)[:200]})") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"its job record is a JSON {_json_type(record)}, not an object")
+    for field_name in ("params", "input", "log"):
+        value = record.get(field_name) or []
+        if not (isinstance(value, list) and all(isinstance(item, str) for item in value)):
+            raise ValueError(f"its job record's {field_name} is {value!r:.60}, not a list of strings")
+        record[field_name] = value
+    return record
+
+
+def _code_of(param: str) -> dict[str, str] | None:
+    """The code a `code` param names ({name: digest}); None for any other param. Snakemake stores a param as its
+    repr, and a code param holds no character repr escapes."""
+    return parse_code_param(param[1:-1]) if len(param) > 2 and param[0] == param[-1] == "'" else None
+
+
+def _system_of(key: str, results: str) -> str | None:
+    """The system whose sessions an output is (sessions/<system>/<shard>), or None."""
+    parts = Path(os.path.relpath(os.path.abspath(key), results)).parts
+    return parts[1] if len(parts) == 3 and parts[0] == "sessions" else None
+
+
 def build(
     config: dict,
     *,
@@ -368,19 +503,22 @@ def build(
     hash_cache: str | Path | None = None,
     outputs: list[str | Path] = (),
     results_dir: str | Path = ".",
+    job_records: str | Path | None = JOB_RECORDS,
     now: datetime | None = None,
 ) -> dict:
     """The provenance record of an experiment run with the resolved `config` by the workflow at
     `source_dir`, whose shipped files the config may name (crseval.planning.input_path),
-    describing the `outputs` (tables, statistics, figures) made with that config."""
+    describing the `outputs` (tables, statistics, figures) made with that config, with the code
+    the jobs behind them ran with as Snakemake's `job_records` hold it (None: read none)."""
     cache = HashCache(hash_cache)
     users = embedding_users(config)
+    ran = read_job_records(outputs, results_dir, job_records) if job_records is not None else None
     record = {
         "schema_version": SCHEMA_VERSION,
         "created_utc": (now or datetime.now(timezone.utc)).isoformat(timespec="seconds"),
         "experiment": config.get("experiment"),
         "config": redact(copy.deepcopy(config)),
-        "crseval": crseval_version(),
+        "crseval": crseval_version() | {"jobs": ran.summary() if ran else None},
         "source": git_state(source_dir),
         "packages": package_versions(),
         "models": describe_models(config, cache),
@@ -399,7 +537,7 @@ def build(
         "user_profiles": user_profiles_settings(config),
         "machine": machine(),
         "outputs": output_records(outputs, results_dir),
-        "stages": stage_digests(config, source_dir),
+        "stages": stage_digests(config, source_dir, ran.jobs if ran else None),
     }
     if external := external_systems(config, source_dir):
         record["external_systems"] = external
@@ -411,6 +549,10 @@ def build(
 
 # The folders of results/<experiment>/ whose every file the record describes.
 DESCRIBED_FOLDERS = ("catalog", "topics", "tables", "stats", "figures")
+MAX_RECORD_BYTES = 64 * 2**20  # a record past it is refused, not read
+# The stages every record of format 3 and after holds, besides `systems` (crseval.stage_digests.stage_digests).
+STAGES = ("catalog", "user", "metrics", "judge", "statistics")
+_ABSENT = object()
 
 
 class ProvenanceError(Exception):
@@ -460,7 +602,9 @@ def _malformed(record: dict) -> str:
     catalog = record.get("catalog")
     if catalog is not None and not isinstance(catalog, dict):
         return f"catalog is a JSON {_json_type(catalog)}, not an object"
-    return _file_entry_problem(catalog, "catalog") if catalog else ""
+    if catalog and (problem := _file_entry_problem(catalog, "catalog")):
+        return problem
+    return _stages_malformed(record.get("stages", _ABSENT)) if version >= 3 else ""
 
 
 def _file_entry_problem(entry: dict, key: str) -> str:
@@ -495,24 +639,22 @@ def verify(results_dir: str | Path, *, workdir: str | Path | None = None, config
     written), files in its folders the record does not describe (written after it, by a run that
     stopped before the record was rewritten, or by hand), and the input files (catalog, prompts,
     templates, logs, GGUF models) against their recorded sha256, read relative to `workdir` (the
-    folder the workflow ran in; by default the one holding results/). With `config` (resolved,
-    defaults filled), also every setting whose value differs from the recorded one.
+    folder the workflow ran in; by default the one holding results/), and every stage digest against
+    the settings recorded beside it, naming a stage whose jobs ran more than one version of its code.
+    With `config` (resolved, defaults filled), also every setting whose value differs from the recorded
+    one. A record of a format this crseval does not read, or one it cannot read, is refused
+    (ProvenanceError): nothing in it is taken on trust.
     """
     results = Path(results_dir)
     base = Path(workdir) if workdir is not None else results.resolve().parent.parent  # (/ above / is /)
     path = results / "provenance.json"
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as error:
-        raise ProvenanceError(f"{path} does not exist: run the workflow (its provenance rule) first") from error
-    except (OSError, ValueError) as error:
-        raise ProvenanceError(f"{path} cannot be read: {error}") from error
-    if not isinstance(record, dict):
-        raise ProvenanceError(
-            f"{path} is not a provenance record: it holds a JSON {type(record).__name__}, not an object; "
-            "write it again with `snakemake --forcerun provenance`"
-        )
+    record = _read_record(path)
     version = record.get("schema_version", 0)
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise ProvenanceError(
+            f"{path} was written by a newer crseval (record format {version}; this one reads formats "
+            f"{OLDEST_VERIFIED} to {SCHEMA_VERSION}), whose fields may mean other things: verify it with that crseval"
+        )
     if isinstance(version, (int, float)) and not isinstance(version, bool) and version < 2 or "outputs" not in record:
         raise ProvenanceError(
             f"{path} was written by an older crseval and records no output hashes: "
@@ -562,6 +704,94 @@ def verify(results_dir: str | Path, *, workdir: str | Path | None = None, config
             )
         elif digest != entry["sha256"]:
             problems.append(f"input {entry['path']} ({key}): content differs from the recorded sha256")
+    if version >= 3:  # the first format with stages
+        problems += _stage_problems(record["stages"])
     if config is not None:
         problems += [f"config {change}" for change in _config_changes(record.get("config"), redact(config))]
     return problems
+
+
+def _read_record(path: Path) -> dict:
+    """The provenance record at `path`, read to MAX_RECORD_BYTES only; ProvenanceError saying why not."""
+    try:
+        if path.exists() and not path.is_file():
+            raise ProvenanceError(f"{path} is not a regular file: not a provenance record")
+        with path.open("rb") as handle:
+            text = handle.read(MAX_RECORD_BYTES + 1)
+        if len(text) > MAX_RECORD_BYTES:
+            raise ProvenanceError(f"{path} holds more than the {MAX_RECORD_BYTES:,} bytes a provenance record may")
+        record = json.loads(text.decode("utf-8"))
+    except FileNotFoundError as error:
+        raise ProvenanceError(f"{path} does not exist: run the workflow (its provenance rule) first") from error
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested past Python's stack
+        raise ProvenanceError(f"{path} cannot be read: {type(error).__name__}: {str(error)[:300]}") from error
+    if not isinstance(record, dict):
+        raise ProvenanceError(
+            f"{path} is not a provenance record: it holds a JSON {type(record).__name__}, not an object; "
+            "write it again with `snakemake --forcerun provenance`"
+        )
+    return record
+
+
+def _stage_entries(stages: dict):
+    """(name, {digest, settings}) of every stage, systems as `systems.<name>`, in name order."""
+    for name in sorted(stages):
+        if name == "systems":
+            yield from ((f"systems.{system}", entry) for system, entry in sorted(stages["systems"].items()))
+        elif name in STAGES:
+            yield name, stages[name]
+
+
+def _stages_malformed(stages) -> str:
+    """What keeps verify from checking a record's stages (format 3 and after), by its key; "" when nothing."""
+    if stages is _ABSENT:
+        return "stages is missing"
+    if not isinstance(stages, dict):
+        return f"stages is a JSON {_json_type(stages)}, not an object"
+    systems = stages.get("systems", _ABSENT)
+    if not isinstance(systems, dict):
+        return f"stages.systems is {_shown_type(systems)}, not an object of stages"
+    entries = [(f"stages.{name}", stages.get(name, _ABSENT)) for name in STAGES]
+    entries += [(f"stages.systems.{_printable(name)}", entry) for name, entry in systems.items()]
+    for where, entry in entries:
+        if not isinstance(entry, dict):
+            return f"{where} is {_shown_type(entry)}, not a {{digest, settings}} object"
+        if not isinstance(entry.get("digest"), str):
+            return f"{where}.digest is {_printable(json.dumps(entry.get('digest')))}, not a sha256"
+        if not isinstance(entry.get("settings"), dict):
+            return f"{where}.settings is {_shown_type(entry.get('settings', _ABSENT))}, not an object"
+    return ""
+
+
+def _stage_problems(stages: dict) -> list[str]:
+    """A line for every stage whose digest is not the sha256 of the settings beside it (as stage_digests computes
+    it), and for every piece of code a stage's jobs ran in more than one version."""
+    problems = []
+    for name, stage in _stage_entries(stages):
+        name = _printable(name)
+        actual = canonical_sha(stage["settings"])
+        if stage["digest"] != actual:
+            problems.append(
+                f"stage {name}: digest {_printable(stage['digest'][:12])}... is not the sha256 of the settings "
+                f"recorded beside it ({actual[:12]}...)"
+            )
+        code = stage["settings"].get("code")
+        for script, digests in sorted(code.items()) if isinstance(code, dict) else ():
+            if isinstance(digests, list) and len(digests) > 1:
+                shown = ", ".join(_printable(str(digest)[:12]) + "..." for digest in digests[:5])
+                problems.append(
+                    f"stage {name}: its jobs ran with {len(digests)} different code digests of {_printable(script)} "
+                    f"({shown}): its numbers mix versions of the code; re-run those jobs (`snakemake --forcerun` "
+                    "with their rule) and the record after them"
+                )
+    return problems
+
+
+def _shown_type(value) -> str:
+    return "missing" if value is _ABSENT else f"a JSON {_json_type(value)}"
+
+
+def _printable(text: str, limit: int = 80) -> str:
+    """`text` with every character a terminal could act on escaped, cut at `limit`: a hand-edited key is printed."""
+    shown = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in str(text)[: limit + 1])
+    return shown if len(shown) <= limit else shown[: limit - 3] + "..."

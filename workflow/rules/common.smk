@@ -13,7 +13,7 @@ from crseval import planning
 from crseval.core import session_records
 from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha, without_runtime
-from crseval.stage_digests import code_digest
+from crseval.stage_digests import code_param
 from crseval.core.config_files import load_config_file
 from crseval.core.experiment import imports_sessions, results_dir
 from crseval.corpora import formats as import_formats
@@ -68,10 +68,11 @@ def config_digests():
 
 
 def library_code(script):
-    """16 hex digits naming the code a script runs (the script, every library module it reaches and their
-    packages' data; crseval.stage_digests). In the params of the script's rules, an edit to that code re-runs
-    them and what follows, and an edit the script does not reach re-runs nothing."""
-    return code_digest([WORKFLOW_DIR / "workflow" / "scripts" / script])[:16]
+    """The digest of the code a script runs (the script, every library module it reaches and the package data
+    pyproject.toml declares for them; crseval.stage_digests.code_param). In the params of the script's rules, an
+    edit to that code re-runs them and what follows, and an edit the script does not reach re-runs nothing.
+    Snakemake keeps it with each job's outputs: provenance records the code the jobs ran with from there."""
+    return code_param(WORKFLOW_DIR / "workflow" / "scripts" / script)
 
 
 # ------------------------------------------------------------------ threads and resources
