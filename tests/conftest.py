@@ -289,6 +289,22 @@ def small_index(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def matcher(small_index):
+    """The concept matcher of the eight-film catalog (a test file over another catalog defines its own)."""
+    from crseval.language.concepts import ConceptMatcher
+
+    return ConceptMatcher(small_index.concepts, small_index.films)
+
+
+@pytest.fixture(scope="session")
+def full_matcher(full_index):
+    """The concept matcher of the OpenDialKG catalog."""
+    from crseval.language.concepts import ConceptMatcher
+
+    return ConceptMatcher(full_index.concepts, full_index.films)
+
+
+@pytest.fixture(scope="session")
 def demo_index(tmp_path_factory):
     from crseval.catalog.build import build_index
     from crseval.catalog.index import CatalogIndex

@@ -11,7 +11,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from crseval.language.concepts import ConceptMatcher
 from crseval.language.text import content_words
 from crseval.language.tokens import TextAnalyses
 from crseval.metrics.conduct import (
@@ -35,11 +34,6 @@ SHARES = (
     "rerecommended_after_rejection",
     "replies_without_a_film",
 )
-
-
-@pytest.fixture(scope="module")
-def matcher(small_index):
-    return ConceptMatcher(small_index.concepts, small_index.films)
 
 
 def turn(number, user, system, recommended=(), mentioned=(), unknown=(), meta=None):

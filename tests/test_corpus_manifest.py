@@ -18,15 +18,14 @@ from crseval.corpora import thesis_logs
 from crseval.corpora.dialogue import CorpusError, coverage_of, film_coverage
 from crseval.corpora.formats import FORMATS, import_logs
 from crseval.corpora.manifest import import_slice, plan_corpus, shard_slices, write_if_changed
-from crseval.language.concepts import ConceptMatcher
 
 A, B = "a" * 64, "b" * 64
 NEEDS_LOGS = pytest.mark.skipif(not REFERENCE_LOGS.exists(), reason="the thesis logs are not beside the repository")
 
 
 @pytest.fixture(scope="module")
-def matcher(full_index):
-    return ConceptMatcher(full_index.concepts, full_index.films)
+def matcher(full_matcher):
+    return full_matcher  # this file reads the OpenDialKG catalog
 
 
 def import_by_slices(paths, import_format, matcher, shard_size, cache_file=None):

@@ -34,7 +34,6 @@ from crsarena_labels import (  # noqa: E402 (audits/ is not a package)
     title_key,
 )
 
-from crseval.language.concepts import ConceptMatcher  # noqa: E402
 from crseval.language.title_labels import LabelError  # noqa: E402
 
 CORPUS = REPO.parent / "shared" / "data" / "crsarena" / "crs_arena_dial_open.json"
@@ -59,8 +58,8 @@ def labelled():
 
 
 @pytest.fixture(scope="module")
-def matcher(full_index):
-    return ConceptMatcher(full_index.concepts, full_index.films)
+def matcher(full_matcher):
+    return full_matcher  # this file reads the OpenDialKG catalog
 
 
 @needs_corpus

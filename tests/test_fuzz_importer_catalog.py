@@ -10,7 +10,6 @@ import tempfile
 from pathlib import Path
 
 import jsonschema
-import pytest
 from conftest import REPO
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,7 +18,6 @@ from crseval.catalog.build import CatalogError, concepts_table, films_table, loa
 from crseval.core.names import is_safe_name
 from crseval.core.session_records import load_schema
 from crseval.corpora.thesis_logs import LogImportError, import_logs, read_log
-from crseval.language.concepts import ConceptMatcher
 
 FUZZ = settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 VALIDATOR = jsonschema.Draft202012Validator(
@@ -144,11 +142,6 @@ RAW_DEFECTS = st.sampled_from(
 
 def as_file_text(value) -> str:
     return json.dumps(value)  # escapes lone surrogates as \ud800, as a buggy writer would
-
-
-@pytest.fixture(scope="module")
-def matcher(small_index):
-    return ConceptMatcher(small_index.concepts, small_index.films)
 
 
 def check_import(texts: list[str | bytes], matcher) -> None:

@@ -27,7 +27,6 @@ from crseval.corpora.format_kind import CorpusFormat
 from crseval.corpora.formats import FORMATS, CorpusError, import_logs, import_votes, sessions_per_system
 from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.corpora.votes import VOTES_SCHEMA, write_votes
-from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.scorer import with_labels
 from crseval.planning import check_config, check_inputs
 
@@ -43,11 +42,6 @@ def run_script(rule: str, **parts) -> None:
 
 EXAMPLES = REPO / "tests" / "data" / "corpora"
 SHA = "0" * 64
-
-
-@pytest.fixture
-def matcher(small_index):
-    return ConceptMatcher(small_index.concepts, small_index.films)
 
 
 def arena(agent, user, *messages, sentiment="frustrated", conversation_id=None):

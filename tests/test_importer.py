@@ -9,7 +9,6 @@ import yaml
 from conftest import REFERENCE_LOGS, REPO, copy_workflow, run_snakemake
 
 from crseval.corpora.thesis_logs import LogImportError, import_logs, pair_turns, repair_user_text, tracked_constraints
-from crseval.language.concepts import ConceptMatcher
 
 
 def log(path, conversation, model="mini:1b"):
@@ -19,11 +18,6 @@ def log(path, conversation, model="mini:1b"):
 
 def msg(speaker, text, constraints=None):
     return {"speaker": speaker, "text": text, **({"constraints": constraints} if constraints else {})}
-
-
-@pytest.fixture
-def matcher(small_index):
-    return ConceptMatcher(small_index.concepts, small_index.films)
 
 
 def test_pasted_record_is_replaced_by_its_film_name():

@@ -8,7 +8,6 @@ from conftest import REPO
 from fake_servers import FakeOllama
 
 from crseval.judge.llm_judge import Judge, JudgeParseError, parse_judgement, preference_summary
-from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient
 from crseval.llm.client import RetryPolicy
 from crseval.llm.ollama_backend import OllamaBackend
@@ -73,11 +72,6 @@ SESSION = {
         {"turn": 2, "user_text": "Now a movie directed by Martin Scorsese.", "system_text": ""},
     ],
 }
-
-
-@pytest.fixture
-def matcher(small_index):
-    return ConceptMatcher(small_index.concepts, small_index.films)
 
 
 def make_judge(server, matcher, samples=1, retries=2):

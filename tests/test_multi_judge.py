@@ -19,7 +19,6 @@ from crseval.core.config_checks import ConfigError, load_schema
 from crseval.judge import judge_columns, reliability
 from crseval.judge.geval import GEvalError, expected_score, geval_scores, score_offsets, token_at
 from crseval.judge.llm_judge import Judge
-from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMResponse
 from crseval.llm.cache import ResponseCache
 from crseval.llm.client import RetryPolicy
@@ -152,11 +151,6 @@ def stub_judge(client, matcher, name=None, top_logprobs=5, samples=1) -> Judge:
         name=name,
         top_logprobs=top_logprobs,
     )
-
-
-@pytest.fixture
-def matcher(small_index):
-    return ConceptMatcher(small_index.concepts, small_index.films)
 
 
 def test_the_judge_writes_geval_columns_and_the_cache_keeps_the_probabilities(matcher, tmp_path):

@@ -1,16 +1,9 @@
 """Constraint tracking and concept matching on hand-written utterances."""
 
 import numpy as np
-import pytest
 
 from crseval.catalog.retrieval import Retriever
-from crseval.language.concepts import ConceptMatcher
 from crseval.language.tracker import Constraint, ConstraintTracker
-
-
-@pytest.fixture
-def matcher(small_index):
-    return ConceptMatcher(small_index.concepts, small_index.films)
 
 
 def track(matcher, *utterances):

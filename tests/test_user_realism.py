@@ -192,13 +192,6 @@ def test_the_report_shows_each_user_and_how_each_system_met_it():
 # ------------------------------------------------------------------ three views, held out by construction
 
 
-@pytest.fixture(scope="module")
-def matcher(small_index):
-    from crseval.language.concepts import ConceptMatcher
-
-    return ConceptMatcher(small_index.concepts, small_index.films)
-
-
 def test_the_content_blind_text_of_a_turn_by_hand(matcher):
     from crseval.language.user_acts import read_turn
 
