@@ -262,7 +262,7 @@ def test_an_infinite_value_is_left_out_of_the_pairs_and_counted(tmp_path):
 
 
 def compare_with(run_comparison):
-    """A Comparison of one run, for the page functions."""
+    """A BaselineComparison of one run, for the page functions."""
     base = read_run(run_comparison.run.path.parent / "base")
     return compare(base, [run_comparison.run])
 

@@ -46,7 +46,10 @@ class RunComparison:
 
 
 @dataclass
-class Comparison:
+class BaselineComparison:
+    """Finished runs against a baseline run (`crseval compare`), one RunComparison each; the systems of one
+    run compared with each other are crseval.statistics.comparison.SystemComparison."""
+
     baseline: Run
     runs: list[RunComparison]
     plan: Plan
@@ -115,7 +118,7 @@ def compare(
     tolerance: dict[str, float] | None = None,
     adjusted: bool = False,
     top: int = 10,
-) -> Comparison:
+) -> BaselineComparison:
     """Every run against `baseline` (see the module docstring); tables are read only for runs not refused."""
     plan = baseline.plan()
     tolerance = dict(tolerance or {})
@@ -151,7 +154,7 @@ def compare(
         compared.append(RunComparison(run, comparability, False, table, changed, unmatched, left_out))
     if metrics_compared:  # (every run refused: nothing compared, and no tolerance applied)
         _check_tolerance_names(tolerance, list(metrics_compared))
-    return Comparison(baseline, compared, plan, adjusted, tolerance)
+    return BaselineComparison(baseline, compared, plan, adjusted, tolerance)
 
 
 def _check_tolerance_names(tolerance: dict[str, float], metrics: list[str]) -> None:

@@ -30,7 +30,7 @@ from crseval.reports.links import safe_url
 from crseval.runs import paired
 from crseval.runs.board import markdown_text
 from crseval.runs.comparability import RECORD_MISMATCH_HEADING, Run
-from crseval.runs.compare import Comparison, RunComparison
+from crseval.runs.compare import BaselineComparison, RunComparison
 
 EXTRA_STYLE = (
     ".regression{color:#a11;font-weight:600}.improvement{color:#0b6b2f}.warn{background:#fff4e5;border-left:4px "
@@ -89,7 +89,7 @@ def side_by_side(baseline: Run, compared: RunComparison, row: dict, page_dir: Pa
     )
 
 
-def _stage_rows(comparison: Comparison) -> list[str]:
+def _stage_rows(comparison: BaselineComparison) -> list[str]:
     names = list(dict.fromkeys(s.stage for r in comparison.runs for s in r.comparability.stages))
     lines = [
         "<table><tr><th>stage</th><th>baseline: " + esc(comparison.baseline.name) + "</th>",
@@ -122,7 +122,7 @@ def _verdict_cell(row: dict) -> str:
     return f"<td class='{css}'>{esc(verdict)}{note}</td>"
 
 
-def _run_section(comparison: Comparison, compared: RunComparison, out: Path) -> list[str]:
+def _run_section(comparison: BaselineComparison, compared: RunComparison, out: Path) -> list[str]:
     run = compared.run
     lines = [f"<h2>{esc(run.name)} against {esc(comparison.baseline.name)}</h2>"]
     if compared.refused:
@@ -173,7 +173,7 @@ def _run_section(comparison: Comparison, compared: RunComparison, out: Path) -> 
     return lines
 
 
-def _changed_section(comparison: Comparison, compared: RunComparison, out: Path) -> list[str]:
+def _changed_section(comparison: BaselineComparison, compared: RunComparison, out: Path) -> list[str]:
     if not len(compared.changed):
         return ["<p>No session changed.</p>"]
     lines = [
@@ -193,14 +193,14 @@ def _changed_section(comparison: Comparison, compared: RunComparison, out: Path)
     return [*lines, "</table>"]
 
 
-def _mismatched(comparison: Comparison) -> list[tuple[str, list[str]]]:
+def _mismatched(comparison: BaselineComparison) -> list[tuple[str, list[str]]]:
     """(run name, what its record does not describe) of every run, the baseline first, compared although its
     record does not describe its tables."""
     runs = [comparison.baseline, *(compared.run for compared in comparison.runs)]
     return [(run.name, run.mismatches) for run in runs if run.mismatches]
 
 
-def _mismatch_section(comparison: Comparison) -> list[str]:
+def _mismatch_section(comparison: BaselineComparison) -> list[str]:
     mismatched = _mismatched(comparison)
     if not mismatched:
         return []
@@ -214,7 +214,7 @@ def _mismatch_section(comparison: Comparison) -> list[str]:
     return [*lines, "</ul>"]
 
 
-def _lead(comparison: Comparison) -> list[str]:
+def _lead(comparison: BaselineComparison) -> list[str]:
     lines = ["<ul class='lead'>"]
     for compared in comparison.runs:
         name = esc(compared.run.name)
@@ -239,7 +239,7 @@ def _lead(comparison: Comparison) -> list[str]:
     return [*lines, "</ul>"]
 
 
-def _rule_text(comparison: Comparison) -> str:
+def _rule_text(comparison: BaselineComparison) -> str:
     plan = comparison.plan
     p = "the adjusted p (the plan's correction over every row)" if comparison.adjusted else "p"
     tolerance = ", ".join(f"{k}={v:g}" for k, v in sorted(comparison.tolerance.items())) or "0"
@@ -252,7 +252,7 @@ def _rule_text(comparison: Comparison) -> str:
     )
 
 
-def compare_html(comparison: Comparison, out: Path) -> str:
+def compare_html(comparison: BaselineComparison, out: Path) -> str:
     runs = ", ".join(r.run.name for r in comparison.runs)
     title = f"Compare: {comparison.baseline.name} against {runs}"
     parts = [
@@ -277,7 +277,7 @@ def compare_html(comparison: Comparison, out: Path) -> str:
     return "\n".join(parts) + "\n"
 
 
-def compare_markdown(comparison: Comparison) -> str:
+def compare_markdown(comparison: BaselineComparison) -> str:
     md = markdown_text
     names = ", ".join(md(r.run.name) for r in comparison.runs)
     lines = [f"# Compare: {md(comparison.baseline.name)} against {names}", ""]
@@ -321,7 +321,7 @@ def compare_markdown(comparison: Comparison) -> str:
     return "\n".join(lines)
 
 
-def _summary(comparison: Comparison, exit_code: int) -> dict:
+def _summary(comparison: BaselineComparison, exit_code: int) -> dict:
     plan = comparison.plan
     runs = []
     for compared in comparison.runs:
@@ -372,7 +372,7 @@ def _write(path: Path, text: str) -> None:
         temporary.write_text(text, encoding="utf-8")
 
 
-def write_comparison(comparison: Comparison, out: str | Path, exit_code: int) -> dict[str, Path]:
+def write_comparison(comparison: BaselineComparison, out: str | Path, exit_code: int) -> dict[str, Path]:
     """compare.html, compare.md, compare.csv (every row of every run), changed.csv, compare.json and one
     side-by-side page per changed session, in `out`."""
     out = Path(out)

@@ -24,7 +24,10 @@ TABLES = ("anova", "posthoc", "pairwise", "paired", "correlations", "power_table
 
 
 @dataclass
-class Comparison:
+class SystemComparison:
+    """The systems of one run compared on every metric (the `stats` rule); runs against a baseline are
+    crseval.runs.compare.BaselineComparison."""
+
     # TABLES, `reliability` when the judge ran, `robustness` and `robustness_orders` under several user profiles
     tables: dict[str, pd.DataFrame]
     # summary, power, `reliability_summary` when the judge ran, `robustness_summary` under several user profiles
@@ -42,7 +45,7 @@ def compare_systems(
     own_model: dict[str, list[str]] | None = None,
     profiles: dict[str, dict[str, str]] | None = None,
     chance: pd.DataFrame | None = None,
-) -> Comparison:
+) -> SystemComparison:
     """Every comparison of the `stats` config section (`settings`) on the sessions table; `own_model` maps a
     judge model to the systems under test that run on it (reliability.judged_by_own_model), for a warning;
     `profiles` holds the systems matched across user profiles ({label: {profile: system}},
@@ -124,10 +127,10 @@ def compare_systems(
         tables["reliability"] = reliability.reliability_table(sessions, plan.alpha, plan.resamples, plan.seed)
         texts["reliability_summary"] = reliability.reliability_markdown(tables["reliability"], plan.alpha, own_model)
     left_out = [f"{r['metric']}: {r['left_out']}" for r in anova.to_dict("records") if r.get("left_out")]
-    return Comparison(tables, texts, compared, not_computed, "" if pairs else pairing_reason, left_out)
+    return SystemComparison(tables, texts, compared, not_computed, "" if pairs else pairing_reason, left_out)
 
 
-def write(comparison: Comparison, paths) -> None:
+def write(comparison: SystemComparison, paths) -> None:
     """Each table (CSV) and text at `paths[name]` (a mapping or Snakemake's named output)."""
     for name, frame in comparison.tables.items():
         with atomic_path(Path(paths[name])) as temporary:
