@@ -297,6 +297,14 @@ def matcher(small_index):
 
 
 @pytest.fixture(scope="session")
+def demo_matcher(demo_index):
+    """The concept matcher of the demo catalog."""
+    from crseval.language.concepts import ConceptMatcher
+
+    return ConceptMatcher(demo_index.concepts, demo_index.films)
+
+
+@pytest.fixture(scope="session")
 def full_matcher(full_index):
     """The concept matcher of the OpenDialKG catalog."""
     from crseval.language.concepts import ConceptMatcher

@@ -22,15 +22,8 @@ from test_hostile_corpora import SUMMARY, records, voice_data
 from test_voice import SOURCE, run_user, write_corpus
 
 from crseval.corpora.voice_learning import corpus_dialogues, learn_voice
-from crseval.language.concepts import ConceptMatcher
 from crseval.simulate import voice as voice_module
 from crseval.simulate.voice import MAX_POOL_SAID, Voice, VoiceError, VoiceTemplate
-
-
-@pytest.fixture(scope="module")
-def demo_matcher(demo_index):
-    return ConceptMatcher(demo_index.concepts, demo_index.films)
-
 
 # ---------------------------------------------------------------- what a reader sees
 

@@ -24,7 +24,6 @@ from crseval.corpora.voice_learning import (
     voice_key,
     voice_markdown,
 )
-from crseval.language.concepts import ConceptMatcher
 from crseval.language.tracker import Constraint, extract_statements
 from crseval.language.user_acts import read_turn
 from crseval.simulate.profiles import user_profile
@@ -129,16 +128,6 @@ def write_corpus(path, dialogues=CORPUS, system="toy-crs"):
 
 
 @pytest.fixture(scope="module")
-def small_matcher(small_index):
-    return ConceptMatcher(small_index.concepts, small_index.films)
-
-
-@pytest.fixture(scope="module")
-def demo_matcher(demo_index):
-    return ConceptMatcher(demo_index.concepts, demo_index.films)
-
-
-@pytest.fixture(scope="module")
 def dialogues(tmp_path_factory):
     return corpus_dialogues(write_corpus(tmp_path_factory.mktemp("corpus") / "toy.jsonl"), "jsonl")
 
@@ -158,14 +147,14 @@ def speaking_voice(tmp_path_factory, demo_matcher):
 # ------------------------------------------------------------------ reading a turn
 
 
-def test_a_catalog_value_becomes_a_typed_slot_and_the_turn_a_request(small_matcher, demo_matcher):
-    reading = read_turn("Any good horror for tonight?", small_matcher)
+def test_a_catalog_value_becomes_a_typed_slot_and_the_turn_a_request(matcher, demo_matcher):
+    reading = read_turn("Any good horror for tonight?", matcher)
     assert reading.act == "request" and reading.question and not reading.greets
     assert reading.statements == (("genre", "horror", "wish"),)
     assert reading.template == "Any good {genre} for tonight?" and reading.slots == ("genre:wish",)
     assert reading.untyped == "" and reading.titles == ()
 
-    reading = read_turn("Something with Robert De Niro but no horror please", small_matcher)
+    reading = read_turn("Something with Robert De Niro but no horror please", matcher)
     assert reading.act == "request"
     assert reading.statements == (("actor", "Robert De Niro", "wish"), ("genre", "horror", "exclusion"))
     assert reading.template == "Something with {actor} but no {genre} please"
@@ -186,15 +175,15 @@ def test_a_catalog_film_becomes_a_title_slot(demo_matcher):
     )
 
 
-def test_a_name_or_a_film_outside_the_catalog_is_untyped(small_matcher, demo_matcher):
-    for matcher in (small_matcher, demo_matcher):
+def test_a_name_or_a_film_outside_the_catalog_is_untyped(matcher, demo_matcher):
+    for matcher in (matcher, demo_matcher):
         reading = read_turn("I keep thinking about Marta Vellacourt lately", matcher)
         assert reading.untyped == "a name the catalog does not hold", reading
         assert reading.statements == () and reading.template == reading.text
     reading = read_turn("Have you got Moonrise Over Kestrel (1987)?", demo_matcher)
     assert reading.untyped == "a film the catalog does not hold"
     # a person the catalog holds is typed, not left out
-    reading = read_turn("I keep thinking about Orson Welles lately", small_matcher)
+    reading = read_turn("I keep thinking about Orson Welles lately", matcher)
     assert reading.untyped == "" and reading.template == "I keep thinking about {actor} lately"
 
 
@@ -215,22 +204,22 @@ def test_a_film_asked_about_by_a_name_the_rules_cannot_type_is_left_out(demo_mat
 
 
 @pytest.mark.parametrize("text", ["hiya", "Hello!", "thanks a lot", "ok"])
-def test_a_greeting_or_thanks_alone_is_small_talk(small_matcher, text):
-    reading = read_turn(text, small_matcher)
+def test_a_greeting_or_thanks_alone_is_small_talk(matcher, text):
+    reading = read_turn(text, matcher)
     assert reading.act == "small_talk" and reading.slots == () and reading.untyped == ""
     assert reading.greets == text.startswith(("hi", "Hello")) and reading.thanks == text.startswith("thanks")
 
 
-def test_a_turn_that_turns_a_film_down_is_turn_down(small_matcher, demo_matcher):
+def test_a_turn_that_turns_a_film_down_is_turn_down(matcher, demo_matcher):
     reading = read_turn("Nah, I have seen that one already", demo_matcher)
     assert reading.act == "turn_down" and reading.slots == ()
     reading = read_turn("Not that, I don't like war films", demo_matcher)
     assert reading.act == "turn_down" and reading.statements == (("genre", "war", "exclusion"),)
     assert reading.template == "Not that, I don't like {genre} films"
     # turning down comes before naming a value or a film: the act is turn_down, the title is still a slot
-    reading = read_turn("No, Casino is not for me", small_matcher)
+    reading = read_turn("No, Casino is not for me", matcher)
     assert (reading.act, reading.titles, reading.template) == ("turn_down", ("Casino",), "No, {title} is not for me")
-    assert read_turn("Casino sounds great", small_matcher).act == "take"
+    assert read_turn("Casino sounds great", matcher).act == "take"
 
 
 # ------------------------------------------------------------------ learning a voice

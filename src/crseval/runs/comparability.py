@@ -286,7 +286,7 @@ def _read_table(path: Path, reader):
         OSError,
         ValueError,
         TypeError,
-        NotImplementedError,
+        NotImplementedError,  # pandas on a column type it cannot hold (pyarrow's own are ArrowException)
         RecursionError,
         MemoryError,
         pa.ArrowException,
