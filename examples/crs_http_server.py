@@ -59,7 +59,7 @@ from pathlib import Path
 from crseval.catalog.index import CatalogIndex
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.language.concepts import ConceptMatcher
-from crseval.simulate.agents import AgentSettings, TemplateAgent
+from crseval.simulate.systems.agents import AgentSettings, TemplateAgent
 
 log = logging.getLogger("crs_http_server")
 

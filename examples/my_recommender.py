@@ -1,5 +1,5 @@
 """An example recommender under test for `agent: python`: the project's own template agent behind the
-class protocol (crseval.simulate.python_system), so that its sessions are those of the built-in
+class protocol (crseval.simulate.systems.python_system), so that its sessions are those of the built-in
 `agent: template` system. Start from it to put your own recommender under the simulated user.
 
 In the config (the catalog paths are the index the workflow writes for the experiment; the remaining
@@ -27,7 +27,7 @@ from functools import lru_cache
 from crseval.catalog.index import CatalogIndex
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.language.concepts import ConceptMatcher
-from crseval.simulate.agents import AgentSettings, TemplateAgent
+from crseval.simulate.systems.agents import AgentSettings, TemplateAgent
 
 
 @lru_cache(maxsize=4)

@@ -20,10 +20,10 @@ from crseval.checks.validity import (
 from crseval.language.concepts import ConceptMatcher
 from crseval.llm.prompts import PromptTemplate
 from crseval.metrics import grounded
-from crseval.simulate.agents import AgentSettings, TemplateAgent
-from crseval.simulate.kinds import agent_kind, calibration_roles
 from crseval.simulate.sessions import SessionContext, run_session, session_seed
-from crseval.simulate.user import SimulatorSettings, Templates
+from crseval.simulate.systems.agents import AgentSettings, TemplateAgent
+from crseval.simulate.systems.kinds import agent_kind, calibration_roles
+from crseval.simulate.user.simulator import SimulatorSettings, Templates
 
 SYSTEMS = [
     {"name": "oracle", "agent": "oracle"},

@@ -1,4 +1,4 @@
-"""`agent: chat`: an LLM answers the conversation itself (crseval.simulate.chat), and through the
+"""`agent: chat`: an LLM answers the conversation itself (crseval.simulate.systems.chat), and through the
 workflow on the embedded model."""
 
 import json
@@ -9,8 +9,8 @@ from conftest import REPO, run_snakemake, write_config
 from crseval.core.config_checks import effective_config
 from crseval.llm import LLMClient
 from crseval.llm.base import LLMResponse
-from crseval.simulate.chat import ChatSystem
-from crseval.simulate.external import ExternalSystemError
+from crseval.simulate.systems.chat import ChatSystem
+from crseval.simulate.systems.external import ExternalSystemError
 
 OPTIONS = {"temperature": 0.7, "top_p": 0.95, "max_tokens": 32}
 BACKEND = {"type": "openai", "model": "m", "base_url": "http://user:secret@localhost:9/v1"}

@@ -20,8 +20,8 @@ from crseval.llm.client import RetryPolicy
 from crseval.metrics.grounded import TasSettings
 from crseval.metrics.legacy_cas import CasSettings
 from crseval.planning import check_config
-from crseval.simulate.agents import AgentSettings
-from crseval.simulate.user import SimulatorSettings
+from crseval.simulate.systems.agents import AgentSettings
+from crseval.simulate.user.simulator import SimulatorSettings
 
 SCHEMA = load_schema()
 FIRST_RELEASE = REPO / "tests" / "data" / "first_release_config.yaml"

@@ -12,7 +12,7 @@ from conftest import REPO, default_config
 
 from crseval.core.config_checks import ConfigError
 from crseval.planning import check_config, profiles_used, user_profile_settings, user_profiles_settings
-from crseval.simulate.profiles import (
+from crseval.simulate.user.profiles import (
     FITTABLE,
     PROFILES,
     UserProfile,
@@ -29,7 +29,8 @@ SHY = {
     "greeting": 0.0,
     "voice": "",
 }
-# What a learned voice's summary holds under `fitted` (crseval.corpora.voice_learning.fitted_knobs), written by hand.
+# What a learned voice's summary holds under `fitted`
+# (crseval.simulate.user.voice_learning.fitted_knobs), written by hand.
 FITTED = {
     "greeting": {"value": 0.3, "statistic": "share of opening turns that greet", "n": 120},
     "thanks": {"value": 0.02, "statistic": "share of user turns that thank", "n": 500},

@@ -1,4 +1,4 @@
-"""Systems under test from outside (crseval.simulate.external): the reply read like any other,
+"""Systems under test from outside (crseval.simulate.systems.external): the reply read like any other,
 films outside the catalog counted and reacted to, replies cached, failures named."""
 
 import json
@@ -6,7 +6,9 @@ import json
 import pytest
 from conftest import REPO, default_config
 
-from crseval.simulate.external import (
+from crseval.simulate.sessions import run_shard
+from crseval.simulate.shard import build_shard_runner
+from crseval.simulate.systems.external import (
     ExternalAgent,
     ExternalCalls,
     ExternalReply,
@@ -14,8 +16,6 @@ from crseval.simulate.external import (
     ReplyCache,
     reply_from_record,
 )
-from crseval.simulate.sessions import run_shard
-from crseval.simulate.shard import build_shard_runner
 
 UNKNOWN_FILM = "The Glass Lighthouse of Wendover"
 

@@ -17,9 +17,9 @@ import pytest
 from test_own_systems_workflow import start_server
 from test_sessions import arguments, read_jsonl
 
-from crseval.simulate.external import ExternalSystemError
 from crseval.simulate.sessions import session_seed
 from crseval.simulate.shard import build_shard_runner
+from crseval.simulate.systems.external import ExternalSystemError
 
 HERE = Path(__file__).parent
 TURNS = 4

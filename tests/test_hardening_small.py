@@ -26,10 +26,10 @@ from crseval.cli import main
 from crseval.core.bounded_http import DEFAULT_MAX_REPLY_BYTES, BoundedPoster, Bounds, DeadlinePassed
 from crseval.core.config_checks import ConfigError
 from crseval.planning import check_config
-from crseval.simulate.external import ExternalSystemError
-from crseval.simulate.profiles import PROFILES, REALISTIC, UserProfile
-from crseval.simulate.python_system import PythonSystem
-from crseval.simulate.user import SimulatorSettings, SimulatorTextError, Templates, spoken_groups
+from crseval.simulate.systems.external import ExternalSystemError
+from crseval.simulate.systems.python_system import PythonSystem
+from crseval.simulate.user.profiles import PROFILES, REALISTIC, UserProfile
+from crseval.simulate.user.simulator import SimulatorSettings, SimulatorTextError, Templates, spoken_groups
 
 TEMPLATE_FILE = REPO / "resources" / "templates" / "user.yaml"
 
@@ -139,9 +139,9 @@ class Recording(Templates):
 def test_every_group_a_user_draws_from_is_one_the_check_requires(demo_index, profile):
     """The list the check goes by is the code's: sessions against systems that satisfy, miss and say nothing."""
     from crseval.language.concepts import ConceptMatcher
-    from crseval.simulate.agents import AgentSettings, TemplateAgent
-    from crseval.simulate.calibration import OracleAgent, RandomAgent
     from crseval.simulate.sessions import SessionContext, run_session
+    from crseval.simulate.systems.agents import AgentSettings, TemplateAgent
+    from crseval.simulate.systems.calibration import OracleAgent, RandomAgent
 
     templates = Recording(Templates.load(TEMPLATE_FILE))
     settings = SimulatorSettings(shift_every=3, contradiction_rate=0.3)
@@ -335,7 +335,7 @@ def test_a_python_reply_over_the_bound_stops_the_shard_and_keeps_nothing_of_it(l
     """As an http system's reply over its bound: the job fails naming the turn; nothing reaches the reply cache."""
     from crseval.catalog.index import CatalogIndex
     from crseval.language.concepts import ConceptMatcher
-    from crseval.simulate.external import ExternalAgent, ReplyCache
+    from crseval.simulate.systems.external import ExternalAgent, ReplyCache
 
     index = CatalogIndex.read(catalog_files / "films.parquet", catalog_files / "concepts.parquet")
     system = PythonSystem("mine", large_replies, options={"size": 2 << 20})

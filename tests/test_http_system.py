@@ -22,10 +22,10 @@ from conftest import REPO, default_config  # noqa: E402
 from crseval.catalog.index import CatalogIndex  # noqa: E402
 from crseval.core.fields import CONCEPT_FIELDS  # noqa: E402
 from crseval.language.concepts import ConceptMatcher  # noqa: E402
-from crseval.simulate.agents import AgentSettings, TemplateAgent  # noqa: E402
-from crseval.simulate.external import ExternalSystemError  # noqa: E402
-from crseval.simulate.http_system import HttpSystem  # noqa: E402
-from crseval.simulate.user import SimulatorSettings, Templates, UserSimulator  # noqa: E402
+from crseval.simulate.systems.agents import AgentSettings, TemplateAgent  # noqa: E402
+from crseval.simulate.systems.external import ExternalSystemError  # noqa: E402
+from crseval.simulate.systems.http_system import HttpSystem  # noqa: E402
+from crseval.simulate.user.simulator import SimulatorSettings, Templates, UserSimulator  # noqa: E402
 
 KEY = "sk-test-7f3a9c2e"
 

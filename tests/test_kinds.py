@@ -1,6 +1,6 @@
 """Every pluggable kind declares itself once, in its own package, and nothing else tests its name.
 
-The kinds: agent kinds (crseval.simulate.kinds), LLM backends (crseval.llm.backends), metric families
+The kinds: agent kinds (crseval.simulate.systems.kinds), LLM backends (crseval.llm.backends), metric families
 (crseval.metrics.families) and corpus formats (crseval.corpora.formats). The schema names the same
 kinds (its enums), and a registry lists them; a module outside a kind's package that compares a
 config value with a kind's name would be one more place to find when a kind is added.
@@ -19,9 +19,9 @@ from crseval.corpora.formats import FORMATS, reader
 from crseval.llm.backends import BACKEND_KINDS, backend_kind
 from crseval.llm.base import LLMError
 from crseval.metrics.families import FAMILY_KINDS
-from crseval.simulate.agent_kind import AgentKind
-from crseval.simulate.kinds import AGENT_KINDS, agent_kind, calibration_roles
-from crseval.simulate.profiles import PROFILES, resolve_profile
+from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.kinds import AGENT_KINDS, agent_kind, calibration_roles
+from crseval.simulate.user.profiles import PROFILES, resolve_profile
 
 SRC = REPO / "src" / "crseval"
 # kind -> (its names, the package that may test them)
@@ -39,7 +39,7 @@ def test_the_schema_allows_exactly_the_registered_kinds():
     assert set(schema["$defs"]["backend"]["properties"]["type"]["enum"]) == set(BACKEND_KINDS)
     assert set(schema["properties"]["scoring"]["properties"]["metrics"]["items"]["enum"]) == set(FAMILY_KINDS)
     assert set(schema["properties"]["sessions"]["properties"]["import_format"]["enum"]) == set(FORMATS)
-    # a profile is a built-in's name or one the config defines (crseval.simulate.profiles.config_problems)
+    # a profile is a built-in's name or one the config defines (crseval.simulate.user.profiles.config_problems)
     assert schema["properties"]["simulator"]["properties"]["profile"]["type"] == "string"
     assert schema["$defs"]["system"]["properties"]["profile"]["type"] == "string"
     assert all(resolve_profile(name).name == name for name in PROFILES)

@@ -24,8 +24,8 @@ LAYERS = (
     "llm",
     "language",
     "catalog",
-    "simulate",
     "corpora",
+    "simulate",
     "metrics",
     "judge",
     "statistics",
@@ -207,5 +207,27 @@ def test_the_architecture_page_names_every_module():
             rows[cells[1].strip().strip("`")] = set(re.findall(r"`(\w+)`", cells[2]))
     assert set(rows) == set(LAYERS)
     for layer in LAYERS:
-        modules = {p.stem for p in (PACKAGE / layer).glob("*.py") if p.stem != "__init__"}
-        assert modules - rows[layer] == set(), f"{layer}: modules the map leaves out"
+        modules = {p.stem for p in (PACKAGE / layer).rglob("*.py") if p.stem != "__init__"}
+        wings = {p.parent.name for p in (PACKAGE / layer).glob("*/__init__.py")}
+        assert (modules | wings) - rows[layer] == set(), f"{layer}: modules the map leaves out"
+
+
+WINGS = {"simulate": ("user", "systems")}  # rooms of one package that know nothing of each other
+
+
+def test_the_user_and_the_systems_under_test_know_nothing_of_each_other():
+    """The simulated user is the same whatever system it talks to, and a system under test reads the user
+    only through its turns: crseval.simulate.user and crseval.simulate.systems never import each other
+    (crseval.simulate.sessions brings them together)."""
+    wrong = []
+    for package, wings in WINGS.items():
+        for wing in wings:
+            others = {f"crseval.{package}.{other}" for other in wings if other != wing}
+            for module in sorted((PACKAGE / package / wing).rglob("*.py")):
+                for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+                    names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                    names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                    wrong += [
+                        f"{module.relative_to(PACKAGE)} imports {n}" for n in names if n.startswith(tuple(others))
+                    ]
+    assert wrong == []

@@ -37,9 +37,9 @@ from crseval.llm import LLMClient, LLMError, LLMRequest
 from crseval.llm.client import RetryPolicy, make_backend
 from crseval.llm.server import reply_bound
 from crseval.planning import check_config
-from crseval.simulate.external import ExternalSystemError
-from crseval.simulate.http_system import HttpSystem
 from crseval.simulate.shard import build_shard_runner
+from crseval.simulate.systems.external import ExternalSystemError
+from crseval.simulate.systems.http_system import HttpSystem
 
 KEY = "sk-live-d41d8cd98f00"
 BOUND = 1 << 20
@@ -234,7 +234,7 @@ def test_the_derived_bound_grows_with_tokens_and_their_probabilities():
 
 CHILD = """
 import sys, time
-from crseval.simulate.http_system import HttpSystem
+from crseval.simulate.systems.http_system import HttpSystem
 system = HttpSystem("my-crs", sys.argv[1], timeout=float(sys.argv[2]), retries=1, backoff=0.1,
                     max_reply_bytes=int(sys.argv[3]))
 system.start("my-crs/s00000", 1)

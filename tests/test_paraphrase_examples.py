@@ -19,11 +19,12 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.language.user_acts import read_turn
 from crseval.llm.base import LLMRequest, LLMResponse
 from crseval.planning import check_config
-from crseval.simulate.sessions import Paraphraser
 from crseval.simulate.shard import build_shard_runner
-from crseval.simulate.voice import Voice, VoiceTemplate, voice_problems
+from crseval.simulate.user.paraphrase import ParaphrasePrompt, Paraphraser
+from crseval.simulate.user.voice import Voice, VoiceTemplate, voice_problems
 
 # The prompt of the rewording as it was before examples: a reply cached then must still be found.
+PROMPT = ParaphrasePrompt.read(REPO / "resources" / "prompts" / "paraphrase.txt")
 PROMPT_BEFORE = (
     "Rewrite the following message from a person asking a movie recommender, in your own words, "
     "as one or two casual sentences. Keep every film title and every name exactly as written. "
@@ -101,7 +102,7 @@ def test_the_turn_read_as_a_request(matcher):
 
 def test_the_prompt_shows_k_examples_of_the_turns_act_with_slots_as_bracketed_words(matcher):
     client = FakeClient(lambda prompt: "so, " + message(prompt).lower())
-    paraphraser = Paraphraser(client, OPTIONS, 3, invented_voice(), matcher)
+    paraphraser = Paraphraser(client, OPTIONS, 3, invented_voice(), matcher, prompt=PROMPT)
     text, verdict, llm, ids = paraphraser(REQUEST, ["Comedy", "Clark Gable"], 12345)
     assert verdict == "kept" and text == "so, " + REQUEST.lower() and llm["backend"] == "fake"
     prompt = client.requests[0].messages[-1][1]
@@ -119,7 +120,7 @@ def test_the_prompt_shows_k_examples_of_the_turns_act_with_slots_as_bracketed_wo
 
 def test_the_examples_follow_the_act_and_the_seed(matcher):
     client = FakeClient(lambda prompt: message(prompt))
-    paraphraser = Paraphraser(client, OPTIONS, 2, invented_voice(), matcher)
+    paraphraser = Paraphraser(client, OPTIONS, 2, invented_voice(), matcher, prompt=PROMPT)
     draws = {seed: paraphraser(REQUEST, [], seed)[3] for seed in range(40)}
     assert all(paraphraser(REQUEST, [], seed)[3] == ids for seed, ids in draws.items())  # the same seed, the same
     assert len({tuple(ids) for ids in draws.values()}) > 3  # other seeds, other examples
@@ -128,9 +129,9 @@ def test_the_examples_follow_the_act_and_the_seed(matcher):
     thanks = paraphraser("Thanks a lot!", [], 7)[3]
     assert sorted(thanks) == ["s1", "s2"]
     # more examples asked for than the act has: all of them, once each; an act the voice never saw: none
-    assert sorted(Paraphraser(client, OPTIONS, 20, invented_voice(), matcher)(REQUEST, [], 1)[3]) == sorted(
-        REQUEST_SHOWN
-    )
+    assert sorted(
+        Paraphraser(client, OPTIONS, 20, invented_voice(), matcher, prompt=PROMPT)(REQUEST, [], 1)[3]
+    ) == sorted(REQUEST_SHOWN)
     before = len(client.requests)
     assert paraphraser("Is it any good?", [], 3)[3] == []
     assert client.requests[before].messages[-1][1] == PROMPT_BEFORE.format(text="Is it any good?")
@@ -138,14 +139,18 @@ def test_the_examples_follow_the_act_and_the_seed(matcher):
 
 def test_a_rewording_that_drops_a_value_is_still_rejected(matcher):
     client = FakeClient(lambda prompt: "got any [genre] flicks")  # copied an example: no value, and brackets
-    text, verdict, _, ids = Paraphraser(client, OPTIONS, 3, invented_voice(), matcher)(REQUEST, ["Comedy"], 5)
+    text, verdict, _, ids = Paraphraser(client, OPTIONS, 3, invented_voice(), matcher, prompt=PROMPT)(
+        REQUEST, ["Comedy"], 5
+    )
     assert (text, verdict) == (REQUEST, "rejected") and len(ids) == 3
 
 
 @pytest.mark.parametrize("voice", [None, "invented"])
 def test_no_examples_leave_the_prompt_and_its_cache_key_as_before(matcher, voice):
     client = FakeClient(lambda prompt: message(prompt))
-    paraphraser = Paraphraser(client, OPTIONS, 0, invented_voice() if voice else None, matcher if voice else None)
+    paraphraser = Paraphraser(
+        client, OPTIONS, 0, invented_voice() if voice else None, matcher if voice else None, prompt=PROMPT
+    )
     for seed, text in enumerate([REQUEST, "Thanks a lot!", 'Any films like "M"?']):
         assert paraphraser(text, [], seed)[3] == []
         before = LLMRequest.chat(
@@ -157,7 +162,7 @@ def test_no_examples_leave_the_prompt_and_its_cache_key_as_before(matcher, voice
 
 def test_examples_need_the_voice():
     with pytest.raises(ValueError, match="learned voice"):
-        Paraphraser(FakeClient(str), OPTIONS, 2)
+        Paraphraser(FakeClient(str), OPTIONS, 2, prompt=PROMPT)
 
 
 # --- the config and the shard ----------------------------------------------------------------------
@@ -211,6 +216,7 @@ def shard_arguments(catalog_files, tmp_path, host, examples, voice_file=None):
         "turns": 4,
         **shard_inputs(catalog_files, tmp_path),
         "voice_file": voice_file,
+        "paraphrase_prompt_file": str(REPO / "resources" / "prompts" / "paraphrase.txt"),
     }
 
 
@@ -238,3 +244,20 @@ def test_a_shard_shows_the_voices_turns_and_records_their_ids(catalog_files, tmp
         assert set(ids) <= known and len(ids) == len(shown_examples(prompt)) <= 2
         shown += len(ids)
     assert shown > 0  # the explicit user's requests met the invented request pools
+
+
+def test_the_prompt_file_needs_its_message_and_its_examples_block(tmp_path):
+    with pytest.raises(ValueError, match=r"\{text\} slot and an \[examples\]"):
+        ParaphrasePrompt("Reword this: {text}")
+    with pytest.raises(ValueError, match=r"\{examples\} slot"):
+        ParaphrasePrompt("Reword.\n\n[examples]\nLike these.\n[/examples]\n\nMessage: {text}")
+    big = tmp_path / "paraphrase.txt"
+    big.write_text("x" * 70_000 + "\n\n[examples]\n{examples}\n[/examples]\n\nMessage: {text}")
+    with pytest.raises(ValueError, match="bytes"):
+        ParaphrasePrompt.read(big)
+
+
+def test_the_prompt_with_examples_shows_the_block_without_its_markers():
+    prompt = ParaphrasePrompt("Reword.\n\n[examples]\nLike these:\n{examples}\nSo.\n[/examples]\n\nMessage: {text}")
+    assert prompt.render("hi", []) == "Reword.\n\nMessage: hi"
+    assert prompt.render("hi", ["a", "b"]) == "Reword.\n\nLike these:\n- a\n- b\nSo.\n\nMessage: hi"

@@ -9,8 +9,8 @@ from fake_servers import FakeOllama
 from test_sessions import arguments, ollama_system
 
 from crseval.llm.prompts import TURN_MARKER, PromptTemplate
-from crseval.simulate.agents import history_window
 from crseval.simulate.shard import build_shard_runner
+from crseval.simulate.systems.agents import history_window
 
 
 def template(tmp_path: Path, text: str) -> PromptTemplate:

@@ -13,7 +13,7 @@ from conftest import REPO, default_config
 
 from crseval import planning, provenance
 from crseval.llm.models import EMBEDDED_MODELS
-from crseval.simulate.profiles import PROFILES
+from crseval.simulate.user.profiles import PROFILES
 
 REQUIRED_PACKAGES = {
     "python",

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import NON_GENRES, REPO, SMALL_CATALOG, default_config, shard_inputs
 
-from crseval.simulate.external import ExternalReply, ExternalSystemError
-from crseval.simulate.python_system import PythonSystem, package_version
 from crseval.simulate.shard import build_shard_runner
+from crseval.simulate.systems.external import ExternalReply, ExternalSystemError
+from crseval.simulate.systems.python_system import PythonSystem, package_version
 
 TOY_MODULE = '''
 import time
@@ -134,7 +134,7 @@ def test_describe_names_entry_point_version_and_options(toy):
 
 def test_package_version_finds_the_distribution_of_the_top_level_package():
     assert package_version("yaml:YAMLObject") == version("PyYAML")  # import name differs from distribution name
-    assert package_version("crseval.simulate.agents:TemplateAgent") == version("crseval")
+    assert package_version("crseval.simulate.systems.agents:TemplateAgent") == version("crseval")
 
 
 def test_a_method_that_raises_names_system_session_turn_and_cause(toy):

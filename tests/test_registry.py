@@ -24,9 +24,9 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.response_stats import CLUSTER_KEYS
 from crseval.metrics.scorer import FAMILIES
 from crseval.metrics.tool_use import SESSION_NAMES as TOOL_USE
-from crseval.simulate.agents import AgentSettings, TemplateAgent
 from crseval.simulate.sessions import SessionContext, run_session, session_seed
-from crseval.simulate.user import SimulatorSettings, Templates
+from crseval.simulate.systems.agents import AgentSettings, TemplateAgent
+from crseval.simulate.user.simulator import SimulatorSettings, Templates
 from crseval.statistics import aggregate, column_registry
 
 SESSION_IDS = {c.name for c in SESSION_ID_COLUMNS} - {"shard", "trial"}  # added by aggregate

@@ -183,6 +183,7 @@ def paraphrase_arguments(catalog_files, tmp_path, host):
             "options": {"temperature": 0.7, "top_p": 0.95, "max_tokens": 60},
         },
     }
+    args["paraphrase_prompt_file"] = str(REPO / "resources" / "prompts" / "paraphrase.txt")
     return args
 
 

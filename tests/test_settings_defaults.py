@@ -9,8 +9,8 @@ from crseval.catalog.topics import LdaSettings
 from crseval.core.config_checks import schema_defaults
 from crseval.metrics.grounded import TasSettings
 from crseval.metrics.legacy_cas import CasSettings
-from crseval.simulate.agents import AgentSettings
-from crseval.simulate.user import SimulatorSettings
+from crseval.simulate.systems.agents import AgentSettings
+from crseval.simulate.user.simulator import SimulatorSettings
 
 SETTINGS = {
     ("agent",): AgentSettings,

@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from crseval.core.fields import display
 from crseval.language.concepts import ConceptMatcher
-from crseval.simulate.agents import AgentSettings, TemplateAgent
-from crseval.simulate.sessions import SessionContext, has_structure, run_session
-from crseval.simulate.user import SimulatorSettings, Templates, UserSimulator
+from crseval.simulate.sessions import SessionContext, run_session
+from crseval.simulate.systems.agents import AgentSettings, TemplateAgent
+from crseval.simulate.user.paraphrase import has_structure
+from crseval.simulate.user.simulator import SimulatorSettings, Templates, UserSimulator
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
 SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)

@@ -21,10 +21,10 @@ def library(paths) -> set[str]:
 def test_a_script_reaches_the_modules_it_imports_and_no_others():
     simulate = library(module_files([SCRIPTS / "simulate.py"]))
     score = library(module_files([SCRIPTS / "score.py"]))
-    assert {"simulate/user.py", "simulate/shard.py", "core/io.py", "simulate/__init__.py"} <= simulate
+    assert {"simulate/user/simulator.py", "simulate/shard.py", "core/io.py", "simulate/__init__.py"} <= simulate
     assert not any(path.startswith(("metrics/", "statistics/", "reports/")) for path in simulate)
     assert {"metrics/adherence.py", "metrics/scorer.py"} <= score
-    assert "simulate/user.py" not in score
+    assert "simulate/user/simulator.py" not in score
 
 
 def test_the_code_digest_follows_content_not_place_or_time(tmp_path):

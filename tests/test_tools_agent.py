@@ -1,5 +1,5 @@
-"""The `tools` system (crseval.simulate.tools_agent): the tool-call loop against a scripted model, the commit rule
-(the exploit of a commit followed by another call), hostile replies within their bounds, and the reply cache."""
+"""The `tools` system (crseval.simulate.systems.tools_agent): the tool-call loop against a scripted model, the commit
+rule (the exploit of a commit followed by another call), hostile replies within their bounds, and the reply cache."""
 
 import json
 import tracemalloc
@@ -13,7 +13,7 @@ from crseval.llm.base import LLMResponse
 from crseval.llm.cache import ResponseCache
 from crseval.llm.client import LLMClient
 from crseval.llm.prompts import PromptTemplate
-from crseval.simulate.tools_agent import ToolsAgent
+from crseval.simulate.systems.tools_agent import ToolsAgent
 
 OPTIONS = {"temperature": 0.2, "top_p": 0.95, "max_tokens": 64}
 

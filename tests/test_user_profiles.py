@@ -12,11 +12,19 @@ from conftest import REPO
 from crseval.language.asks import OPEN
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.tracker import extract_statements
-from crseval.simulate.agents import AgentSettings, TemplateAgent
-from crseval.simulate.calibration import OracleAgent, RandomAgent
-from crseval.simulate.profiles import PROFILES, UserProfile, defined_profile, user_profile
 from crseval.simulate.sessions import SessionContext, run_session
-from crseval.simulate.user import PROFILED, THESIS, SimulatorSettings, Templates, _joined, conduct_of, make_user
+from crseval.simulate.systems.agents import AgentSettings, TemplateAgent
+from crseval.simulate.systems.calibration import OracleAgent, RandomAgent
+from crseval.simulate.user.profiles import PROFILES, UserProfile, defined_profile, user_profile
+from crseval.simulate.user.simulator import (
+    PROFILED,
+    THESIS,
+    SimulatorSettings,
+    Templates,
+    _joined,
+    conduct_of,
+    make_user,
+)
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
 SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)
@@ -44,7 +52,7 @@ INVENTED_DIALOGUES = [
 
 
 def invented_voice(index):
-    from crseval.corpora.voice_learning import learn_voice
+    from crseval.simulate.user.voice_learning import learn_voice
 
     dialogues = [
         {

@@ -316,8 +316,8 @@ DIALOGUES = [_dialogue(i, _SAID[i % 4], f"u{i // 2}") for i in range(12)]
 
 
 def test_the_real_side_is_held_out_from_the_voices_part(tmp_path):
-    from crseval.corpora.voice_learning import corpus_dialogues
-    from crseval.simulate.voice import dialogue_part
+    from crseval.simulate.user.voice import dialogue_part
+    from crseval.simulate.user.voice_learning import corpus_dialogues
 
     corpus = _corpus(tmp_path / "corpus.jsonl", DIALOGUES)
     part = {r["session_id"]: dialogue_part(r, 2) for r in corpus_dialogues(corpus, "jsonl")}
@@ -535,7 +535,7 @@ def test_the_draws_do_not_depend_on_the_block_they_are_drawn_in(monkeypatch):
 
 def test_a_reference_over_the_bytes_read_is_refused_before_it_is_read(tmp_path, monkeypatch):
     from crseval.checks import user_realism
-    from crseval.corpora import voice_learning
+    from crseval.simulate.user import voice_learning
 
     corpus = _corpus(tmp_path / "corpus.jsonl", DIALOGUES)
     monkeypatch.setattr(user_realism, "MAX_REFERENCE_BYTES", corpus.stat().st_size - 1)

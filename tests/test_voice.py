@@ -16,7 +16,12 @@ from conftest import REPO
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crseval.corpora.voice_learning import (
+from crseval.language.tracker import Constraint, extract_statements
+from crseval.language.user_acts import read_turn
+from crseval.simulate.user.profiles import user_profile
+from crseval.simulate.user.simulator import SimulatorSettings, Templates, make_user
+from crseval.simulate.user.voice import Voice, VoiceTemplate, part_of, pool_key, spread_position
+from crseval.simulate.user.voice_learning import (
     corpus_dialogues,
     fitted_knobs,
     learn_voice,
@@ -24,11 +29,6 @@ from crseval.corpora.voice_learning import (
     voice_key,
     voice_markdown,
 )
-from crseval.language.tracker import Constraint, extract_statements
-from crseval.language.user_acts import read_turn
-from crseval.simulate.profiles import user_profile
-from crseval.simulate.user import SimulatorSettings, Templates, make_user
-from crseval.simulate.voice import Voice, VoiceTemplate, part_of, pool_key, spread_position
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
 SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)

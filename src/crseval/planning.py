@@ -6,7 +6,7 @@ Above the stages and below the workflow: the rules (workflow/rules/*.smk), the p
 (crseval.provenance) and the CLI ask here what a config plans (the rule files also read a few library
 pieces directly: the session schema, canonical hashes, shard names, the corpus manifest, the voice's
 key), and this module asks each pluggable kind what it declares
-(agent kinds: crseval.simulate.kinds; LLM backends: crseval.llm.backends; metric families:
+(agent kinds: crseval.simulate.systems.kinds; LLM backends: crseval.llm.backends; metric families:
 crseval.metrics.families; corpus formats: crseval.corpora.formats) instead of testing kind names.
 LLM backends are returned as {config key: backend settings}, the key naming who uses the backend
 (`systems.<name>`, `simulator.paraphrase`, `scoring.cas`, `scoring.adherence`, `judge`,
@@ -40,11 +40,11 @@ from crseval.judge.judge_columns import CRITERIA, score_column
 from crseval.llm.backends import backend_kind
 from crseval.llm.backends import config_problems as backend_problems
 from crseval.metrics import families
-from crseval.simulate.kinds import ResolvedSystem, calibration_roles, system_problems
-from crseval.simulate.profiles import config_problems as profile_problems
-from crseval.simulate.profiles import resolve_profile
-from crseval.simulate.user import template_problems
-from crseval.simulate.voice import voice_problems
+from crseval.simulate.systems.kinds import ResolvedSystem, calibration_roles, system_problems
+from crseval.simulate.user.profiles import config_problems as profile_problems
+from crseval.simulate.user.profiles import resolve_profile
+from crseval.simulate.user.simulator import template_problems
+from crseval.simulate.user.voice import voice_problems
 
 __all__ = ["calibration_roles", "system_prompt_key"]
 
@@ -56,6 +56,7 @@ SOURCE_TREE = Path(__file__).resolve().parents[2]
 # The prompt of the LLM topic extractors (legacy CAS `topics: llm`, adherence `extractor: llm`), shipped
 # with the workflow like the CRS and judge prompts.
 TOPICS_PROMPT = "resources/prompts/topics.txt"
+PARAPHRASE_PROMPT = "resources/prompts/paraphrase.txt"  # the simulated user's rewording (simulator.paraphrase)
 
 
 # ------------------------------------------------------------------ the config, checked whole
@@ -328,7 +329,7 @@ def user_profile_of(system: dict, config: dict) -> str:
 def user_profile_settings(system: dict, config: dict) -> dict:
     """The settings of the user profile a system meets, built-in or defined under `simulator.profiles`, as its
     simulate jobs and provenance record them (the knobs of a defined profile's `fit` as defined: the job
-    sets them from the learned voice, crseval.simulate.profiles.UserProfile.with_fitted)."""
+    sets them from the learned voice, crseval.simulate.user.profiles.UserProfile.with_fitted)."""
     return resolve_profile(user_profile_of(system, config), config["simulator"]).settings()
 
 
@@ -500,6 +501,8 @@ def prompts_used(config: dict) -> dict[str, list[str]]:
         prompts.setdefault(config["judge"]["prompt"], []).append("judge")
     for user in scoring_backends(config):
         prompts.setdefault(TOPICS_PROMPT, []).append(user)
+    if not imports_sessions(config) and config.get("simulator", {}).get("paraphrase", {}).get("enabled"):
+        prompts.setdefault(PARAPHRASE_PROMPT, []).append("simulator.paraphrase")
     return prompts
 
 

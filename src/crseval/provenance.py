@@ -153,7 +153,7 @@ def redact(value):
 
 def external_systems(config: dict, workflow_dir: str | Path) -> list[dict]:
     """What each recommender under test from outside (an external agent kind: it answers the conversation
-    itself) says it is: its describe(), which names no secret (crseval.simulate.agent_kind)."""
+    itself) says it is: its describe(), which names no secret (crseval.simulate.systems.agent_kind)."""
     if imports_sessions(config):
         return []
     described = []

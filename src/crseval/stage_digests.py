@@ -8,7 +8,7 @@ nowhere) and the sha256 of their canonical JSON:
 - `user`: who the systems meet. Simulated: the simulator's settings (not `realism`, which only checks
   the user), the templates and the learned voice's corpus by content, the settings of every user profile
   a system meets, the session seed and turns, and the code of the simulated user
-  (crseval.simulate.user and what it imports). Imported: the corpus files and votes by content, their
+  (crseval.simulate.user.simulator and what it imports). Imported: the corpus files and votes by content, their
   format and the importing code;
 - `systems`: per system, its entry without its name, its user profile and speed-only keys (prompt files by
   content, a model file by its sha256), the shared agent settings, and the code of the simulate step (the
@@ -53,11 +53,18 @@ from crseval.core.io import sha256_file
 from crseval.core.redact import redact_url
 from crseval.llm.backends import backend_kind
 from crseval.llm.models import EMBEDDED_MODELS
-from crseval.planning import TOPICS_PROMPT, input_path, resolved, scoring_backends, user_profiles_settings
+from crseval.planning import (
+    PARAPHRASE_PROMPT,
+    TOPICS_PROMPT,
+    input_path,
+    resolved,
+    scoring_backends,
+    user_profiles_settings,
+)
 
 # The library code of the simulated user: a part of what the simulate step runs, digested apart (SCRIPT_PARTS) so
 # that an edit to an agent kind leaves the users of two runs the same.
-USER_CODE = ("crseval.simulate.user",)
+USER_CODE = ("crseval.simulate.user.simulator",)
 
 
 # ------------------------------------------------------------------ the library code a step runs
@@ -362,6 +369,7 @@ def user_stage(config: dict, workflow_dir: Path, code: StageCode) -> dict:
         simulator["voice"] = voice | {"corpus": _content(voice["corpus"], workflow_dir)}
     if simulator.get("paraphrase", {}).get("enabled"):
         simulator["paraphrase"]["backend"] = _model(simulator["paraphrase"].get("backend"), workflow_dir)
+        simulator["paraphrase"]["prompt"] = _content(PARAPHRASE_PROMPT, workflow_dir)
     return _stage(
         {
             "simulator": simulator,

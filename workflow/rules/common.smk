@@ -17,7 +17,7 @@ from crseval.stage_digests import code_param
 from crseval.core.config_files import load_config_file
 from crseval.core.experiment import imports_sessions, results_dir
 from crseval.corpora import formats as import_formats
-from crseval.corpora import voice_learning
+from crseval.simulate.user import voice_learning
 from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
 from crseval.core.io import sha256_file
 from crseval.core.shards import n_shards, parse_shard_name, shard_indices, shard_name
@@ -281,7 +281,7 @@ SYSTEMS_WITH_VOICE = (
     if VOICE_CORPUS
     else {}
 )
-# The corpus's content and the voice's settings name the pools (crseval.corpora.voice_learning.voice_key).
+# The corpus's content and the voice's settings name the pools (crseval.simulate.user.voice_learning.voice_key).
 VOICE_CORPUS_SHA256 = sha256_file(VOICE_CORPUS) if VOICE_CORPUS else None
 VOICE_KEY = voice_learning.voice_key(VOICE_CORPUS_SHA256, config["simulator"]["voice"]) if VOICE_CORPUS else None
 

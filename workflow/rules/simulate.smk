@@ -80,6 +80,12 @@ else:
             schema=SESSION_SCHEMA,
             prompt=system_prompt,
             voice=system_voice,
+            # the rewording's prompt, for a user whose turns an LLM rewords (simulator.paraphrase)
+            **(
+                {"paraphrase_prompt": input_path(planning.PARAPHRASE_PROMPT)}
+                if config["simulator"]["paraphrase"]["enabled"]
+                else {}
+            ),
         output:
             SESSION_SHARD,
         log:

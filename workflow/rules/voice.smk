@@ -1,4 +1,4 @@
-"""A voice learned from real dialogues (crseval.corpora.voice_learning): the user turns of one part of
+"""A voice learned from real dialogues (crseval.simulate.user.voice_learning): the user turns of one part of
 `simulator.voice.corpus`, delexicalised and pooled by act, for the profiles that speak with it. In the
 experiment when the config names the corpus."""
 

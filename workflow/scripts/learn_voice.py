@@ -7,8 +7,8 @@ import source_tree  # noqa: F401  (crseval from this source tree)
 
 from crseval.catalog.index import CatalogIndex
 from crseval.core.io import atomic_path, log_to
-from crseval.corpora.voice_learning import corpus_dialogues, learn_voice, split_dialogues, voice_markdown
 from crseval.language.concepts import ConceptMatcher
+from crseval.simulate.user.voice_learning import corpus_dialogues, learn_voice, split_dialogues, voice_markdown
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.voice)

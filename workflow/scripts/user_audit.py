@@ -9,7 +9,7 @@ from crseval.checks.user_audit import audit_markdown, audit_table, pools_table
 from crseval.core.io import atomic_path, log_to
 from crseval.core.session_records import read_shards
 from crseval.language.concepts import ConceptMatcher
-from crseval.simulate.voice import Voice
+from crseval.simulate.user.voice import Voice
 
 log = log_to(snakemake.log[0])
 index = CatalogIndex.read(snakemake.input.films, snakemake.input.concepts)

@@ -1,6 +1,6 @@
 """The simulated user's own errors, counted: per profile, how its turns were worded and whether each reads back.
 
-A user that speaks with a learned voice (crseval.simulate.voice) words a turn with people's turns where
+A user that speaks with a learned voice (crseval.simulate.user.voice) words a turn with people's turns where
 the voice has one for the act, and with its profile's rule voice where it has none or no draw reads
 back as meant. The audit counts, per profile: the turns, the turns worded by the voice and by the rules
 (by reason), the templates drawn that read back otherwise than meant (redraws), and the read-back

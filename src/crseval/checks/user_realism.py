@@ -26,7 +26,7 @@ Three views, as ConvApparel measures simulators against real conversations:
 A profile counts each simulated person once (`simulated_turns`): the sessions one seed had with every
 system say much the same, and counted all they would put the same words on the simulated side many times.
 
-Held out by construction: when the learned voice (crseval.simulate.voice) learned from the reference
+Held out by construction: when the learned voice (crseval.simulate.user.voice) learned from the reference
 itself, the real side is the dialogues of the other parts, and the voice's part is a further row, real users
 against real users (the floor). A reference that shares dialogues with the voice's part in another file is
 headed "not held out" (`load_reference`).
@@ -58,9 +58,9 @@ import pandas as pd
 from scipy import sparse
 
 from crseval.core.io import sha256_file
-from crseval.corpora import voice_learning
 from crseval.language.user_acts import ACTS, TurnReading, act_flags
-from crseval.simulate.voice import dialogue_part
+from crseval.simulate.user import voice_learning
+from crseval.simulate.user.voice import dialogue_part
 from crseval.statistics.intervals import draw_counts
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -223,7 +223,7 @@ def load_reference(
 
     Without a voice corpus: every dialogue of the reference. When the voice learned from the reference
     itself (the same file by sha256, read in the same format): the dialogues outside the voice's part
-    (crseval.simulate.voice.dialogue_part: by user where the corpus names users; `voice` holding `parts` and
+    (crseval.simulate.user.voice.dialogue_part: by user where the corpus names users; `voice` holding `parts` and
     `learn_part`), and the voice's part as `floor`. When the voice learned from another file: every
     dialogue, and `shared` counts those the voice's part holds too (the same id, or the same user turns
     in the same order), for the report to head its table "not held out".

@@ -317,7 +317,7 @@ def _trials_of_simulated_users(config: Any) -> Iterator[str]:
 
 
 def _last_shift_on_last_turn(config: Any) -> Iterator[str]:
-    """A simulated user shifts at every turn t > 1 with (t - 1) % shift_every == 0 (crseval.simulate.user);
+    """A simulated user shifts at every turn t > 1 with (t - 1) % shift_every == 0 (crseval.simulate.user.simulator);
     a shift on the last turn leaves no user turn to react to a reply after it, so `success` and
     `turns_to_success` (crseval.metrics.goals) are NaN for every session that plays every turn."""
     turns, every = _at(config, ("sessions", "turns")), _at(config, ("simulator", "shift_every"))

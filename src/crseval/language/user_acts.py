@@ -5,7 +5,7 @@ name catalog values (each as a wish, an exclusion or context, crseval.language.t
 films. `read_turn` reads all of it and gives the turn one act (the first that applies of take, turn_down,
 ask_about, request, small_talk, ask, other), its slot signature (the fields it names, with their roles,
 and how many titles) and its delexicalised text: every catalog value and title replaced by a typed slot.
-The user realism rule and the learned voice (crseval.simulate.voice) read turns with these rules, so
+The user realism rule and the learned voice (crseval.simulate.user.voice) read turns with these rules, so
 that what the voice learns and what realism measures are the same thing.
 
 A turn that names something the rules cannot type (a film the catalog does not hold, a person's name

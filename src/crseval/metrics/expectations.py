@@ -1,6 +1,6 @@
 """What the calibration systems should show on a metric: expected orders over calibration roles.
 
-The calibration systems (crseval.simulate.calibration) are built to adapt more or less to the
+The calibration systems (crseval.simulate.systems.calibration) are built to adapt more or less to the
 user's shifts; their roles (`calibration_roles`) are `oracle`, `lag<k>` (serves the wishes of k
 turns earlier), `stubborn`, `random`, `parrot`, and, for a user who keeps wishes to itself, `literal`
 (acts on what the user said) and `asker` (asks for what it did not say), and `prompt_echo` (the stubborn
@@ -34,7 +34,7 @@ ECHO_REASON = (
     "the parrot echoes the user's message but recommends films of the first focus after every shift, as "
     "the stubborn system does: a metric of adaptation must not rank echoing above following the user"
 )
-# With the prompt echo (crseval.simulate.calibration.PromptEchoAgent): the stubborn system, each reply opened by
+# With the prompt echo (crseval.simulate.systems.calibration.PromptEchoAgent): the stubborn system, each reply opened by
 # the first line of its own prompt, which names the user's current wishes. It follows the user no better than
 # its twin, the stubborn system (the same users, films and answers): it ranks below every system that follows
 # the user and must not score above its twin. A metric that ranks it higher credits words the system copied

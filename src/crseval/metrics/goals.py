@@ -2,7 +2,7 @@
 
 They read the simulated user's ground truth (gold constraints with their disclosure, what was said,
 the shifts, what the user took, how the session ended), not only its words, so they keep their
-meaning under every user profile (crseval.simulate.profiles). A film satisfies a constraint when it
+meaning under every user profile (crseval.simulate.user.profiles). A film satisfies a constraint when it
 has the value (a wish) or lacks it (an exclusion); films outside the catalog satisfy nothing.
 
 - success: 1 when, after the last shift, the user took a recommended film (`user_implies.accepts`)

@@ -62,7 +62,7 @@ from crseval.metrics.expectations import (
     prompt_echo,
 )
 from crseval.metrics.family import FamilyKind, never, no_backends, no_settings
-from crseval.simulate.agents import render_prompt
+from crseval.simulate.systems.agents import render_prompt
 
 NAN = math.nan
 
@@ -254,7 +254,7 @@ def copied_words(reply_words: tuple[str, ...] | list[str], source_words: tuple[s
 class SystemPrompt:
     """The prompt a system under test was given, as the scorer knows it: the file its config entry names
     (`prompt` of an `llm` system or a calibration system that has one, `system_prompt` of a `chat` system).
-    A template (`rendered`) is the prompt of each turn as crseval.simulate.agents.render_prompt fills it from
+    A template (`rendered`) is the prompt of each turn as crseval.simulate.systems.agents.render_prompt fills it from
     what the turn records (its `system_constraints` and `candidate_titles`): exactly what the system was
     given. A turn that does not record them, or whose candidates are not all catalog films, gets the
     template's text as written. A system message (not `rendered`) is the same at every turn."""
@@ -282,7 +282,7 @@ class SystemPrompt:
 
 
 # The key of a system's config entry that names its prompt file -> whether the file is a template the
-# system renders at each turn (crseval.simulate.kinds.ResolvedSystem.prompt_key says which key a system has).
+# system renders at each turn (crseval.simulate.systems.kinds.ResolvedSystem.prompt_key says which key a system has).
 PROMPT_KEYS = {"prompt": True, "system_prompt": False}
 
 

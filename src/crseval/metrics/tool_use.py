@@ -427,7 +427,7 @@ def _column(name: str) -> Column:
 
 
 # The calibration systems through the toolkit (`tools: true`) search once a turn for the constraints they serve
-# (crseval.simulate.calibration): the oracle the current gold constraints, lag<k> those of k turns earlier, the
+# (crseval.simulate.systems.calibration): the oracle the current gold constraints, lag<k> those of k turns earlier, the
 # stubborn system the first turn's; the random system commits random films without any search. Its search
 # columns are NaN, and the validity check does not measure an order in which a system has no value, so the
 # search orders leave it out.

@@ -13,14 +13,12 @@ import hashlib
 import itertools
 import logging
 import os
-import re
 from collections import Counter
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-import numpy as np
 from tqdm import tqdm
 
 from crseval.catalog.index import CatalogIndex
@@ -29,12 +27,11 @@ from crseval.core.io import JsonLinesError, json_line, json_lines
 from crseval.core.session_records import session_validator, validate_session, write_sessions
 from crseval.language.asks import asked_fields
 from crseval.language.concepts import ConceptMatcher
-from crseval.language.user_acts import read_turn
-from crseval.llm import LLMClient, LLMRequest
-from crseval.simulate.agents import Agent
-from crseval.simulate.profiles import UserProfile
-from crseval.simulate.user import SimulatorSettings, Templates, make_user
-from crseval.simulate.voice import FIRST, LATER, Voice
+from crseval.simulate.systems.agents import Agent
+from crseval.simulate.user.paraphrase import Paraphraser
+from crseval.simulate.user.profiles import UserProfile
+from crseval.simulate.user.simulator import SimulatorSettings, Templates, make_user
+from crseval.simulate.user.voice import Voice
 
 log = logging.getLogger(__name__)
 
@@ -52,107 +49,6 @@ def trial_seed(seed: int, trial: int) -> int:
         return seed
     digest = hashlib.sha256(f"{seed}:trial{trial}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
-
-
-_STRUCTURE = re.compile(r"[{}\[\]]|': '|\": \"")
-
-
-def has_structure(text: str) -> bool:
-    """Whether a text carries a Python/JSON structure (braces, brackets, quoted key: value)."""
-    return bool(_STRUCTURE.search(text))
-
-
-class Paraphraser:
-    """Optional LLM rewording of user turns. The rewording is kept only when every catalog value
-    and title the template named is still in it, verbatim (ignoring case), and it carries no
-    structure; otherwise the template text stays and the turn is flagged.
-
-    With `examples` k > 0 and a learned `voice`, the prompt also shows k real user turns of the act the
-    turn reads as (crseval.language.user_acts.read_turn with `matcher`), drawn from the voice's pools with
-    a stream of the turn's seed, each slot shown as a bracketed type word ("[genre]"): people's style, none
-    of their values. The prompt, and so the reply cache key, is then pinned by the seed; with k = 0 it is
-    the prompt without examples, byte for byte."""
-
-    PROMPT = (
-        "Rewrite the following message from a person asking a movie recommender, in your own words, "
-        "as one or two casual sentences. Keep every film title and every name exactly as written. "
-        "Reply with the rewritten message only.\n\nMessage: {text}"
-    )
-    EXAMPLES = (
-        "Real people wrote messages of the same kind like these (a word in brackets stands for the film, "
-        "genre, person or year they named):\n{examples}\nWrite the way they do.\n\n"
-    )
-    EXAMPLES_STREAM = 0xE4A  # the examples' draw: a stream of the turn's seed of its own
-
-    def __init__(
-        self,
-        client: LLMClient,
-        options: dict,
-        examples: int = 0,
-        voice: Voice | None = None,
-        matcher: ConceptMatcher | None = None,
-    ):
-        self.client = client
-        self.options = options
-        self.examples = examples
-        self.matcher = matcher
-        if examples and (voice is None or matcher is None):
-            raise ValueError("paraphrase examples need the learned voice and the matcher that reads a turn's act")
-        # per act, the distinct shown texts of its templates (first and later turns) and the id of each
-        self.pools: dict[str, list[tuple[str, str]]] = {}
-        if examples:
-            for key, templates in sorted(voice.pools.items()):
-                position, act, _ = key.split("|")
-                if position not in (FIRST, LATER):
-                    continue
-                shown = self.pools.setdefault(act, [])
-                texts = {text for _, text in shown}
-                for template in templates:
-                    text = _bracketed(template.text)
-                    if text not in texts:
-                        texts.add(text)
-                        shown.append((template.id, text))
-
-    def choose_examples(self, text: str, seed: int) -> list[tuple[str, str]]:
-        """The (template id, shown text) of the examples for the turn `text` of `seed`: up to k of its act's
-        pools, without repeats; none with k = 0 or where the voice has no turn of the act."""
-        if not self.examples:
-            return []
-        pool = self.pools.get(read_turn(text, self.matcher).act, [])
-        if not pool:
-            return []
-        rng = np.random.default_rng([seed, self.EXAMPLES_STREAM])
-        chosen = rng.choice(len(pool), size=min(self.examples, len(pool)), replace=False)
-        return [pool[int(i)] for i in chosen]
-
-    def prompt(self, text: str, examples: list[tuple[str, str]]) -> str:
-        if not examples:
-            return self.PROMPT.format(text=text)
-        head, message = self.PROMPT.split("Message: ", 1)
-        shown = "\n".join(f"- {example}" for _, example in examples)
-        return head + self.EXAMPLES.format(examples=shown) + "Message: " + message.format(text=text)
-
-    def __call__(self, text: str, required: list[str], seed: int) -> tuple[str, str, dict, list[str]]:
-        """The turn as sent, the verdict, the call's record, and the ids of the examples shown."""
-        examples = self.choose_examples(text, seed)
-        request = LLMRequest.sampled(
-            [{"role": "user", "content": self.prompt(text, examples)}],
-            self.options,
-            seed=seed,
-            tag="paraphrase+examples@1" if examples else "paraphrase@1",
-        )
-        response = self.client.complete(request)
-        candidate = response.text.strip().strip('"').strip()
-        missing = [value for value in required if value.lower() not in candidate.lower()]
-        ids = [template_id for template_id, _ in examples]
-        if not candidate or missing or has_structure(candidate):
-            return text, "rejected", response.meta(), ids
-        return candidate, "kept", response.meta(), ids
-
-
-def _bracketed(template: str) -> str:
-    """A voice template as an example: each slot ("{plot_keyword}") a bracketed type word ("[plot keyword]")."""
-    return re.sub(r"\{(\w+)\}", lambda m: "[" + m.group(1).replace("_", " ") + "]", template)
 
 
 @dataclass
@@ -180,7 +76,7 @@ def run_session(
     spread = (session_index, ctx.experiment_seed) if ctx.experiment_seed is not None else None
     user = make_user(ctx.index, ctx.simulator, ctx.templates, seed, ctx.matcher, ctx.voice, ctx.profile, spread)
     session_id = f"{system}/s{session_index:05d}" + (f"/t{trial}" if trial else "")
-    if hasattr(agent, "begin_session"):  # systems under test from outside (crseval.simulate.external)
+    if hasattr(agent, "begin_session"):  # systems under test from outside (crseval.simulate.systems.external)
         agent.begin_session(session_id)
     turns = []
     last_recommended: list[str] = []
@@ -200,7 +96,9 @@ def run_session(
             paraphrase = {"verdict": verdict, "template_text": user_turn.text, "llm": llm}
             if examples:  # the voice's turns the prompt showed (simulator.paraphrase.examples)
                 paraphrase["examples"] = examples
-        if getattr(agent, "reads_ground_truth", False):  # calibration systems only (crseval.simulate.calibration)
+        if getattr(
+            agent, "reads_ground_truth", False
+        ):  # calibration systems only (crseval.simulate.systems.calibration)
             agent.see_ground_truth(user_turn.meta)
         reply = agent.respond(number, text)
         asks = asked_fields(reply.text)

@@ -1,6 +1,6 @@
 """Build a shard runner from config sections: the catalog index, the simulated user, the agent of
 one system and its LLM client, wired for the `simulate` rule (and the tests). Sessions themselves
-are run by crseval.simulate.sessions; the user is crseval.simulate.user."""
+are run by crseval.simulate.sessions; the user is crseval.simulate.user.simulator."""
 
 from __future__ import annotations
 
@@ -16,14 +16,15 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient
 from crseval.llm.client import make_client
 from crseval.llm.prompts import PromptTemplate
-from crseval.simulate.agent_kind import AgentKind
-from crseval.simulate.agents import AgentSettings
-from crseval.simulate.external import ExternalCalls, ReplyCache
-from crseval.simulate.kinds import ResolvedSystem
-from crseval.simulate.profiles import profile_from_settings, resolve_profile
-from crseval.simulate.sessions import Paraphraser, SessionContext, run_shard
-from crseval.simulate.user import SimulatorSettings, Templates
-from crseval.simulate.voice import Voice
+from crseval.simulate.sessions import SessionContext, run_shard
+from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.agents import AgentSettings
+from crseval.simulate.systems.external import ExternalCalls, ReplyCache
+from crseval.simulate.systems.kinds import ResolvedSystem
+from crseval.simulate.user.paraphrase import ParaphrasePrompt, Paraphraser
+from crseval.simulate.user.profiles import profile_from_settings, resolve_profile
+from crseval.simulate.user.simulator import SimulatorSettings, Templates
+from crseval.simulate.user.voice import Voice
 
 
 @dataclass
@@ -108,6 +109,7 @@ def build_shard_runner(
     templates_file: str | None = None,
     prompt_file: str | None = None,
     voice_file: str | None = None,
+    paraphrase_prompt_file: str | None = None,
 ) -> ShardRunner:
     """The runner of one shard. The templates and the prompt are read from `templates_file` and
     `prompt_file` when given (the files the rule resolved, config/README.md "Paths"), else from the
@@ -144,12 +146,15 @@ def build_shard_runner(
     catalog_sha = read_catalog_sha(catalog_summary)
     paraphraser = None
     if paraphrase["enabled"]:
+        if paraphrase_prompt_file is None:
+            raise ValueError("the rewording (simulator.paraphrase) needs its prompt file (paraphrase_prompt_file)")
         paraphraser = Paraphraser(
             make_client(paraphrase["backend"], llm_runtime, threads),
             paraphrase["options"],
             examples,
             voice if examples > 0 else None,  # its turns of the act as examples (simulator.paraphrase.examples)
             matcher,
+            prompt=ParaphrasePrompt.read(paraphrase_prompt_file),
         )
     ctx = SessionContext(
         index,

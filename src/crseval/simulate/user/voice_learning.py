@@ -1,9 +1,9 @@
-"""Learning a voice from a corpus of real dialogues (crseval.simulate.voice says what a voice is).
+"""Learning a voice from a corpus of real dialogues (crseval.simulate.user.voice says what a voice is).
 
 The corpus is read by its importer (any importing format), its dialogues split into parts by a hash of
-their user's id or their own (crseval.simulate.voice.dialogue_part), and the user turns of one part read,
+their user's id or their own (crseval.simulate.user.voice.dialogue_part), and the user turns of one part read,
 typed and pooled by `learn_voice`; `fitted_knobs` gives the profile knobs the same turns show. Each turn is
-read as people see it (crseval.simulate.voice.visible_text: no format or control character, NFKC), so that a
+read as people see it (crseval.simulate.user.voice.visible_text: no format or control character, NFKC), so that a
 zero-width space inside "co\\u200bmedy" neither hides the value from the rules nor stays in a template. A turn
 longer than a person types (MAX_TEMPLATE_CHARS) is left out, counted; a part of the corpus of which no
 turn is kept has nothing to teach, and learning it is a CorpusError rather than a voice that says nothing.
@@ -24,7 +24,7 @@ from crseval.corpora.dialogue import CorpusError
 from crseval.corpora.formats import reader
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.user_acts import TurnReading, act_flags, read_turn
-from crseval.simulate.voice import (
+from crseval.simulate.user.voice import (
     FIRST,
     LATER,
     LEAVE,

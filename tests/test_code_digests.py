@@ -199,7 +199,11 @@ def test_a_module_edited_during_a_run_leaves_the_code_the_jobs_ran_with(tmp_path
     assert f"code score.py={metrics['score.py']}" == code["score.py"]
     assert metrics["aggregate.py"] == digests.parse_code_param(code["aggregate.py"])["aggregate.py"]
     user = during["stages"]["user"]["settings"]["code"]
-    assert user == {"crseval.simulate.user": digests.parse_code_param(code["simulate.py"])["crseval.simulate.user"]}
+    assert user == {
+        "crseval.simulate.user.simulator": digests.parse_code_param(code["simulate.py"])[
+            "crseval.simulate.user.simulator"
+        ]
+    }
     ran = during["crseval"]["jobs"]
     assert ran["jobs"] == 8 and ran["ran_with"]["score.py"] == {metrics["score.py"]: 2}
     assert "code_from_tree" not in during["stages"]["metrics"]

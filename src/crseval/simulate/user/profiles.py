@@ -2,7 +2,7 @@
 
 The plan of a session (anchor films, foci, shifts, exclusions) comes from the session seed alone and
 is the same under every profile; a profile changes only what the user discloses of it and how it
-words what it says. Every profile is the one crseval.simulate.user.UserSimulator with the settings
+words what it says. Every profile is the one crseval.simulate.user.simulator.UserSimulator with the settings
 below; `explicit` is the thesis user: it names every wish verbatim, announces every shift, restates
 the wishes that still hold and never leaves, and a few ways of the thesis user no setting states (it
 ignores questions, speaks one full-sentence template a turn) are its `Conduct` there (THESIS).
@@ -18,7 +18,7 @@ every system meets the same user.
 A config may define profiles of its own under `simulator.profiles` (docs/simulation.md, "Defining a
 profile"): each starts from a built-in (`based_on`) and sets any of its fields; `resolve_profile` gives
 the profile a name stands for, built-in or defined. A defined profile may take some knobs (`fit`) from
-the values the learned voice fitted to its corpus (crseval.corpora.voice_learning.fitted_knobs): `with_fitted`
+the values the learned voice fitted to its corpus (crseval.simulate.user.voice_learning.fitted_knobs): `with_fitted`
 sets them and records each with the statistic behind it. A simulate job carries a profile as its
 settings (`UserProfile.settings`); `profile_from_settings` turns them back into the profile.
 """
@@ -70,7 +70,7 @@ class UserProfile:
     # group under its `voices` whose templates replace those of the same name (the others stay).
     voice: str = ""
     full_stop: float = 1.0  # a sentence the template leaves open is closed with a full stop
-    # Speaks with the voice learned from `simulator.voice.corpus` (crseval.simulate.voice): people's turns
+    # Speaks with the voice learned from `simulator.voice.corpus` (crseval.simulate.user.voice): people's turns
     # of the same act, their slots filled with the turn's values; where none fits, `voice` above speaks.
     learned: bool = False
     # What the user wants: "catalog", at the start a value of a film drawn from the whole catalog, and at a
@@ -305,7 +305,7 @@ def profile_from_settings(settings: Mapping, summary: str = "") -> UserProfile:
 def named_profiles(config: dict) -> list[tuple[str, object]]:
     """(key, value) of every `profile` the config names, as written: `simulator.profile` and each system's
     own. The checks read them all, a profile no system meets included (which one a system meets is
-    crseval.simulate.kinds.ResolvedSystem's to say); values of the wrong shape are left to the schema."""
+    crseval.simulate.systems.kinds.ResolvedSystem's to say); values of the wrong shape are left to the schema."""
     simulator = config.get("simulator") if isinstance(config, dict) else None
     if not isinstance(simulator, dict):
         return []

@@ -33,7 +33,7 @@ from crseval.llm.ollama_backend import ollama_messages
 from crseval.llm.openai_backend import OpenAIBackend, echoed_arguments, openai_messages
 from crseval.llm.prompts import PromptTemplate
 from crseval.metrics.tool_use import SearchReader, ToolRecordError, score_session
-from crseval.simulate.tools_agent import ToolsAgent, distinct_ids
+from crseval.simulate.systems.tools_agent import ToolsAgent, distinct_ids
 
 HYPOTHESIS = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

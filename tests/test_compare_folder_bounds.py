@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_hostile_runs import folder, table
+from test_compare_records_from_outside import folder, table
 from test_runs_board import metrics_frame
 
 from crseval.core.canonical import canonical_sha

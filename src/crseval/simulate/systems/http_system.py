@@ -33,8 +33,8 @@ from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.core.redact import redact_url, redact_urls
 from crseval.llm.base import retry_after, transient_status
 from crseval.llm.client import RetryPolicy
-from crseval.simulate.agent_kind import AgentKind
-from crseval.simulate.external import ExternalReply, ExternalSystemError, external_agent, reply_from_record
+from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.external import ExternalReply, ExternalSystemError, external_agent, reply_from_record
 
 CONSTRAINT_FIELDS = (*CONCEPT_FIELDS, KEYWORD_FIELD)
 _EXCERPT = 200  # characters of a bad body quoted in an error

@@ -42,8 +42,8 @@ from importlib.metadata import PackageNotFoundError, packages_distributions, ver
 from typing import Any, Callable, Iterator
 
 from crseval.core.bounded_http import DEFAULT_MAX_REPLY_BYTES, LARGEST_REPLY_BYTES, size
-from crseval.simulate.agent_kind import AgentKind
-from crseval.simulate.external import ExternalReply, ExternalSystemError, external_agent, reply_from_record
+from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.external import ExternalReply, ExternalSystemError, external_agent, reply_from_record
 
 ENTRY_POINT = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 

@@ -18,12 +18,12 @@ import unicodedata
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_hostile_corpora import SUMMARY, records, voice_data
+from test_corpus_and_voice_files import SUMMARY, records, voice_data
 from test_voice import SOURCE, run_user, write_corpus
 
-from crseval.corpora.voice_learning import corpus_dialogues, learn_voice
-from crseval.simulate import voice as voice_module
-from crseval.simulate.voice import MAX_POOL_SAID, Voice, VoiceError, VoiceTemplate
+from crseval.simulate.user import voice as voice_module
+from crseval.simulate.user.voice import MAX_POOL_SAID, Voice, VoiceError, VoiceTemplate
+from crseval.simulate.user.voice_learning import corpus_dialogues, learn_voice
 
 # ---------------------------------------------------------------- what a reader sees
 
@@ -84,7 +84,7 @@ def spoken_names_only_what_is_meant(said: list, vocabulary: set[str]) -> list[tu
 
 
 def test_the_visible_text_of_a_turn_is_what_a_reader_sees():
-    from crseval.simulate.voice import visible_text
+    from crseval.simulate.user.voice import visible_text
 
     assert visible_text("Got any co\u200bmedy for\u00a0tonight?") == "Got any comedy for tonight?"
     assert visible_text("a dra\x00ma\u202e please") == "a drama please"
@@ -98,7 +98,7 @@ def test_the_visible_text_of_a_turn_is_what_a_reader_sees():
 @settings(max_examples=300, deadline=None)
 @given(st.text(st.characters(codec="utf-8"), max_size=40))
 def test_the_visible_text_holds_no_hidden_character_and_is_its_own_visible_text(text):
-    from crseval.simulate.voice import visible_text
+    from crseval.simulate.user.voice import visible_text
 
     visible = visible_text(text)
     assert not any(unicodedata.category(c) in ("Cf", "Cc") for c in visible), ascii(visible)
@@ -147,7 +147,7 @@ def test_a_corpus_file_with_hidden_characters_learns_the_visible_turns(tmp_path,
 
 
 def fresh_voice_data() -> dict:
-    """test_hostile_corpora's voice as JSON, a copy of its own (voice_data shares its summary's dicts)."""
+    """test_corpus_and_voice_files's voice as JSON, a copy of its own (voice_data shares its summary's dicts)."""
     return json.loads(json.dumps(voice_data()))
 
 
@@ -306,7 +306,7 @@ def test_no_spoken_turn_names_a_value_the_act_does_not_mean(demo_index, demo_mat
 
 # ---------------------------------------------------------------- memory: what one draw may build
 
-# The acts a film that fits is answered with (crseval.simulate.user): one draw combines their pools, with and
+# The acts a film that fits is answered with (crseval.simulate.user.simulator): one draw combines their pools, with and
 # without the film.
 REACTING = ("take", "small_talk", "ask_about", "ask", "other")
 
@@ -350,7 +350,7 @@ def test_pools_one_draw_never_combines_are_bounded_each_on_its_own(tmp_path):
 
 _DRAW_UNDER_A_CAP = """
 import resource, sys
-from crseval.simulate.voice import Voice, VoiceError
+from crseval.simulate.user.voice import Voice, VoiceError
 with open("/proc/self/status") as status:
     size = next(int(line.split()[1]) * 1024 for line in status if line.startswith("VmSize:"))
 resource.setrlimit(resource.RLIMIT_AS, (size + (1 << 30), resource.RLIM_INFINITY))

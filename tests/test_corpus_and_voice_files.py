@@ -1,5 +1,5 @@
 """Hostile input from outside on the way "real dialogues come in, a voice is learned from them": corpus files
-a researcher names (crseval.corpora) and a learned voice read back from results/ (crseval.simulate.voice).
+a researcher names (crseval.corpora) and a learned voice read back from results/ (crseval.simulate.user.voice).
 
 Each defect is a clear error naming the file, the place and what is wrong (or a rule counted where the design
 counts one), never a library's traceback, an invented value or a hang. Every corpus and voice here is written
@@ -17,9 +17,9 @@ import pytest
 from crseval.corpora import crsarena, dialogue, manifest, thesis_logs
 from crseval.corpora.dialogue import MAX_MESSAGE_CHARS, CorpusError
 from crseval.corpora.formats import import_logs, import_votes
-from crseval.corpora.voice_learning import learn_voice
-from crseval.simulate import voice as voice_module
-from crseval.simulate.voice import MAX_TEMPLATE_CHARS, Voice, VoiceError, VoiceTemplate
+from crseval.simulate.user import voice as voice_module
+from crseval.simulate.user.voice import MAX_TEMPLATE_CHARS, Voice, VoiceError, VoiceTemplate
+from crseval.simulate.user.voice_learning import learn_voice
 
 SHA = "0" * 64
 

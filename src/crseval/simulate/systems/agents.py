@@ -22,7 +22,7 @@ from crseval.language.titles import TitleRecognizer
 from crseval.language.tracker import Constraint, ConstraintTracker
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.prompts import PromptTemplate
-from crseval.simulate.agent_kind import AgentKind
+from crseval.simulate.systems.agent_kind import AgentKind
 
 FIELD_PHRASES = {
     "genre": "genre {value}",

@@ -5,13 +5,13 @@
 value and title with a typed slot and keeps, per act and slot signature, a pool of templates; a turn
 that names something the rules cannot type (a film or person outside the catalog) is left out, counted
 by reason. The pools are a build artefact (the `learn_voice` rule writes them under results/, with
-crseval.corpora.voice_learning), never part of the repository.
+crseval.simulate.user.voice_learning), never part of the repository.
 
 Held out by construction: the dialogues are split into `parts` by a hash of their user's id where the
 corpus names users, else of the id the importer gives each dialogue (`dialogue_part`); the voice learns
 from one part, and user realism measures against the others.
 
-The simulated user (crseval.simulate.user.UserSimulator with a profile whose voice is `learned`) asks
+The simulated user (crseval.simulate.user.simulator.UserSimulator with a profile whose voice is `learned`) asks
 `Voice.options` for the templates of an act and fills their slots with the act's values; it reads every
 filled turn back and draws again where the reading differs, so the ground truth stays exact.
 
@@ -239,7 +239,7 @@ def _voice_json(path: Path) -> dict:
             raise VoiceError(f"{path}: grew over the {MAX_VOICE_BYTES:,} bytes a voice may hold while it was read")
         raise VoiceError(
             f"{path}: {refused.size:,} bytes, over the {MAX_VOICE_BYTES:,} bytes a voice may hold "
-            "(crseval.simulate.voice.MAX_VOICE_BYTES); learn it again"
+            "(crseval.simulate.user.voice.MAX_VOICE_BYTES); learn it again"
         ) from None
     try:
         data = strict_json_loads(raw.decode("utf-8"))
@@ -327,7 +327,7 @@ def _unseen(text: str) -> str | None:
 def _draw_problem(pools: dict[str, list[VoiceTemplate]]) -> str | None:
     """What keeps one draw from the pools within MAX_DRAW_SAID, or None. A draw combines, at one place (a
     dialogue's first turn or a later one, each act's own where it has none there), the pools of several acts
-    with one slot signature and the same with a film (the acts a user reacts with, crseval.simulate.user), or
+    with one slot signature and the same with a film (the acts a user reacts with, crseval.simulate.user.simulator), or
     the pools of one act whose slots have the same roles in any fields (Voice.retyped). The worst of them is
     within the pools of one set of roles, every act's and field's, each at the place where it is said most:
     that sum is bounded. A user who leaves draws from the leaving pool alone, bounded as every pool."""
@@ -345,7 +345,8 @@ def _draw_problem(pools: dict[str, list[VoiceTemplate]]) -> str | None:
             return (
                 f"one draw may combine the pools of the acts {', '.join(sorted(acts))} (slots of the roles "
                 f"{', '.join(roles) or 'none'}, with or without a film): their templates are said {said:,} times "
-                f"together, more than the {MAX_DRAW_SAID:,} one draw may build (crseval.simulate.voice.MAX_DRAW_SAID)"
+                f"together, more than the {MAX_DRAW_SAID:,} one draw may build "
+                "(crseval.simulate.user.voice.MAX_DRAW_SAID)"
             )
     return None
 
@@ -397,7 +398,7 @@ def voice_problems(config: dict):
     """What a learned voice requires beyond the schema: a corpus for every profile that speaks with it and
     for a rewording shown people's turns as examples, and a part to learn from that the split has."""
     # profiles name the voice; the voice needs no profile
-    from crseval.simulate.profiles import PROFILES, named_profiles
+    from crseval.simulate.user.profiles import PROFILES, named_profiles
 
     simulator = config.get("simulator") if isinstance(config, dict) else None
     if not isinstance(simulator, dict):

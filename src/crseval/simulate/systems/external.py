@@ -23,7 +23,7 @@ from crseval.core.io import atomic_path
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.titles import title_key
 from crseval.language.tracker import Constraint
-from crseval.simulate.agents import Reply
+from crseval.simulate.systems.agents import Reply
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ def constraint_problem(item: object) -> str | None:
 
 
 class ExternalAgent:
-    """An agent for run_session (the `respond(turn, user_text) -> Reply` of crseval.simulate.agents.Agent)
+    """An agent for run_session (the `respond(turn, user_text) -> Reply` of crseval.simulate.systems.agents.Agent)
     around an ExternalSystem.
 
     The system is started lazily, before the first reply that is not in the cache: a session

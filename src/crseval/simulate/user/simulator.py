@@ -14,7 +14,7 @@ context for the bridge) and titles must equal the ones the simulator intends (`u
 `user_meta.titles`); a wording that reads differently is re-drawn (other template, other
 title), and an utterance that cannot be worded faithfully stops the run with the difference.
 
-Every user profile (crseval.simulate.profiles) is the one UserSimulator: the profile's shares decide what
+Every user profile (crseval.simulate.user.profiles) is the one UserSimulator: the profile's shares decide what
 the user says of the plan and how, and its `Conduct` the few ways of the thesis user (`explicit`) no
 field of a profile states. A turn is decided first (`TurnContent`: its stage, what it states, its
 reaction to the last reply), then worded: in the learned voice, in one full-sentence template (the
@@ -41,8 +41,8 @@ from crseval.language.asks import OPEN
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.text import lemma
 from crseval.language.tracker import Constraint, extract_statements
-from crseval.simulate.profiles import EXPLICIT, UserProfile, resolve_profile, user_profile
-from crseval.simulate.voice import Voice, VoiceTemplate, spread_position, visible_text
+from crseval.simulate.user.profiles import EXPLICIT, UserProfile, resolve_profile, user_profile
+from crseval.simulate.user.voice import Voice, VoiceTemplate, spread_position, visible_text
 
 MAX_REDRAWS = 40
 
@@ -164,7 +164,7 @@ def spoken_groups(profile: UserProfile, field_order: tuple[str, ...]) -> list[tu
 
 def template_problems(config: dict, locate: Callable[[str], str | Path]) -> Iterator[str]:
     """The config check of `simulator.templates` against every profile the systems meet (built-in or defined
-    under `simulator.profiles`; crseval.simulate.profiles): the voice a profile speaks in is a group under
+    under `simulator.profiles`; crseval.simulate.user.profiles): the voice a profile speaks in is a group under
     `voices` (without it the user would speak the full-sentence templates), and every group the profile
     draws from (spoken_groups) is in the file, a list of texts, so that no session stops on a missing one.
     The file is read where `locate` (path -> where the workflow reads it: crseval.planning.input_path) says;
@@ -201,7 +201,7 @@ def template_problems(config: dict, locate: Callable[[str], str | Path]) -> Iter
         try:
             profile = resolve_profile(name, simulator)
         except (ValueError, TypeError, AttributeError):
-            continue  # crseval.simulate.profiles.config_problems names it
+            continue  # crseval.simulate.user.profiles.config_problems names it
         who = f"profile {name} ({', '.join(keys)})"
         voice = voices.get(profile.voice, {}) if profile.voice else {}
         if profile.voice and profile.voice not in voices:
@@ -339,7 +339,7 @@ class UserSimulator:
     seed: int
     matcher: ConceptMatcher
     profile: UserProfile = EXPLICIT
-    voice: Voice | None = None  # the learned voice the profile speaks with (crseval.simulate.voice), if any
+    voice: Voice | None = None  # the learned voice the profile speaks with (crseval.simulate.user.voice), if any
     # where the session stands among the experiment's (its index, the experiment's seed): the voice's
     # template draws are spread over the sessions (Voice.spread_order); None draws them independently
     spread: tuple[int, int] | None = None
@@ -1092,7 +1092,7 @@ class UserSimulator:
     def _fill(self, drawn: list[tuple]):
         """The drawn templates with their slots filled: the turn's values (wishes, then exclusions, as the
         slots' roles ask) and the film a reaction is about; None where a slot has no value to take. The
-        voice's words are their visible text (crseval.simulate.voice.visible_text), so that the read-back
+        voice's words are their visible text (crseval.simulate.user.voice.visible_text), so that the read-back
         reads what a reader sees: no hidden character keeps a value from it."""
         told = list(self._told)
         texts, statements, titles = [], [], []

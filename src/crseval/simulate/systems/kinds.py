@@ -1,4 +1,4 @@
-"""The agent kinds, by the `agent` value a system's config entry gives them (crseval.simulate.agent_kind),
+"""The agent kinds, by the `agent` value a system's config entry gives them (crseval.simulate.systems.agent_kind),
 and a system's entry resolved once against them.
 
 Each kind is declared in the module that implements it; a new kind is that module, one entry in
@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from crseval.core.registry import look_up
-from crseval.simulate import agents, calibration, chat, http_system, python_system, tools_agent
-from crseval.simulate.agent_kind import AgentKind
+from crseval.simulate.systems import agents, calibration, chat, http_system, python_system, tools_agent
+from crseval.simulate.systems.agent_kind import AgentKind
 
 AGENT_KINDS: dict[str, AgentKind] = {
     kind.name: kind

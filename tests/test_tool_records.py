@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 from conftest import REPO
 from fake_servers import ToolOpenAI
-from test_hostile_tools import NO_TITLES, recorded_call, run_one
+from test_tool_calls_from_outside import NO_TITLES, recorded_call, run_one
 
 from crseval.catalog import toolkit
 from crseval.catalog.toolkit import (
@@ -31,7 +31,7 @@ from crseval.llm.client import LLMClient
 from crseval.llm.openai_backend import OpenAIBackend
 from crseval.llm.prompts import PromptTemplate
 from crseval.metrics.tool_use import SearchReader, ToolRecordError, score_session
-from crseval.simulate.tools_agent import ToolsAgent
+from crseval.simulate.systems.tools_agent import ToolsAgent
 
 FIDELITY = ("search_precision", "search_recall", "search_f1")
 OPTIONS = {"temperature": 0.2, "top_p": 0.95, "max_tokens": 64}

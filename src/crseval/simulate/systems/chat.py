@@ -13,8 +13,8 @@ from pathlib import Path
 from crseval.core.redact import redact_url
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.base import LLMError, TransientLLMError
-from crseval.simulate.agent_kind import AgentKind
-from crseval.simulate.external import ExternalReply, ExternalSystemError, external_agent
+from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.external import ExternalReply, ExternalSystemError, external_agent
 
 
 class ChatSystem:

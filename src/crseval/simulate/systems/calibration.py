@@ -18,7 +18,7 @@ under test may do: the session runner hands it over only to agents whose class s
 - `asker`: as `literal`, but first asks about the field of each gold constraint the user has not said
   (one question a reply, each constraint once), and recommends when nothing is left to ask;
 - `prompt_echo` (`prompt`: a template such as an `llm` system's): the stubborn system with a prompt that
-  it echoes. Its prompt is rendered as an `llm` system's is (crseval.simulate.agents.render_prompt) with the
+  it echoes. Its prompt is rendered as an `llm` system's is (crseval.simulate.systems.agents.render_prompt) with the
   current gold constraints, as a tracker that follows the user would give them, and its candidates; its
   reply is the prompt's first line that changes with the turn ("(For the recommender. The user now wants:
   genre comedy." of a two-part template) and then the stubborn system's answer. It reports the current gold
@@ -28,7 +28,7 @@ under test may do: the session runner hands it over only to agents whose class s
   repeat their instructions).
 
 `literal` and `asker` differ only under a user who keeps wishes to itself (a profile other than
-`explicit`, crseval.simulate.profiles); under `explicit` both serve every gold constraint.
+`explicit`, crseval.simulate.user.profiles); under `explicit` both serve every gold constraint.
 
 All phrase like the template system ("For genre crime, you could watch Heat (1995).") so that
 wording does not differ between them; only what they recommend and restate does.
@@ -41,8 +41,8 @@ import numpy as np
 from crseval.catalog.toolkit import MAX_RESULTS, ToolTurn
 from crseval.language.tracker import Constraint
 from crseval.llm.prompts import PromptTemplate
-from crseval.simulate.agent_kind import AgentKind
-from crseval.simulate.agents import Agent, AgentSettings, Reply, describe_constraints, prompt_values, with_tools
+from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.agents import Agent, AgentSettings, Reply, describe_constraints, prompt_values, with_tools
 
 
 class CalibrationAgent(Agent):

@@ -29,8 +29,8 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.base import MAX_TOOL_CALLS_PER_REPLY, LLMError, LLMResponse
 from crseval.llm.prompts import PromptTemplate
-from crseval.simulate.agent_kind import AgentKind
-from crseval.simulate.agents import Reply
+from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.agents import Reply
 
 DEFAULT_MAX_STEPS = 4
 

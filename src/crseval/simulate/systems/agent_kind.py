@@ -2,7 +2,7 @@
 provenance record ask.
 
 An agent kind (`systems[*].agent` in the config) is declared once, as an `AgentKind` in the module
-that implements it, and listed in crseval.simulate.kinds. It says how its agent is built for a
+that implements it, and listed in crseval.simulate.systems.kinds. It says how its agent is built for a
 session, whether it calls an LLM of its own (`backend`) and which prompt file it reads, whether it
 asks a service that answers many requests at once, whether it answers the conversation itself
 (an external system: its replies are cached and it describes itself for provenance and the reply
