@@ -29,7 +29,7 @@ from snakemake.utils import min_version
 
 from crseval.core.config_checks import fill_defaults
 from crseval.core.config_files import check_config_files
-from crseval.planning import check_config, check_inputs
+from crseval.planning import check_config, check_inputs, config_schema
 
 min_version("9.0")
 
@@ -52,7 +52,7 @@ check_config_files(workflow.configfiles)
 # The schema's default of every setting the config leaves out, so that rules, params and provenance
 # see the values the run uses; then every problem of the config at once, each named by its key path,
 # including the rules that relate several values and what each selected kind requires (crseval.planning).
-fill_defaults(config)
+fill_defaults(config, config_schema())
 check_config(config)
 # Every file the config names must exist, named by its key, before any job is planned.
 check_inputs(config, WORKFLOW_DIR)

@@ -33,9 +33,10 @@ def run_once(results: Path, resamples: int, outputs: Path | None = None) -> dict
 
     from crseval.checks import human_agreement
     from crseval.core.config_checks import fill_defaults
+    from crseval.planning import config_schema
 
     config = {"stats": {}}
-    fill_defaults(config)
+    fill_defaults(config, config_schema())
     settings = {**config["stats"], "bootstrap_resamples": resamples}
     tables = results / "tables"
     sessions = pd.read_parquet(tables / "sessions.parquet")

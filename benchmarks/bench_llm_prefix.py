@@ -43,6 +43,7 @@ from crseval.llm.client import RetryPolicy
 from crseval.llm.lazy_grammar import LazyGrammarLlama
 from crseval.llm.llamacpp_backend import LlamaCppBackend, _load
 from crseval.llm.prompts import PromptTemplate
+from crseval.planning import config_schema
 from crseval.simulate.shard import build_shard_runner
 
 REPO = Path(__file__).resolve().parents[1]
@@ -222,7 +223,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, help="also write every call's rows here (JSON lines)")
     args = parser.parse_args()
-    config = effective_config(REPO / "config" / "config.yaml")
+    config = effective_config(REPO / "config" / "config.yaml", schema=config_schema())
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
         groups = record(config, args.sessions, args.threads, Path(folder))

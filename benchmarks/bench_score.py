@@ -49,8 +49,9 @@ FAMILIES = {
 def thesis_config() -> dict:
     """config/thesis_logs.yaml with the schema's defaults filled in (shipped configs hold only what they change)."""
     from crseval.core.config_checks import effective_config
+    from crseval.planning import config_schema
 
-    return effective_config(REPO / "config" / "thesis_logs.yaml")
+    return effective_config(REPO / "config" / "thesis_logs.yaml", schema=config_schema())
 
 
 def scoring_settings(family: str) -> dict:

@@ -94,13 +94,14 @@ def run_once(results: Path, resamples: int, outputs: Path | None = None) -> dict
     import pandas as pd
 
     from crseval.core.config_checks import fill_defaults
+    from crseval.planning import config_schema
     from crseval.statistics import comparison
 
     config = {"stats": {}}
     record = results / "provenance.json"
     if record.exists():
         config["stats"] = json.loads(record.read_text())["config"]["stats"]
-    fill_defaults(config)
+    fill_defaults(config, config_schema())
     settings = {k: v for k, v in config["stats"].items()}
     settings["bootstrap_resamples"] = resamples
     if "permutation_resamples" in settings:

@@ -23,7 +23,8 @@ from crseval.metrics import grounded
 from crseval.simulate.sessions import SessionContext, run_session, session_seed
 from crseval.simulate.systems.agents import AgentSettings, TemplateAgent
 from crseval.simulate.systems.kinds import agent_kind, calibration_roles
-from crseval.simulate.user.simulator import SimulatorSettings, Templates
+from crseval.simulate.user.templates import Templates
+from crseval.simulate.user.user_plan import SimulatorSettings
 
 SYSTEMS = [
     {"name": "oracle", "agent": "oracle"},

@@ -26,6 +26,7 @@ from conftest import REPO, copy_workflow, load_test_config, planned_jobs, run_sn
 from test_figures import assert_written
 
 from crseval.core.config_checks import effective_config
+from crseval.planning import config_schema
 
 pytestmark = pytest.mark.workflow
 BASE = "calibration-demo"
@@ -105,7 +106,7 @@ def test_the_calibration_run_draws_the_validity_figure(runs):
     assert f"{(table['verdict'].isin(['pass', 'fail'])).sum()} metrics drawn" in log
     assert "TAS scatter against context_adaptation_score" in (results / "logs" / "plots.log").read_text()
     # the configured row of the weight grid is the TAS of the tables
-    config = effective_config(REPO / CONFIG)
+    config = effective_config(REPO / CONFIG, schema=config_schema())
     sensitivity = pd.read_csv(results / "tables" / "weight_sensitivity.csv")
     own = sensitivity[sensitivity["configured"]].set_index("system")
     weights = {key: config["scoring"]["tas"][key] for key in ("alpha", "beta", "gamma")}

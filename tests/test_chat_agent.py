@@ -9,6 +9,7 @@ from conftest import REPO, run_snakemake, write_config
 from crseval.core.config_checks import effective_config
 from crseval.llm import LLMClient
 from crseval.llm.base import LLMResponse
+from crseval.planning import config_schema
 from crseval.simulate.systems.chat import ChatSystem
 from crseval.simulate.systems.external import ExternalSystemError
 
@@ -70,7 +71,7 @@ def test_a_model_that_fails_is_an_external_system_error():
 @pytest.mark.workflow
 def test_a_chat_system_runs_through_the_workflow(workflow_copy):
 
-    config = effective_config(REPO / "config" / "own_systems.yaml")
+    config = effective_config(REPO / "config" / "own_systems.yaml", schema=config_schema())
     config["sessions"].update(count=2, turns=3, shard_size=2)
     config["scoring"]["metrics"] = ["tas"]
     config["scoring"]["response_stats"]["embeddings"] = False

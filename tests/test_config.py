@@ -8,7 +8,7 @@ import yaml
 from conftest import REPO, default_config, run_snakemake, write_config
 
 from crseval.core.config_checks import ConfigError
-from crseval.planning import check_config, effective_config
+from crseval.planning import check_config, config_schema, effective_config
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "opendialkg.yaml"])
@@ -136,7 +136,7 @@ def settings_equal_to_defaults(path) -> list[str]:
         return {k: sections(v) for k, v in node.items() if isinstance(v, dict)}
 
     defaults = {**sections(written), "experiment": written["experiment"]}
-    fill_defaults(defaults)
+    fill_defaults(defaults, config_schema())
     found = []
 
     def walk(node, default, where):

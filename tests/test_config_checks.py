@@ -23,9 +23,9 @@ from crseval.metrics.basic import jaccard
 from crseval.metrics.grounded import TasSettings, tas_value
 from crseval.metrics.legacy_cas import CasSettings, score_dialogue
 from crseval.metrics.response_stats import TrigramLM
-from crseval.planning import check_config
+from crseval.planning import check_config, config_schema
 
-SCHEMA = yaml.safe_load((REPO / "src" / "crseval" / "core" / "schemas" / "config.schema.yaml").read_text())
+SCHEMA = config_schema()
 SHIPPED = sorted((REPO / "config").glob("*.yaml"))
 
 
@@ -137,15 +137,15 @@ def test_a_shift_on_the_last_turn_runs_with_a_warning_naming_what_cannot_be_meas
     config = with_plan(10, 3)
     with caplog.at_level("WARNING", logger="crseval.core.config_checks"):
         check_config(config)  # no problem: the run goes on
-    [line] = config_warnings(config)
+    [line] = config_warnings(config, SCHEMA)
     assert line.startswith("sessions.turns: 10 with simulator.shift_every: 3 puts the last shift on the last turn")
     assert "(shift turns: 4, 7, 10)" in line and "success and turns_to_success cannot be measured" in line
     assert "sessions.turns: 11 (or 9) leaves a reply after the last shift" in line
     assert [r.getMessage() for r in caplog.records] == [f"config warning: {line}"]
     # the suggestion is a plan without the warning, which keeps a shift
-    assert config_warnings(with_plan(11, 3)) == config_warnings(with_plan(9, 3)) == []
+    assert config_warnings(with_plan(11, 3), SCHEMA) == config_warnings(with_plan(9, 3), SCHEMA) == []
     # with the first shift on the last turn, one turn fewer would have no shift: not suggested
-    [first] = config_warnings(with_plan(4, 3))
+    [first] = config_warnings(with_plan(4, 3), SCHEMA)
     assert "sessions.turns: 5 leaves a reply" in first and "(or" not in first.split(";")[-1]
 
 
@@ -153,17 +153,17 @@ def test_a_shift_on_the_last_turn_runs_with_a_warning_naming_what_cannot_be_meas
 def test_no_warning_where_a_reply_after_the_last_shift_is_judged(turns, shift_every, caplog):
     with caplog.at_level("WARNING", logger="crseval.core.config_checks"):
         check_config(with_plan(turns, shift_every))
-    assert config_warnings(with_plan(turns, shift_every)) == [] and not caplog.records
+    assert config_warnings(with_plan(turns, shift_every), SCHEMA) == [] and not caplog.records
 
 
 def test_a_shift_at_every_turn_is_warned_at_shift_every():
-    [line] = config_warnings(with_plan(6, 1))
+    [line] = config_warnings(with_plan(6, 1), SCHEMA)
     assert line.startswith("simulator.shift_every: 1 shifts at every turn, the last (6) too")
     assert "success and turns_to_success cannot be measured" in line and "shift_every: 2 or more" in line
 
 
 def test_no_shift_warning_for_imported_dialogues():
-    assert config_warnings(with_plan(10, 3, source="import", import_paths="logs/*.json")) == []
+    assert config_warnings(with_plan(10, 3, source="import", import_paths="logs/*.json"), SCHEMA) == []
 
 
 # --- per-value bounds, stated by the schema ------------------------------------------------------

@@ -19,20 +19,22 @@ from crseval.llm.base import LLMRequest
 from crseval.llm.client import RetryPolicy
 from crseval.metrics.grounded import TasSettings
 from crseval.metrics.legacy_cas import CasSettings
-from crseval.planning import check_config
+from crseval.planning import check_config, config_schema
 from crseval.simulate.systems.agents import AgentSettings
-from crseval.simulate.user.simulator import SimulatorSettings
+from crseval.simulate.user.user_plan import SimulatorSettings
 
-SCHEMA = load_schema()
+SCHEMA = config_schema()  # the file with every kind's part composed in
 FIRST_RELEASE = REPO / "tests" / "data" / "first_release_config.yaml"
 
 
 def test_the_schema_is_a_json_schema_and_reads_the_same_without_libyaml():
-    """The jobs read the schema unchecked (crseval.core.config_checks.load_schema): the check is here."""
+    """The jobs read the schema unchecked (crseval.core.config_checks.load_schema): the check is here, of the
+    file and of the schema the kinds compose from it."""
     from jsonschema import Draft202012Validator
 
+    Draft202012Validator.check_schema(load_schema())
     Draft202012Validator.check_schema(SCHEMA)
-    assert yaml.safe_load(SCHEMA_PATH.read_text()) == SCHEMA
+    assert yaml.safe_load(SCHEMA_PATH.read_text()) == load_schema()
 
 
 def first_release() -> dict:
@@ -49,7 +51,7 @@ def schema_default(path: tuple):
 def filled_default(path: tuple):
     """The value a config that leaves out `path` runs with (a section: its keys' defaults)."""
     config = {"experiment": "x", "catalog": {"path": "catalog.json"}, "systems": []}
-    fill_defaults(config)
+    fill_defaults(config, SCHEMA)
     for key in path:
         config = config[key]
     return config
@@ -113,7 +115,7 @@ def test_a_minimal_config_filled_is_the_default_experiment():
         "sessions": {"count": 8, "shard_size": 8},
     }
     check_config(minimal)
-    fill_defaults(minimal)
+    fill_defaults(minimal, SCHEMA)
     assert minimal == shipped
     assert schema_default(("judge", "enabled")) is False  # a config without a judge section runs no judge
 
@@ -121,14 +123,14 @@ def test_a_minimal_config_filled_is_the_default_experiment():
 def test_fill_defaults_creates_sections_keeps_given_values_and_wrong_shapes():
     config = {"experiment": "x", "catalog": {"path": "c.json"}, "lda": {"num_topics": 50}, "agent": 5}
     config["scoring"] = {"cas": {"weights": {"recovery": 0.5}}}
-    fill_defaults(config)
+    fill_defaults(config, SCHEMA)
     assert config["lda"]["num_topics"] == 50 and config["lda"]["passes"] == schema_default(("lda", "passes"))
     assert config["agent"] == 5  # left for check_config to report
     assert config["stats"]["power"] == {"power": 0.8, "differences": {}}  # created, then filled
     assert config["scoring"]["cas"]["weights"]["recovery"] == 0.5
     assert config["scoring"]["cas"]["weights"]["delay"] == schema_default(("scoring", "cas", "weights", "delay"))
     again = copy.deepcopy(config)
-    fill_defaults(again)
+    fill_defaults(again, SCHEMA)
     assert again == config
     config["stats"]["power"]["differences"]["tas"] = 0.1  # a default is copied, never shared
     assert schema_default(("stats", "power", "differences")) == {}
@@ -168,7 +170,7 @@ def test_a_switch_left_out_reads_as_off_without_asking_for_its_settings():
     config = default_config()
     del config["judge"], config["simulator"]["paraphrase"], config["sessions"]["source"]
     check_config(config)
-    fill_defaults(config)
+    fill_defaults(config, SCHEMA)
     assert config["judge"]["enabled"] is False and config["simulator"]["paraphrase"] == {"enabled": False}
     assert config["sessions"]["source"] == "simulate"
 
@@ -180,7 +182,7 @@ def test_the_first_release_config_validates_and_takes_todays_defaults():
     old = first_release()
     check_config(old)
     filled = copy.deepcopy(old)
-    fill_defaults(filled)
+    fill_defaults(filled, SCHEMA)
     given = dict(leaves(old))
     added = {path: value for path, value in leaves(filled) if path not in given}
     # settings added since, each off or neutral by default

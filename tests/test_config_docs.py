@@ -1,14 +1,15 @@
 """config/README.md's tables are generated from the config schema (crseval.core.config_docs), so a
-key's type, bounds, default and meaning are written once; the README must be up to date."""
+key's type, bounds, default and meaning are written once; the README must be up to date. The schema is
+the one a config is checked against: the file's with every kind's keys and names composed in."""
 
 import pytest
 from conftest import REPO
 
-from crseval.core.config_checks import load_schema
-from crseval.core.config_docs import SHARED, documented, kind, main, render, table
+from crseval.core.config_docs import SHARED, composed_schema, documented, kind, main, render, table
+from crseval.planning import config_schema
 
 README = REPO / "config" / "README.md"
-SCHEMA = load_schema()
+SCHEMA = config_schema()
 # every keyword the schema may use: JSON Schema's, and the re-runs annotation of the README's last column
 KEYWORDS = {
     *("$schema", "$defs", "$ref", "description", "default", "type", "enum", "const", "pattern", "format"),
@@ -21,7 +22,11 @@ KEYWORDS = {
 
 def test_the_readme_is_up_to_date_with_the_schema():
     text = README.read_text(encoding="utf-8")
-    assert render(text) == text, "run: python -m crseval.core.config_docs config/README.md"
+    assert render(text, SCHEMA) == text, "run: python -m crseval.core.config_docs config/README.md"
+
+
+def test_the_command_line_documents_the_schema_the_kinds_compose():
+    assert composed_schema() is SCHEMA
 
 
 def test_every_section_of_the_schema_has_one_table():

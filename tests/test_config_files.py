@@ -30,7 +30,7 @@ from crseval.core.config_files import (
     check_config_files,
     load_config_file,
 )
-from crseval.planning import check_config, check_plan, effective_config
+from crseval.planning import check_config, check_session_and_job_counts, effective_config
 
 SECOND = 1.0
 DEFAULT = REPO / "config" / "config.yaml"
@@ -261,11 +261,11 @@ def test_the_bounds_on_a_plan_may_be_raised_and_hold_for_an_imported_corpus():
     with pytest.raises(
         ConfigError, match="sessions: the experiment plans 40 per-shard jobs .* more than sessions.max_jobs \\(39\\)"
     ):
-        check_plan(with_bounds(config, 100, 39), {"a": 30, "b": 30})
+        check_session_and_job_counts(with_bounds(config, 100, 39), {"a": 30, "b": 30})
     with pytest.raises(
         ConfigError, match="sessions: the experiment plans 101 sessions \\(the imported dialogues of 2 systems\\)"
     ):
-        check_plan(with_bounds(config, 100, 1000), {"a": 100, "b": 1})
+        check_session_and_job_counts(with_bounds(config, 100, 1000), {"a": 100, "b": 1})
 
 
 # ------------------------------------------------------------------ crseval config show and a Snakemake run alike

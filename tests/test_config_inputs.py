@@ -8,12 +8,12 @@ import pytest
 from conftest import REPO, default_config, run_snakemake, write_config
 
 from crseval.core.config_checks import ConfigError, fill_defaults
-from crseval.planning import check_inputs
+from crseval.planning import check_inputs, config_schema, resolve_experiment
 
 
 def filled(config: dict) -> dict:
     config = copy.deepcopy(config)
-    fill_defaults(config)
+    fill_defaults(config, config_schema())
     return config
 
 
@@ -78,7 +78,7 @@ def test_a_calibration_config_is_named_when_missing_and_not_given_beside_a_valid
     assert problems(config) == ["human_agreement.calibration_config: config/calibrate.yaml does not exist"]
     config["human_agreement"]["validity_table"] = "results/calibration/stats/validity.csv"
     with pytest.raises(ConfigError) as error:
-        check_config(config)
+        check_config(config, config_schema())
     assert error.value.problems == [
         "human_agreement.calibration_config: give either validity_table (a finished calibration run) or "
         "calibration_config (run it here), not both"
@@ -103,3 +103,24 @@ def test_a_typo_after_a_finished_run_stops_before_any_job(workflow_copy):
     assert result.returncode != 0
     assert "catalog.path: resources/catalog/demo_movie.json does not exist" in result.stdout + result.stderr
     assert {p: p.stat().st_mtime_ns for p in results.rglob("*") if p.is_file()} == before  # no job ran
+
+
+def test_the_simulate_jobs_that_read_the_learned_voice_are_those_whose_user_needs_it():
+    """One rule says it (crseval.simulate.user.profiles.needs_learned_voice): the user speaks with the voice, wants
+    what people ask for or fits knobs to it, or the rewording shows the voice's turns as examples."""
+    config = filled(default_config())
+    config["simulator"]["profiles"] = {"fitted": {"based_on": "realistic", "fit": ["greeting"]}}
+    config["systems"] = [
+        {"name": name, "agent": "template", "profile": profile}
+        for name, profile in (("a", "explicit"), ("b", "learned"), ("c", "fitted"), ("d", "realistic"))
+    ]
+    assert resolve_experiment(config, REPO).systems_with_voice == ()  # no corpus to learn a voice from
+    config["simulator"]["voice"]["corpus"] = "dialogues.json"
+    experiment = resolve_experiment(config, REPO)
+    assert experiment.systems_with_voice == ("b", "c")
+    assert experiment.profile_of == {"a": "explicit", "b": "learned", "c": "fitted", "d": "realistic"}
+    rewording = {"enabled": True, "backend": {"type": "ollama", "model": "small"}, "examples": 2}
+    config["simulator"]["paraphrase"] |= rewording
+    assert resolve_experiment(config, REPO).systems_with_voice == ("a", "b", "c", "d")
+    config["simulator"]["paraphrase"]["examples"] = 0
+    assert resolve_experiment(config, REPO).systems_with_voice == ("b", "c")

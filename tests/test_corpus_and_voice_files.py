@@ -247,7 +247,7 @@ def test_a_vote_time_out_of_the_calendar_is_not_a_time(tmp_path, time):
 def test_a_cached_manifest_of_another_shape_is_planned_again(tmp_path):
     """A cache cut short or edited used to stop planning with an AttributeError or a KeyError."""
     corpus = str(write(tmp_path / "c.jsonl", dialogue_line()))
-    fresh = manifest.plan_corpus([corpus], "jsonl")
+    fresh = manifest.build_manifest([corpus], "jsonl")
     cache = tmp_path / "manifest.json"
     for broken in (
         {"version": 1, "format": "jsonl", "files": [1]},
@@ -255,25 +255,25 @@ def test_a_cached_manifest_of_another_shape_is_planned_again(tmp_path):
         {**fresh, "sessions": {"blorp": [{"session_id": 7}]}},
     ):
         write(cache, json.dumps(broken))
-        assert manifest.plan_corpus([corpus], "jsonl", cache) == fresh
+        assert manifest.build_manifest([corpus], "jsonl", cache) == fresh
 
 
 def test_a_cached_plan_of_another_shape_is_read_again_from_its_log(tmp_path):
     conversation = [{"speaker": "USER", "text": "a plonky movie?"}, {"speaker": "SYSTEM", "text": "Wim."}]
     log = str(write(tmp_path / "m_3.json", json.dumps({"model_name": "m", "conversation": conversation})))
     cache = tmp_path / "manifest.json"
-    fresh = manifest.plan_corpus([log], "thesis_logs", cache)
+    fresh = manifest.build_manifest([log], "thesis_logs", cache)
     edited = json.loads(cache.read_text())
     del edited["files"][log]["plan"]["turns"]
     write(cache, json.dumps(edited))
     assert thesis_logs.usable_plan(edited["files"][log]["plan"]) is False
-    assert manifest.plan_corpus([log], "thesis_logs", cache) == fresh
+    assert manifest.build_manifest([log], "thesis_logs", cache) == fresh
 
 
 def test_a_slice_of_another_shape_or_a_removed_log_is_named(tmp_path):
     conversation = [{"speaker": "USER", "text": "a plonky movie?"}, {"speaker": "SYSTEM", "text": "Wim."}]
     log = write(tmp_path / "m_3.json", json.dumps({"model_name": "m", "conversation": conversation}))
-    (piece,) = manifest.shard_slices(manifest.plan_corpus([str(log)], "thesis_logs"), 10).values()
+    (piece,) = manifest.shard_slices(manifest.build_manifest([str(log)], "thesis_logs"), 10).values()
     with pytest.raises(CorpusError, match=r"slice of the corpus manifest of system 'm': 'sessions' is not a list"):
         manifest.import_slice({**piece, "sessions": [{"session_id": "m/m_3"}]}, None, SHA, SHA)
     with pytest.raises(CorpusError, match=r"slice of the corpus manifest is not a JSON object"):

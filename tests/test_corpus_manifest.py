@@ -16,8 +16,8 @@ from test_import_formats import arena, line, write_arena, write_lines
 from crseval.corpora import manifest as manifest_module
 from crseval.corpora import thesis_logs
 from crseval.corpora.dialogue import CorpusError, coverage_of, film_coverage
-from crseval.corpora.formats import FORMATS, import_logs
-from crseval.corpora.manifest import import_slice, plan_corpus, shard_slices, write_if_changed
+from crseval.corpora.formats import CORPUS_FORMATS, import_logs
+from crseval.corpora.manifest import build_manifest, import_slice, shard_slices, write_if_changed
 
 A, B = "a" * 64, "b" * 64
 NEEDS_LOGS = pytest.mark.skipif(not REFERENCE_LOGS.exists(), reason="the thesis logs are not beside the repository")
@@ -29,7 +29,7 @@ def matcher(full_matcher):
 
 
 def import_by_slices(paths, import_format, matcher, shard_size, cache_file=None):
-    manifest = plan_corpus(paths, import_format, cache_file)
+    manifest = build_manifest(paths, import_format, cache_file)
     sessions, named = {}, {}
     for (system, _shard), piece in sorted(shard_slices(manifest, shard_size).items()):
         piece = json.loads(json.dumps(piece))  # as the import job reads it from its file
@@ -68,7 +68,7 @@ def test_a_corpus_of_dialogues_by_slices_is_the_one_import(matcher, tmp_path):
         manifest, sessions, named = import_by_slices(paths, import_format, matcher, shard_size=2)
         assert sessions == expected and manifest["report"] == report
         assert coverage_of(named) == film_coverage(expected)
-    assert plan_corpus([str(corpus)], "crsarena")["labelled"]
+    assert build_manifest([str(corpus)], "crsarena")["labelled"]
 
 
 def copy_logs(folder: Path, model: str, count: int) -> list[Path]:
@@ -95,29 +95,29 @@ def test_a_replan_reads_only_changed_files_and_rewrites_only_their_slices(tmp_pa
     gemma = copy_logs(logs, "gemma:2b", 12)
     copy_logs(logs, "qwen:4b", 6)
     read = []
-    plan = thesis_logs.KIND.file_plan
-    counted = replace(plan, plan_file=lambda path: read.append(Path(path).name) or plan.plan_file(path))
-    monkeypatch.setitem(FORMATS, "thesis_logs", replace(thesis_logs.KIND, file_plan=counted))
+    per_file = thesis_logs.KIND.file_by_file
+    counted = replace(per_file, file_entry=lambda path: read.append(Path(path).name) or per_file.file_entry(path))
+    monkeypatch.setitem(CORPUS_FORMATS, "thesis_logs", replace(thesis_logs.KIND, file_by_file=counted))
     paths = lambda: sorted(str(p) for p in logs.glob("*.json"))  # noqa: E731
 
-    manifest = plan_corpus(paths(), "thesis_logs", cache)
+    manifest = build_manifest(paths(), "thesis_logs", cache)
     assert len(read) == 18 and len(written_slices(manifest, slices, 4)) == 3 + 2
     read.clear()
-    manifest = plan_corpus(paths(), "thesis_logs", cache)
+    manifest = build_manifest(paths(), "thesis_logs", cache)
     assert read == [] and written_slices(manifest, slices, 4) == set()  # nothing read, nothing rewritten
 
     # a changed log: read again, and only the slice holding it is rewritten
     changed = json.loads(gemma[5].read_text())
     changed["conversation"][0]["text"] += " Something with Al Pacino, please."
     gemma[5].write_text(json.dumps(changed))
-    manifest = plan_corpus(paths(), "thesis_logs", cache)
+    manifest = build_manifest(paths(), "thesis_logs", cache)
     assert read == [gemma[5].name] and written_slices(manifest, slices, 4) == {("gemma:2b", 1)}
 
     # an added log with the next number: a new shard, the others untouched
     read.clear()
     added = copy_logs(tmp_path / "more", "gemma:2b", 13)[12]
     shutil.copy(added, logs / added.name)
-    manifest = plan_corpus(paths(), "thesis_logs", cache)
+    manifest = build_manifest(paths(), "thesis_logs", cache)
     assert read == [added.name] and written_slices(manifest, slices, 4) == {("gemma:2b", 3)}
     assert len(manifest["sessions"]["gemma:2b"]) == 13
 
@@ -125,7 +125,7 @@ def test_a_replan_reads_only_changed_files_and_rewrites_only_their_slices(tmp_pa
     # system are rewritten, and a last shard left empty is no longer planned (docs/importing.md); the
     # other systems are untouched
     gemma[6].unlink()
-    manifest = plan_corpus(paths(), "thesis_logs", cache)
+    manifest = build_manifest(paths(), "thesis_logs", cache)
     assert written_slices(manifest, slices, 4) == {("gemma:2b", 1), ("gemma:2b", 2)}
     assert ("gemma:2b", 3) not in shard_slices(manifest, 4)
     assert [s["session_index"] for s in manifest["sessions"]["gemma:2b"]][5:7] == [5, 7]
@@ -135,7 +135,7 @@ def test_a_replan_reads_only_changed_files_and_rewrites_only_their_slices(tmp_pa
 def test_a_log_changed_after_planning_is_an_error_naming_it(matcher, tmp_path):
     logs = tmp_path / "logs"
     copied = copy_logs(logs, "qwen:4b", 3)
-    manifest = plan_corpus([str(p) for p in copied], "thesis_logs")
+    manifest = build_manifest([str(p) for p in copied], "thesis_logs")
     piece = shard_slices(manifest, 10)["qwen:4b", 0]
     copied[1].write_text(copied[1].read_text().replace("USER", "USER", 1) + " ")
     with pytest.raises(Exception, match=rf"{copied[1].name} changed after the workflow planned the import"):
@@ -150,14 +150,14 @@ def test_a_large_first_plan_read_by_helper_processes_is_the_one_read_here(tmp_pa
     copy_logs(logs, "gemma:2b", 12)
     copy_logs(logs, "qwen:4b", 6)
     paths = sorted(str(p) for p in logs.glob("*.json"))
-    alone = plan_corpus(paths, "thesis_logs")
+    alone = build_manifest(paths, "thesis_logs")
     monkeypatch.setattr(manifest_module, "PARALLEL_FROM", 4)
     monkeypatch.setattr(manifest_module.os, "sched_getaffinity", lambda pid: {0, 1, 2})
     helpers = []
     original = manifest_module.subprocess.Popen
     monkeypatch.setattr(manifest_module.subprocess, "Popen", lambda *a, **k: helpers.append(a) or original(*a, **k))
-    assert plan_corpus(paths, "thesis_logs") == alone
-    assert len(helpers) == 3  # min(cores, files // PARALLEL_FROM, PLAN_WORKERS)
+    assert build_manifest(paths, "thesis_logs") == alone
+    assert len(helpers) == 3  # min(cores, files // PARALLEL_FROM, READ_WORKERS)
     (logs / "qwen:4b_session_qwen:4b_9.json").write_text('{"model_name": "qwen:4b", "conversation": [')
     with pytest.raises(CorpusError, match=r"qwen:4b_session_qwen:4b_9\.json: cannot be read as JSON"):
-        plan_corpus(sorted(str(p) for p in logs.glob("*.json")), "thesis_logs")
+        build_manifest(sorted(str(p) for p in logs.glob("*.json")), "thesis_logs")

@@ -29,7 +29,8 @@ from crseval.planning import check_config
 from crseval.simulate.systems.external import ExternalSystemError
 from crseval.simulate.systems.python_system import PythonSystem
 from crseval.simulate.user.profiles import PROFILES, REALISTIC, UserProfile
-from crseval.simulate.user.simulator import SimulatorSettings, SimulatorTextError, Templates, spoken_groups
+from crseval.simulate.user.templates import SimulatorTextError, Templates, spoken_groups
+from crseval.simulate.user.user_plan import SimulatorSettings
 
 TEMPLATE_FILE = REPO / "resources" / "templates" / "user.yaml"
 

@@ -25,7 +25,9 @@ from crseval.language.concepts import ConceptMatcher  # noqa: E402
 from crseval.simulate.systems.agents import AgentSettings, TemplateAgent  # noqa: E402
 from crseval.simulate.systems.external import ExternalSystemError  # noqa: E402
 from crseval.simulate.systems.http_system import HttpSystem  # noqa: E402
-from crseval.simulate.user.simulator import SimulatorSettings, Templates, UserSimulator  # noqa: E402
+from crseval.simulate.user.simulator import UserSimulator  # noqa: E402
+from crseval.simulate.user.templates import Templates  # noqa: E402
+from crseval.simulate.user.user_plan import SimulatorSettings  # noqa: E402
 
 KEY = "sk-test-7f3a9c2e"
 

@@ -19,16 +19,15 @@ import pytest
 from conftest import REPO, copy_workflow, default_config, run_snakemake, write_config
 
 from crseval.core.config_checks import ConfigError
-from crseval.core.config_checks import load_schema as load_config_schema
 from crseval.core.io import write_parquet
 from crseval.core.session_records import load_schema
 from crseval.corpora import crsarena, jsonl, thesis_logs
 from crseval.corpora.format_kind import CorpusFormat
-from crseval.corpora.formats import FORMATS, CorpusError, import_logs, import_votes, sessions_per_system
-from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
+from crseval.corpora.formats import CORPUS_FORMATS, CorpusError, import_logs, import_votes, sessions_per_system
+from crseval.corpora.manifest import build_manifest, shard_slices, write_if_changed
 from crseval.corpora.votes import VOTES_SCHEMA, write_votes
 from crseval.metrics.scorer import with_labels
-from crseval.planning import check_config, check_inputs
+from crseval.planning import check_config, check_inputs, config_schema
 
 SCHEMA = REPO / "src" / "crseval" / "core" / "schemas" / "session.schema.yaml"
 SCRIPT = REPO / "workflow" / "scripts" / "import_logs.py"
@@ -115,30 +114,34 @@ def messy_corpus(import_format: str, folder: Path) -> Path:
 
 
 def test_every_format_is_registered_under_its_config_name():
-    assert set(FORMATS) == {"thesis_logs", "crsarena", "jsonl", "redial", "iard", "ab_redial", "inspired"}
-    assert all(kind.name == name for name, kind in FORMATS.items())
+    assert set(CORPUS_FORMATS) == {"thesis_logs", "crsarena", "jsonl", "redial", "iard", "ab_redial", "inspired"}
+    assert all(kind.name == name for name, kind in CORPUS_FORMATS.items())
     known = "thesis_logs, crsarena, jsonl, redial, iard, ab_redial, inspired"
     with pytest.raises(ValueError, match=rf"unknown corpus format 'csv'; known: {known}"):
         import_logs([], None, SHA, SHA, "csv")
 
 
-@pytest.mark.parametrize("name", sorted(FORMATS))
+@pytest.mark.parametrize("name", sorted(CORPUS_FORMATS))
 def test_every_format_declares_itself_completely(name):
-    kind = FORMATS[name]
+    kind = CORPUS_FORMATS[name]
     assert isinstance(kind, CorpusFormat) and kind.name == name and kind.summary
     assert callable(kind.read_file) and callable(kind.repeats) and len(kind.system_names) == 2
     assert kind.has_votes is callable(kind.import_votes)
     assert len({kind.renamed, kind.duplicate, kind.no_pair, kind.numbered}) == 4  # every rule counted apart
-    if kind.file_plan is not None:  # planned file by file (crseval.corpora.manifest)
-        assert all(map(callable, (kind.file_plan.plan_file, kind.file_plan.assign, kind.file_plan.import_file)))
+    if kind.file_by_file is not None:  # read file by file (crseval.corpora.manifest)
+        per_file = kind.file_by_file
+        assert all(map(callable, (per_file.file_entry, per_file.assign, per_file.import_file)))
 
 
 def test_the_schema_offers_exactly_the_registered_formats_and_describes_each():
-    # a new format is its module, one line in FORMATS, the schema's enum and description, docs and tests
-    entry = load_config_schema()["properties"]["sessions"]["properties"]["import_format"]
-    assert entry["enum"] == list(FORMATS) and entry["default"] in FORMATS
+    # a new format is its module and one line in CORPUS_FORMATS: the schema's enum and description follow, docs and
+    # tests are written for it
+    schema = config_schema()
+    entry = schema["properties"]["sessions"]["properties"]["import_format"]
+    assert entry["$ref"] == "#/$defs/corpus_format" and entry["default"] in CORPUS_FORMATS
+    assert schema["$defs"]["corpus_format"]["enum"] == list(CORPUS_FORMATS)
     described = re.findall(r"`(\w+)` \(([^)]*)\)", entry["description"])
-    assert described == [(name, kind.summary) for name, kind in FORMATS.items()]
+    assert described == [(name, kind.summary) for name, kind in CORPUS_FORMATS.items()]
 
 
 # the formats whose systems the corpus names (those of two people, one system each: tests/test_people_corpora.py)
@@ -580,7 +583,7 @@ def test_hostile_names_write_nothing_outside_the_output_folder(tmp_path, index_d
     # the workflow's rule scripts, the corpus planned as workflow/rules/common.smk plans it
     results = tmp_path / "a" / "results" / "exp"
     sessions_dir = results / "sessions"
-    manifest = plan_corpus([str(corpus)], import_format, sessions_dir / "corpus_manifest.json")
+    manifest = build_manifest([str(corpus)], import_format, sessions_dir / "corpus_manifest.json")
     catalog = {
         "films": str(index_dir / "films.parquet"),
         "concepts": str(index_dir / "concepts.parquet"),

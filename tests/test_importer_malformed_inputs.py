@@ -20,7 +20,7 @@ from crseval.core.io import write_parquet
 from crseval.core.session_records import load_schema
 from crseval.corpora.dialogue import MAX_DEPTH, unusable
 from crseval.corpora.formats import sessions_per_system as count_sessions
-from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
+from crseval.corpora.manifest import build_manifest, shard_slices, write_if_changed
 from crseval.corpora.thesis_logs import LogImportError, import_logs, read_log, repair_user_text
 
 SCRIPT = REPO / "workflow" / "scripts" / "import_logs.py"
@@ -137,7 +137,7 @@ def planned_import(tmp_path, index_dir, logs, shard_size=2):
     workflow/rules/common.smk plans and writes it; and the results folder."""
     results = tmp_path / "results" / "exp"
     sessions_dir = results / "sessions"
-    manifest = plan_corpus([str(p) for p in logs], "thesis_logs", sessions_dir / "corpus_manifest.json")
+    manifest = build_manifest([str(p) for p in logs], "thesis_logs", sessions_dir / "corpus_manifest.json")
     jobs = []
     for (system, shard), piece in shard_slices(manifest, shard_size).items():
         slice_file = sessions_dir / "import" / system / f"{shard}.slice.json"

@@ -1,9 +1,10 @@
 """Every pluggable kind declares itself once, in its own package, and nothing else tests its name.
 
 The kinds: agent kinds (crseval.simulate.systems.kinds), LLM backends (crseval.llm.backends), metric families
-(crseval.metrics.families) and corpus formats (crseval.corpora.formats). The schema names the same
-kinds (its enums), and a registry lists them; a module outside a kind's package that compares a
-config value with a kind's name would be one more place to find when a kind is added.
+(crseval.metrics.families) and corpus formats (crseval.corpora.formats). A registry lists them, and the
+config schema gets their names (its enums) and the keys each agent kind and backend declares from the
+registries (crseval.planning.config_schema); a module outside a kind's package that compares a config
+value with a kind's name would be one more place to find when a kind is added.
 """
 
 from __future__ import annotations
@@ -14,11 +15,11 @@ from pathlib import Path
 import pytest
 from conftest import REPO
 
-from crseval.core.config_checks import load_schema
-from crseval.corpora.formats import FORMATS, reader
+from crseval.corpora.formats import CORPUS_FORMATS, corpus_format
 from crseval.llm.backends import BACKEND_KINDS, backend_kind
 from crseval.llm.base import LLMError
 from crseval.metrics.families import FAMILY_KINDS
+from crseval.planning import config_schema
 from crseval.simulate.systems.agent_kind import AgentKind
 from crseval.simulate.systems.kinds import AGENT_KINDS, agent_kind, calibration_roles
 from crseval.simulate.user.profiles import PROFILES, resolve_profile
@@ -29,16 +30,28 @@ KINDS = {
     "agent": (set(AGENT_KINDS), SRC / "simulate"),
     "backend": (set(BACKEND_KINDS), SRC / "llm"),
     "family": (set(FAMILY_KINDS), SRC / "metrics"),
-    "format": (set(FORMATS), SRC / "corpora"),
+    "format": (set(CORPUS_FORMATS), SRC / "corpora"),
 }
+FORMAT_SETTINGS = (("sessions",), ("simulator", "voice"), ("simulator", "realism"))  # the keys that name a format
+
+
+def setting(schema: dict, *path: str) -> dict:
+    for key in path:
+        schema = schema["properties"][key]
+    return schema
 
 
 def test_the_schema_allows_exactly_the_registered_kinds():
-    schema = load_schema()
+    schema = config_schema()
     assert schema["$defs"]["system"]["properties"]["agent"]["enum"] == list(AGENT_KINDS)  # each once, in order
-    assert set(schema["$defs"]["backend"]["properties"]["type"]["enum"]) == set(BACKEND_KINDS)
-    assert set(schema["properties"]["scoring"]["properties"]["metrics"]["items"]["enum"]) == set(FAMILY_KINDS)
-    assert set(schema["properties"]["sessions"]["properties"]["import_format"]["enum"]) == set(FORMATS)
+    assert schema["$defs"]["backend"]["properties"]["type"]["enum"] == list(BACKEND_KINDS)
+    assert setting(schema, "scoring", "metrics")["items"]["enum"] == list(FAMILY_KINDS)
+    # one list of the corpus formats, which every setting that names a format refers to
+    assert schema["$defs"]["corpus_format"]["enum"] == list(CORPUS_FORMATS)
+    for path in FORMAT_SETTINGS:
+        key = "import_format" if path == ("sessions",) else "format"
+        assert setting(schema, *path, key)["$ref"] == "#/$defs/corpus_format"
+        assert setting(schema, *path, key)["default"] in CORPUS_FORMATS
     # a profile is a built-in's name or one the config defines (crseval.simulate.user.profiles.config_problems)
     assert schema["properties"]["simulator"]["properties"]["profile"]["type"] == "string"
     assert schema["$defs"]["system"]["properties"]["profile"]["type"] == "string"
@@ -56,29 +69,41 @@ def test_every_agent_kind_declares_itself_completely(name):
         assert kind.llm_backend or kind.reads_ground_truth
 
 
-def schema_blocks() -> dict[str, dict]:
-    """Agent kind -> the `then` of the schema's if/then block for its `system` entries."""
+def schema_blocks(entry: str, key: str) -> dict[str, dict]:
+    """Kind -> the `then` of the composed schema's if/then block for the `$defs` entry `entry` of that kind."""
     blocks = {}
-    for rule in load_schema()["$defs"]["system"]["allOf"]:
-        assert rule["if"]["required"] == ["agent"]
-        agent = rule["if"]["properties"]["agent"]
-        for name in agent.get("enum", [agent.get("const")]):
-            assert name not in blocks, f"two blocks for agent {name!r}"
+    for rule in config_schema()["$defs"][entry]["allOf"]:
+        assert rule["if"]["required"] == [key]
+        test = rule["if"]["properties"][key]
+        for name in test.get("enum", [test.get("const")]):
+            assert name not in blocks, f"two blocks for {key} {name!r}"
             blocks[name] = rule["then"]
     return blocks
 
 
-def test_every_agent_kind_has_one_block_in_the_schema():
-    assert set(schema_blocks()) == set(AGENT_KINDS)
+def test_every_agent_kind_and_backend_has_one_block_in_the_schema():
+    assert set(schema_blocks("system", "agent")) == set(AGENT_KINDS)
+    assert set(schema_blocks("backend", "type")) == set(BACKEND_KINDS)
 
 
 @pytest.mark.parametrize("name", sorted(AGENT_KINDS))
 def test_the_schema_allows_each_agent_kind_exactly_the_keys_it_declares(name):
-    kind, then = AGENT_KINDS[name], schema_blocks()[name]
+    kind, then = AGENT_KINDS[name], schema_blocks("system", "agent")[name]
+    keys = config_schema()["$defs"]["system"]["properties"]
     assert len(set(kind.config_keys)) == len(kind.config_keys)  # each key declared once
-    assert set(kind.config_keys) <= set(load_schema()["$defs"]["system"]["properties"])
+    assert all(keys[key] == sub for key, sub in {**kind.required_keys, **kind.optional_keys}.items())
     assert then["additionalProperties"] is False
     assert set(then["properties"]) == set(kind.config_keys)
+    assert set(then.get("required", [])) == set(kind.required_keys)
+    assert all(sub.get("description") for sub in {**kind.required_keys, **kind.optional_keys}.values())
+
+
+@pytest.mark.parametrize("name", sorted(BACKEND_KINDS))
+def test_the_schema_allows_each_backend_exactly_the_keys_it_declares(name):
+    kind, then = BACKEND_KINDS[name], schema_blocks("backend", "type")[name]
+    keys = config_schema()["$defs"]["backend"]["properties"]
+    assert all(keys[key] == sub for key, sub in {**kind.required_keys, **kind.optional_keys}.items())
+    assert set(then["properties"]) == {"type", "model", *kind.required_keys, *kind.optional_keys}
     assert set(then.get("required", [])) == set(kind.required_keys)
 
 
@@ -130,7 +155,7 @@ def test_unknown_kind_names_fail_naming_the_known_ones_and_the_closest():
     with pytest.raises(LLMError, match=r"'llama_cpp' \(did you mean 'llamacpp'\?\); known: llamacpp, ollama, openai"):
         backend_kind("llama_cpp")
     with pytest.raises(ValueError, match=r"format 'crs_arena' \(did you mean 'crsarena'\?\); known: thesis"):
-        reader("crs_arena")
+        corpus_format("crs_arena")
 
 
 def sources() -> list[Path]:

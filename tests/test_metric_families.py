@@ -10,11 +10,11 @@ from conftest import default_config
 
 from crseval.checks import validity
 from crseval.core.columns import Column
-from crseval.core.config_checks import load_schema
 from crseval.judge import judge_columns
 from crseval.metrics import families, scorer
 from crseval.metrics.expectations import ASKER_OVER_LITERAL, LAGS, Expectation, expand, lag_roles
 from crseval.metrics.family import FamilyKind
+from crseval.planning import config_schema
 
 KINDS = list(families.FAMILY_KINDS.values())
 WITHOUT_CALIBRATION_ORDER = {"conduct"}
@@ -71,7 +71,7 @@ def test_every_family_is_declared_completely(kind, config):
     assert list(kind.checks(config)) == []
     # its headline metrics and plotted columns are metrics it declares; a family `scoring.metrics` does not select
     # by default has no headline (`stats.metrics`' default names none of its columns)
-    selected_by_default = kind.name in load_schema()["properties"]["scoring"]["properties"]["metrics"]["default"]
+    selected_by_default = kind.name in config_schema()["properties"]["scoring"]["properties"]["metrics"]["default"]
     assert bool(kind.headline) == selected_by_default and all(session[name].metric for name in kind.headline)
     assert all(session[name].metric for name in kind.distribution_columns)
     assert all(session[name].metric for name in kind.scatter_columns(scoring))
@@ -88,7 +88,7 @@ def test_every_family_is_declared_completely(kind, config):
 
 
 def test_the_headline_is_the_schema_default_of_stats_metrics():
-    default = load_schema()["properties"]["stats"]["properties"]["metrics"]["default"]
+    default = config_schema()["properties"]["stats"]["properties"]["metrics"]["default"]
     assert families.headline_metrics(families.FAMILY_KINDS) == default
     assert families.headline_metrics(["response_stats", "tas"]) == [
         *families.family_kind("tas").headline,

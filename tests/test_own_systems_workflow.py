@@ -15,6 +15,7 @@ import yaml
 from conftest import REPO, run_snakemake, write_config
 
 from crseval.core.config_checks import effective_config
+from crseval.planning import config_schema
 
 EXPERIMENT = "own_systems"
 RESULTS = f"results/{EXPERIMENT}"
@@ -24,7 +25,7 @@ TURNS = 4
 
 def three_ways_config(workdir, url: str) -> dict:
     """config/own_systems.yaml, small, with the template agent built in, over HTTP and as a class."""
-    config = effective_config(REPO / "config" / "own_systems.yaml")
+    config = effective_config(REPO / "config" / "own_systems.yaml", schema=config_schema())
     config["sessions"].update(count=2, turns=TURNS, shard_size=2)
     config["scoring"]["response_stats"]["embeddings"] = False
     config["judge"]["enabled"] = False

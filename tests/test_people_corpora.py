@@ -15,14 +15,14 @@ import pandas as pd
 import pytest
 from conftest import REPO
 
-from crseval.core.config_checks import load_schema as load_config_schema
 from crseval.core.session_records import load_schema
 from crseval.corpora import ab_redial, iard, inspired, redial
 from crseval.corpora.dialogue import CorpusError, pair_turns
-from crseval.corpora.formats import FORMATS, import_logs, plan_import
-from crseval.corpora.manifest import plan_corpus
+from crseval.corpora.formats import CORPUS_FORMATS, import_counts, import_logs
+from crseval.corpora.manifest import build_manifest
 from crseval.language.concepts import ConceptMatcher
 from crseval.metrics.scorer import with_labels
+from crseval.planning import config_schema
 from crseval.statistics import column_registry
 
 SHA = "0" * 64
@@ -63,8 +63,8 @@ def test_joined_messages_join_their_marks_each_once_and_count_it():
 
 
 def test_every_people_format_is_registered_with_its_verdicts():
-    assert list(FORMATS)[-4:] == ["redial", "iard", "ab_redial", "inspired"]
-    verdicts = {name: [(v.name, v.scale) for v in kind.verdicts] for name, kind in FORMATS.items()}
+    assert list(CORPUS_FORMATS)[-4:] == ["redial", "iard", "ab_redial", "inspired"]
+    verdicts = {name: [(v.name, v.scale) for v in kind.verdicts] for name, kind in CORPUS_FORMATS.items()}
     assert verdicts["crsarena"] == [("satisfied", "binary")] and verdicts["redial"] == []
     assert verdicts["iard"] == verdicts["inspired"] == [("accepted", "binary")]
     assert verdicts["ab_redial"] == [
@@ -75,10 +75,12 @@ def test_every_people_format_is_registered_with_its_verdicts():
         ("efficiency", "ordinal"),
     ]
     for name in ("redial", "iard", "ab_redial", "inspired"):
-        assert "the recommender is a person, not a system" in FORMATS[name].summary
-    schema = load_config_schema()["properties"]["simulator"]["properties"]
-    assert schema["voice"]["properties"]["format"]["enum"] == list(FORMATS)
-    assert schema["realism"]["properties"]["format"]["enum"] == list(FORMATS)
+        assert "the recommender is a person, not a system" in CORPUS_FORMATS[name].summary
+    schema = config_schema()
+    simulator = schema["properties"]["simulator"]["properties"]
+    assert schema["$defs"]["corpus_format"]["enum"] == list(CORPUS_FORMATS)
+    assert simulator["voice"]["properties"]["format"]["$ref"] == "#/$defs/corpus_format"
+    assert simulator["realism"]["properties"]["format"]["$ref"] == "#/$defs/corpus_format"
 
 
 def test_verdicts_become_label_columns_after_satisfied():
@@ -195,7 +197,7 @@ def test_redial_resolves_its_ids_labels_its_films_and_skips_a_malformed_dialogue
     # without the film list the id its dialogue lacks stays as written
     alone, report = import_logs([corpus], None, SHA, SHA, "redial")
     assert alone["redial-people"][0]["turns"][0]["system_text"] == f"Try {OTTER} or @503. Also {OTTER}, truly."
-    assert report["rules_applied"][redial.UNRESOLVED] == 2 and plan_import([corpus], "redial") == (
+    assert report["rules_applied"][redial.UNRESOLVED] == 2 and import_counts([corpus], "redial") == (
         {"redial-people": 2},
         False,
     )
@@ -289,7 +291,7 @@ def test_iard_reads_accepted_recommendations_as_its_verdict(tmp_path):
     assert turns_of(no) == [("hi any film?", "no", [], [])]  # in utterance_pos order
     assert yes["provenance"]["user_id"] == "9" and yes["provenance"]["recommender_id"] == "8"
     assert yes["provenance"]["metadata"]["intents"][1] == ["S2", ["AskForRec"], ["IQU"]]
-    assert plan_import([path], "iard")[1] is True and plan_corpus([str(path)], "iard")["labelled"] is True
+    assert import_counts([path], "iard")[1] is True and build_manifest([str(path)], "iard")["labelled"] is True
     valid(sessions)
 
 
@@ -426,7 +428,7 @@ def test_ab_redial_means_its_annotators_scores_and_aligns_the_sampled_turns(tmp_
     # the dialogues alone: the same verdicts, no turn verdicts
     alone, _ = import_logs([dialogues], None, SHA, SHA, "ab_redial")
     assert "turn_verdicts" not in alone["ab-redial-people"][0]["labels"]
-    assert plan_import([dialogues], "ab_redial")[1] is True
+    assert import_counts([dialogues], "ab_redial")[1] is True
 
 
 def test_a_file_that_is_not_ab_redial_is_refused_naming_it(tmp_path):

@@ -127,8 +127,9 @@ def test_gguf_path_models_are_hashed_and_become_rule_inputs(tmp_path):
     gguf.write_bytes(b"GGUF" + b"\x00" * 1000)
     config = default_config()
     config["judge"]["backend"] = {"type": "llamacpp", "model": str(gguf), "n_ctx": 512}
-    assert planning.provenance_inputs(config, REPO)["models"] == [str(gguf)]
-    entry = next(m for m in provenance.describe_models(config) if m["used_by"] == ["judge"])
+    experiment = planning.resolve_experiment(config, REPO)
+    assert experiment.provenance_inputs["models"] == [str(gguf)]
+    entry = next(m for m in provenance.describe_models(experiment.backends) if m["used_by"] == ["judge"])
     assert entry["file"]["sha256"] == hashlib.sha256(gguf.read_bytes()).hexdigest()
     assert entry["file"]["sha256_source"] == "computed"
 
@@ -207,9 +208,9 @@ def test_only_what_the_config_uses_is_recorded():
     config["judge"] = {"enabled": False}
     config["scoring"]["response_stats"]["embeddings"] = False
     config["sessions"].update(source="import", import_paths=str(REPO / "tests" / "data" / "*.nothing"))
-    assert planning.backends_used(config) == [] and planning.prompts_used(config) == {}
-    assert provenance.embedding_users(config) == []
-    inputs = planning.provenance_inputs(config, REPO)
+    experiment = planning.resolve_experiment(config, REPO)
+    assert experiment.backends == {} and experiment.prompts == {} and experiment.embedding_users == []
+    inputs = experiment.provenance_inputs
     assert inputs["prompts"] == [] and inputs["templates"] == []
     # the corpus is an input through its manifest, not log by log (planning would grow with the corpus)
     assert inputs["logs"] == [f"results/{config['experiment']}/sessions/corpus_manifest.json"]
@@ -220,7 +221,7 @@ def test_shipped_files_are_recorded_where_the_workflow_reads_them(tmp_path, no_g
     the workflow's files: the rule depends on those, and the record hashes them."""
     monkeypatch.chdir(tmp_path)
     config = default_config()
-    inputs = planning.provenance_inputs(config, REPO)
+    inputs = planning.resolve_experiment(config, REPO).provenance_inputs
     assert inputs["catalog"] == str(REPO / config["catalog"]["path"])
     assert inputs["prompts"] == [str(REPO / "resources/prompts" / name) for name in PROMPTS]
     record = provenance.build(config, source_dir=REPO, hash_cache=tmp_path / "hashes.json")
@@ -230,7 +231,7 @@ def test_shipped_files_are_recorded_where_the_workflow_reads_them(tmp_path, no_g
     # a user's own copy at the same path is the one read
     (tmp_path / "resources/prompts").mkdir(parents=True)
     (tmp_path / "resources/prompts/judge.txt").write_text("Judge {conversation}\n")
-    assert planning.provenance_inputs(config, REPO)["prompts"][-1] == "resources/prompts/judge.txt"
+    assert planning.resolve_experiment(config, REPO).provenance_inputs["prompts"][-1] == "resources/prompts/judge.txt"
     mine = provenance.file_record("resources/prompts/judge.txt", workflow_dir=REPO)
     assert "read_from" not in mine and mine["sha256"] == hashlib.sha256(b"Judge {conversation}\n").hexdigest()
 

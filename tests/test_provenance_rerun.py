@@ -13,6 +13,7 @@ from fake_servers import FakeOllama
 
 from crseval import provenance
 from crseval.core.config_checks import fill_defaults
+from crseval.planning import config_schema
 
 pytestmark = pytest.mark.workflow
 RESULTS = "results/rerun"
@@ -39,7 +40,7 @@ def record(workdir):
 
 def resolved(config):
     config = copy.deepcopy(config)
-    fill_defaults(config)
+    fill_defaults(config, config_schema())
     return config
 
 

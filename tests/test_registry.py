@@ -26,7 +26,8 @@ from crseval.metrics.scorer import FAMILIES
 from crseval.metrics.tool_use import SESSION_NAMES as TOOL_USE
 from crseval.simulate.sessions import SessionContext, run_session, session_seed
 from crseval.simulate.systems.agents import AgentSettings, TemplateAgent
-from crseval.simulate.user.simulator import SimulatorSettings, Templates
+from crseval.simulate.user.templates import Templates
+from crseval.simulate.user.user_plan import SimulatorSettings
 from crseval.statistics import aggregate, column_registry
 
 SESSION_IDS = {c.name for c in SESSION_ID_COLUMNS} - {"shard", "trial"}  # added by aggregate

@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from conftest import FULL_CATALOG, NON_GENRES, REFERENCE_LOGS, REPO  # noqa: E402
 
 from crseval.core.config_checks import effective_config
+from crseval.planning import config_schema
 
 FIXTURE = REPO / "tests" / "data" / "score_reference"
 SIMULATED = FIXTURE / "simulated_sessions.jsonl.gz"
@@ -71,7 +72,7 @@ pytestmark = pytest.mark.skipif(
 
 
 def thesis_config() -> dict:
-    return effective_config(REPO / "config" / "thesis_logs.yaml")
+    return effective_config(REPO / "config" / "thesis_logs.yaml", schema=config_schema())
 
 
 def prepare(workdir: Path) -> None:
@@ -107,7 +108,7 @@ def simulate_sessions(workdir: Path) -> list[dict]:
     """A few LLM-free simulated sessions per calibration system (written to the fixture once)."""
     from crseval.simulate.shard import build_shard_runner
 
-    config = effective_config(REPO / "config" / "calibration.yaml")
+    config = effective_config(REPO / "config" / "calibration.yaml", schema=config_schema())
     simulator = {**config["simulator"], "templates": str(REPO / config["simulator"]["templates"])}
     records = []
     for system in SIMULATED_SYSTEMS:

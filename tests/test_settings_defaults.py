@@ -10,7 +10,7 @@ from crseval.core.config_checks import schema_defaults
 from crseval.metrics.grounded import TasSettings
 from crseval.metrics.legacy_cas import CasSettings
 from crseval.simulate.systems.agents import AgentSettings
-from crseval.simulate.user.simulator import SimulatorSettings
+from crseval.simulate.user.user_plan import SimulatorSettings
 
 SETTINGS = {
     ("agent",): AgentSettings,

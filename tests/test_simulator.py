@@ -12,7 +12,9 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.simulate.sessions import SessionContext, run_session
 from crseval.simulate.systems.agents import AgentSettings, TemplateAgent
 from crseval.simulate.user.paraphrase import has_structure
-from crseval.simulate.user.simulator import SimulatorSettings, Templates, UserSimulator
+from crseval.simulate.user.simulator import UserSimulator
+from crseval.simulate.user.templates import Templates
+from crseval.simulate.user.user_plan import SimulatorSettings
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
 SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)

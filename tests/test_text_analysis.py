@@ -11,15 +11,8 @@ from conftest import default_config, model_free_scorer
 
 from crseval.language import tokens
 from crseval.language.concepts import ConceptMatcher
-from crseval.language.titles import (
-    _ANY_CUE_WORD,
-    _CUE_WORDS,
-    _ITEM_LINE,
-    _WORD_TOKEN,
-    _cue_matches,
-    _item_lines,
-    _last_word_tokens,
-)
+from crseval.language.marked_titles import _ANY_CUE_WORD, _CUE_WORDS, _ITEM_LINE, _cue_matches, _item_lines
+from crseval.language.title_shapes import _WORD_TOKEN, _last_word_tokens
 from crseval.language.tokens import AnalysedText, TextAnalyses, tokenize
 from crseval.metrics.scorer import FAMILIES
 from crseval.metrics.similarity import TfidfSimilarity, tfidf_rows

@@ -18,9 +18,9 @@ from crseval.catalog.toolkit import (
     ToolTurn,
     argument_constraints,
 )
-from crseval.core.config_checks import load_schema as load_config_schema
 from crseval.core.session_records import load_schema, session_validator, validate_session
 from crseval.language.tracker import Constraint
+from crseval.planning import config_schema
 from crseval.simulate.shard import build_shard_runner
 
 
@@ -37,7 +37,7 @@ def test_the_tools_are_declared_once_in_the_function_format():
 
 
 def test_the_schema_states_the_toolkits_defaults():
-    described = load_config_schema()["$defs"]["system"]["properties"]["tool_limits"]["properties"]
+    described = config_schema()["$defs"]["system"]["properties"]["tool_limits"]["properties"]
     for name, value in asdict(ToolLimits()).items():
         assert described[name]["description"].endswith(f"(default {value:,})"), name
 

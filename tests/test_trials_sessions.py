@@ -7,6 +7,7 @@ from test_sessions import arguments, ollama_system, read_jsonl
 
 from crseval.core.config_checks import ConfigError, check_config
 from crseval.core.shards import parse_shard_name, shard_name
+from crseval.planning import config_schema
 from crseval.simulate.sessions import session_seed, trial_seed
 from crseval.simulate.shard import build_shard_runner
 
@@ -82,10 +83,10 @@ def test_the_flaky_system_is_the_oracle_or_misses_a_wish_drawn_per_trial(catalog
 def test_the_flaky_reliability_is_a_chance(value):
     config = {"systems": [{"name": "f", "agent": "flaky", "reliability": value}]}
     with pytest.raises(ConfigError, match="reliability"):
-        check_config(config)
+        check_config(config, config_schema())
 
 
 def test_imported_dialogues_have_one_trial():
     config = {"sessions": {"source": "import", "import_paths": "x/*.json", "trials": 2}}
     with pytest.raises(ConfigError, match="sessions.trials: 2 repeats simulated users"):
-        check_config(config)
+        check_config(config, config_schema())

@@ -16,15 +16,11 @@ from crseval.simulate.sessions import SessionContext, run_session
 from crseval.simulate.systems.agents import AgentSettings, TemplateAgent
 from crseval.simulate.systems.calibration import OracleAgent, RandomAgent
 from crseval.simulate.user.profiles import PROFILES, UserProfile, defined_profile, user_profile
-from crseval.simulate.user.simulator import (
-    PROFILED,
-    THESIS,
-    SimulatorSettings,
-    Templates,
-    _joined,
-    conduct_of,
-    make_user,
-)
+from crseval.simulate.user.simulator import make_user
+from crseval.simulate.user.templates import Templates
+from crseval.simulate.user.turn_content import PROFILED, THESIS, conduct_of
+from crseval.simulate.user.user_plan import SimulatorSettings
+from crseval.simulate.user.wording import joined_parts as _joined
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
 SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)

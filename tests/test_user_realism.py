@@ -9,13 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from crseval.checks.realism_discriminators import _auc, _delong_interval
+from crseval.checks.realism_measures import _median
 from crseval.checks.user_realism import (
     FLOOR,
     Reference,
     UserTurns,
-    _auc,
-    _delong_interval,
-    _median,
     act_bigram_distance,
     act_bigrams,
     compare_statistics,
@@ -489,14 +488,14 @@ def test_many_sessions_are_drawn_a_block_at_a_time(monkeypatch):
     """Resamples x sessions indices once all drawn at once: 20,000 x 600 took about 290 MB here."""
     import tracemalloc
 
-    from crseval.checks import user_realism
+    from crseval.checks import realism_measures
 
     said = ["any comedy?", "seen it", "what is it about?", "ok thanks, I'll watch it", "something newer"]
     simulated = UserTurns("sim", said * 240, [f"s{i}" for i in range(600)] * 2)  # 600 sessions of two turns
     real = UserTurns("real", said[::-1] * 120, [f"r{i}" for i in range(600)])  # 600 of one
     compare_statistics(simulated, real, resamples=10, seed=0)
     # blocks of 2^20 indices (the default's eighth, for a test's memory): about 25 MB each
-    monkeypatch.setattr(user_realism, "BOOTSTRAP_BLOCK", 1 << 20, raising=False)
+    monkeypatch.setattr(realism_measures, "BOOTSTRAP_BLOCK", 1 << 20, raising=False)
     tracemalloc.start()
     try:
         compare_statistics(simulated, real, resamples=20_000, seed=0)
@@ -509,7 +508,7 @@ def test_many_sessions_are_drawn_a_block_at_a_time(monkeypatch):
 def test_the_draws_do_not_depend_on_the_block_they_are_drawn_in(monkeypatch):
     """The same Generator draws the same indices in one block or in many: every statistic is the same, but
     for the variety of words, whose sums BLAS adds in an order that depends on the block's shape."""
-    from crseval.checks import user_realism
+    from crseval.checks import realism_measures
 
     rng = np.random.default_rng(4)
     words = ["film", "movie", "good", "watch", "tonight", "maybe", "comedy?", "seen", "it", "thanks"]
@@ -525,7 +524,7 @@ def test_the_draws_do_not_depend_on_the_block_they_are_drawn_in(monkeypatch):
     simulated, real = invent("s", 40), invent("r", 25)
     at_once = compare_statistics(simulated, real, 500, 7, act=act)
     distance = act_bigram_distance(simulated, real, act, 500, 7)
-    monkeypatch.setattr(user_realism, "BOOTSTRAP_BLOCK", 97)  # a row or two of draws at a time
+    monkeypatch.setattr(realism_measures, "BOOTSTRAP_BLOCK", 97)  # a row or two of draws at a time
     in_blocks = compare_statistics(simulated, real, 500, 7, act=act)
     assert act_bigram_distance(simulated, real, act, 500, 7) == distance
     variety = at_once["statistic"] == "word_variety"
@@ -534,29 +533,31 @@ def test_the_draws_do_not_depend_on_the_block_they_are_drawn_in(monkeypatch):
 
 
 def test_a_reference_over_the_bytes_read_is_refused_before_it_is_read(tmp_path, monkeypatch):
-    from crseval.checks import user_realism
+    from crseval.checks import realism_reference
     from crseval.simulate.user import voice_learning
 
     corpus = _corpus(tmp_path / "corpus.jsonl", DIALOGUES)
-    monkeypatch.setattr(user_realism, "MAX_REFERENCE_BYTES", corpus.stat().st_size - 1)
+    monkeypatch.setattr(realism_reference, "MAX_REFERENCE_BYTES", corpus.stat().st_size - 1)
 
     def unread(*_):
         raise AssertionError("the reference was read")
 
     monkeypatch.setattr(voice_learning, "corpus_dialogues", unread)
     for call in (lambda: load_reference(corpus, "jsonl"), lambda: load_reference(corpus, "jsonl", {}, corpus)):
-        with pytest.raises(user_realism.ReferenceTooLarge, match=rf"corpus\.jsonl: {corpus.stat().st_size:,} bytes"):
+        with pytest.raises(
+            realism_reference.ReferenceTooLarge, match=rf"corpus\.jsonl: {corpus.stat().st_size:,} bytes"
+        ):
             call()
 
 
 def test_a_reference_over_the_dialogues_measured_is_refused(tmp_path, monkeypatch):
-    from crseval.checks import user_realism
+    from crseval.checks import realism_reference
 
     corpus = _corpus(tmp_path / "corpus.jsonl", DIALOGUES)
-    monkeypatch.setattr(user_realism, "MAX_REFERENCE_DIALOGUES", 11)
-    with pytest.raises(user_realism.ReferenceTooLarge, match=r"corpus\.jsonl: 12 dialogues, over the 11"):
+    monkeypatch.setattr(realism_reference, "MAX_REFERENCE_DIALOGUES", 11)
+    with pytest.raises(realism_reference.ReferenceTooLarge, match=r"corpus\.jsonl: 12 dialogues, over the 11"):
         load_reference(corpus, "jsonl")
-    monkeypatch.setattr(user_realism, "MAX_REFERENCE_DIALOGUES", 12)
+    monkeypatch.setattr(realism_reference, "MAX_REFERENCE_DIALOGUES", 12)
     assert len(set(load_reference(corpus, "jsonl").real.sessions)) == 12
 
 

@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 from crseval.language.tracker import Constraint, extract_statements
 from crseval.language.user_acts import read_turn
 from crseval.simulate.user.profiles import user_profile
-from crseval.simulate.user.simulator import SimulatorSettings, Templates, make_user
+from crseval.simulate.user.simulator import make_user
+from crseval.simulate.user.templates import Templates
+from crseval.simulate.user.user_plan import SimulatorSettings
 from crseval.simulate.user.voice import Voice, VoiceTemplate, part_of, pool_key, spread_position
 from crseval.simulate.user.voice_learning import (
     corpus_dialogues,
@@ -577,7 +579,7 @@ def test_a_user_that_wants_what_people_ask_for_shifts_to_the_fields_and_values_t
         for wants, profile in (("people", LEARNED), ("catalog", REALISTIC)):
             user = make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, asking_voice, profile)
             for _ in range(2):
-                before, event = user.focus, user._shift()
+                before, event = user.focus, user.plan.shift()
                 if event is None:
                     continue
                 to = event["to_focus"]
@@ -602,9 +604,9 @@ def test_a_user_that_wants_what_people_ask_for_rules_out_what_they_ask_for(demo_
         for wants, profile in (("people", LEARNED), ("catalog", REALISTIC)):
             settings = replace(SETTINGS, contradiction_rate=1.0)
             user = make_user(demo_index, settings, TEMPLATES, seed, demo_matcher, asking_voice, profile)
-            excluded = user._maybe_contradict()
+            excluded = user.plan.maybe_contradict()
             if excluded is not None and excluded.field == "genre":
-                assert excluded.negated and excluded.value not in user._values(user.anchor, "genre")
+                assert excluded.negated and excluded.value not in user.plan.film_values(user.plan.anchor, "genre")
                 ruled_out[wants][excluded.value] += 1
     people, catalog = ruled_out["people"], ruled_out["catalog"]
     assert people and set(people) <= {"comedy", "western"}, people
@@ -687,14 +689,13 @@ def test_users_of_one_plan_in_different_sessions_open_with_different_real_turns(
 
 
 def test_a_way_from_a_well_supplied_pool_goes_ahead_of_a_rare_one(demo_index, demo_matcher, speaking_voice):
-    user = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, speaking_voice, LEARNED)
-    user._told = []
+    voicing = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, speaking_voice, LEARNED).voicing
     rare = [template("later|other|#90", "that one is odd")]
     common = [template(f"later|other|#{90 + i}", text) for i, text in enumerate(["so so", "hm okay", "not sure"], 1)]
-    text, _, _ = user._voiced([[(None, rare)], [(None, common)]], [])
-    assert text in {"so so", "hm okay", "not sure"} and user._voice_record["templates"][0] != "later|other|#90"
+    text, _, _ = voicing.voiced([[(None, rare)], [(None, common)]], [], told=[])
+    assert text in {"so so", "hm okay", "not sure"} and voicing.record["templates"][0] != "later|other|#90"
     # where no way is well supplied, the first that fits is taken as before
-    assert user._voiced([[(None, rare)], [(None, common[:2])]], [])[0] == "that one is odd"
+    assert voicing.voiced([[(None, rare)], [(None, common[:2])]], [], told=[])[0] == "that one is odd"
 
 
 @pytest.mark.parametrize(
@@ -709,7 +710,7 @@ def test_a_way_from_a_well_supplied_pool_goes_ahead_of_a_rare_one(demo_index, de
 def test_an_article_before_a_slot_agrees_with_the_value_filled_in(
     demo_index, demo_matcher, asking_voice, text, value, expected
 ):
-    user = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, asking_voice, LEARNED)
-    user._told = [Constraint("genre", value)]
-    filled = user._fill([(None, template("later|request|genre:wish#9", text, "genre:wish"))])
+    voicing = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, asking_voice, LEARNED).voicing
+    drawn = [(None, template("later|request|genre:wish#9", text, "genre:wish"))]
+    filled = voicing.fill(drawn, told=[Constraint("genre", value)])
     assert filled is not None and filled[0] == expected

@@ -306,8 +306,8 @@ def test_no_spoken_turn_names_a_value_the_act_does_not_mean(demo_index, demo_mat
 
 # ---------------------------------------------------------------- memory: what one draw may build
 
-# The acts a film that fits is answered with (crseval.simulate.user.simulator): one draw combines their pools, with and
-# without the film.
+# The acts a film that fits is answered with (crseval.simulate.user.voicing): one draw combines their pools, with
+# and without the film.
 REACTING = ("take", "small_talk", "ask_about", "ask", "other")
 
 

@@ -42,7 +42,7 @@ from crseval.core.config_checks import ConfigError, fill_defaults
 from crseval.core.config_files import load_config_file
 from crseval.core.io import write_json
 from crseval.core.session_records import catalog_sha, write_sessions
-from crseval.corpora.formats import FORMATS, CorpusError, import_logs, import_votes
+from crseval.corpora.formats import CORPUS_FORMATS, CorpusError, import_logs, import_votes
 from crseval.corpora.votes import write_votes
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.title_labels import LabelError, evaluate, load_labels
@@ -50,14 +50,39 @@ from crseval.language.title_marks import evaluate_marks
 
 
 def main(argv: list[str] | None = None) -> int:
+    """`crseval <command> ...`: the command run on its arguments; its exit code."""
+    args = _parser().parse_args(argv)
+    run = {
+        "import-logs": _import_logs,
+        "eval-titles": _eval_titles,
+        "verify": _verify,
+        "compare": _compare,
+        "board": _board,
+        "config": _show_config,
+    }[args.command]
+    return run(args)
+
+
+def _parser() -> argparse.ArgumentParser:
+    """The command line: one subcommand each, in the order `crseval --help` lists them."""
     parser = argparse.ArgumentParser(prog="crseval")
     commands = parser.add_subparsers(dest="command", required=True)
+    _add_import_logs(commands)
+    _add_eval_titles(commands)
+    _add_verify(commands)
+    _add_compare(commands)
+    _add_board(commands)
+    _add_config(commands)
+    return parser
+
+
+def _add_import_logs(commands) -> None:
     importer = commands.add_parser("import-logs", help="convert a conversation corpus into session JSON lines")
     importer.add_argument("paths", nargs="+", help="corpus files or glob patterns")
     importer.add_argument(
         "--format",
         dest="import_format",
-        choices=sorted(FORMATS),
+        choices=sorted(CORPUS_FORMATS),
         default="thesis_logs",
         help="corpus format (docs/importing.md; default: thesis_logs, the legacy logs)",
     )
@@ -76,6 +101,9 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="output folder: <system>.jsonl per system, import_report.json, and votes.parquet with --votes",
     )
+
+
+def _add_eval_titles(commands) -> None:
     titles = commands.add_parser(
         "eval-titles", help="precision and recall of title recognition on labelled replies or a corpus's film marks"
     )
@@ -88,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     titles.add_argument(
         "--corpus",
         metavar="FORMAT",
-        choices=sorted(FORMATS),
+        choices=sorted(CORPUS_FORMATS),
         help="read the files as a corpus of this format and score the recognition of each reply against the "
         "films the corpus marks in it (formats whose replies mark films: redial, iard, inspired, ab_redial)",
     )
@@ -99,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     titles.add_argument(
         "--errors", action="store_true", help="also list every reply where recognition and labels (or marks) differ"
     )
+
+
+def _add_verify(commands) -> None:
     checker = commands.add_parser(
         "verify",
         help="check a results folder against its provenance.json (output and input hashes, stage digests, settings)",
@@ -110,73 +141,147 @@ def main(argv: list[str] | None = None) -> int:
     checker.add_argument(
         "--configfile", type=Path, help="also list every setting of this config that differs from the recorded one"
     )
-    _add_compare(commands)
+
+
+def _add_config(commands) -> None:
     shown = commands.add_parser("config", help="the effective config of one or more config files")
     shown.add_argument("action", choices=["show"])
     shown.add_argument("files", nargs="+", type=Path, help="config files, merged in order as --configfile merges them")
-    args = parser.parse_args(argv)
-    if args.command == "config":
-        return _show_config(args)
-    if args.command == "eval-titles":
-        return _eval_titles(args)
-    if args.command == "verify":
-        return _verify(args)
-    if args.command == "compare":
-        return _compare(args)
-    if args.command == "board":
-        return _board(args)
 
-    if args.out.exists() and not args.out.is_dir():  # before the import, which may take long
-        print(
-            f"crseval import-logs: --out {args.out} is a file, not a folder (the sessions are written into a folder, "
-            "one <system>.jsonl each); name a folder, new or existing",
-            file=sys.stderr,
-        )
-        return 2
-    files = sorted({f for pattern in args.paths for f in (glob.glob(pattern) or [pattern])})
-    try:
-        index = CatalogIndex.read(args.catalog_index / "films.parquet", args.catalog_index / "concepts.parquet")
-    except (OSError, ValueError) as error:
-        print(
-            f"crseval import-logs: --catalog-index {args.catalog_index}: cannot read the catalog: {error}",
-            file=sys.stderr,
-        )
-        return 2
-    summary = (
-        catalog_sha(args.catalog_index / "summary.json") if (args.catalog_index / "summary.json").exists() else "0" * 64
+
+def _add_compare(commands) -> None:
+    compare = commands.add_parser(
+        "compare", help="compare finished runs with a baseline: comparability, paired differences, regressions"
     )
-    matcher = ConceptMatcher(index.concepts, index.films)
-    votes = None
+    compare.add_argument("baseline", type=Path, help="results/<experiment> of the baseline run")
+    compare.add_argument("runs", nargs="+", type=Path, help="results/<experiment> of each run to compare with it")
+    compare.add_argument("--out", type=Path, help="output folder (default: results/compare/<baseline>-vs-<runs>)")
+    compare.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="RUN_NAME=BASELINE_NAME",
+        help="a system renamed in the runs: compare it with the baseline's system of that name (repeatable)",
+    )
+    compare.add_argument(
+        "--tolerance",
+        action="append",
+        default=[],
+        metavar="[METRIC=]VALUE",
+        help="a difference within this many units of the metric is never flagged (all metrics, or one; default 0)",
+    )
+    compare.add_argument(
+        "--adjusted", action="store_true", help="flag by p adjusted over every row (the plan's correction), not raw p"
+    )
+    compare.add_argument(
+        "--allow-different",
+        action="store_true",
+        help="compare runs whose catalog, user or metrics differ, under a heading that says what differs",
+    )
+    compare.add_argument("--top", type=int, default=10, help="changed sessions listed per system (default 10)")
+    compare.add_argument(
+        "--fail-on-regression", action="store_true", help="exit 1 when a regression is flagged (for CI jobs)"
+    )
+    _add_trust(compare)
+
+
+def _add_board(commands) -> None:
+    board = commands.add_parser("board", help="every system of many runs in one table, by comparability class")
+    board.add_argument("runs", nargs="+", type=Path, help="results/<experiment> of each run")
+    board.add_argument("--out", type=Path, default=Path("results/board"), help="output folder (default results/board)")
+    board.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        help="a metric column to show (repeatable; default: the first run's stats.metrics)",
+    )
+    _add_trust(board)
+
+
+def _add_trust(command) -> None:
+    """The option compare and board share: read a run its provenance record does not describe."""
+    command.add_argument(
+        "--trust-mismatched-records",
+        action="store_true",
+        help="read a run whose provenance.json does not describe its tables (a table changed since, a stage digest "
+        "not that of its settings) under a heading that says so, instead of refusing it",
+    )
+
+
+# ------------------------------------------------------------------ import-logs
+
+
+class _ImportRefused(Exception):
+    """Why `crseval import-logs` stops without writing (exit 2), said after the command's name."""
+
+
+def _import_logs(args: argparse.Namespace) -> int:
+    """The corpus imported into one <system>.jsonl per system, its votes into votes.parquet, and the import
+    report beside them; the sessions per system printed."""
     try:
-        sessions, report = import_logs(files, matcher, summary, "0" * 64, args.import_format)
-        if args.votes is not None:
-            votes, report["votes"] = import_votes(args.votes, sessions, args.import_format)
-    except CorpusError as error:
+        _check_out_folder(args.out)  # before the import, which may take long
+        files = sorted({f for pattern in args.paths for f in (glob.glob(pattern) or [pattern])})
+        matcher, summary = _import_catalog(args.catalog_index)
+        sessions, votes, report = _imported(files, matcher, summary, args.import_format, args.votes)
+        _write_import(sessions, votes, report, args.out)
+    except _ImportRefused as error:
         print(f"crseval import-logs: {error}", file=sys.stderr)
-        return 2
-    targets = {system: args.out / f"{system}.jsonl" for system in sessions}
-    for system, target in targets.items():  # the importer gives safe names; this guards the folder if it ever did not
-        if not target.resolve().is_relative_to(args.out.resolve()):
-            print(
-                f"crseval import-logs: system {system!r} would be written outside the output folder {args.out} "
-                f"(to {target.resolve()}); nothing written",
-                file=sys.stderr,
-            )
-            return 2
-    try:
-        args.out.mkdir(parents=True, exist_ok=True)
-        for system, records in sessions.items():
-            write_sessions(records, targets[system])
-        if votes is not None:
-            write_votes(votes, args.out / "votes.parquet")
-        write_json(report, args.out / "import_report.json")
-    except OSError as error:  # a file where a folder is wanted, no permission, a full disk
-        print(
-            f"crseval import-logs: cannot write to --out {args.out}: {type(error).__name__}: {error}", file=sys.stderr
-        )
         return 2
     print(json.dumps(report["sessions"]))
     return 0
+
+
+def _check_out_folder(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise _ImportRefused(
+            f"--out {out} is a file, not a folder (the sessions are written into a folder, "
+            "one <system>.jsonl each); name a folder, new or existing"
+        )
+
+
+def _import_catalog(catalog_index: Path) -> tuple[ConceptMatcher, str]:
+    """The matcher of the catalog the films are recognised against, and the sha of its summary ("0"s without)."""
+    try:
+        index = CatalogIndex.read(catalog_index / "films.parquet", catalog_index / "concepts.parquet")
+    except (OSError, ValueError) as error:
+        raise _ImportRefused(f"--catalog-index {catalog_index}: cannot read the catalog: {error}") from error
+    summary = catalog_sha(catalog_index / "summary.json") if (catalog_index / "summary.json").exists() else "0" * 64
+    return ConceptMatcher(index.concepts, index.films), summary
+
+
+def _imported(files: list[str], matcher: ConceptMatcher, summary: str, import_format: str, votes_path: Path | None):
+    """The sessions per system, the votes (None without --votes) and the import report."""
+    votes = None
+    try:
+        sessions, report = import_logs(files, matcher, summary, "0" * 64, import_format)
+        if votes_path is not None:
+            votes, report["votes"] = import_votes(votes_path, sessions, import_format)
+    except CorpusError as error:
+        raise _ImportRefused(str(error)) from error
+    return sessions, votes, report
+
+
+def _write_import(sessions: dict, votes, report: dict, out: Path) -> None:
+    """Every file of the import into `out`, after checking that no system's file would land outside it."""
+    targets = {system: out / f"{system}.jsonl" for system in sessions}
+    for system, target in targets.items():  # the importer gives safe names; this guards the folder if it ever did not
+        if not target.resolve().is_relative_to(out.resolve()):
+            raise _ImportRefused(
+                f"system {system!r} would be written outside the output folder {out} "
+                f"(to {target.resolve()}); nothing written"
+            )
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for system, records in sessions.items():
+            write_sessions(records, targets[system])
+        if votes is not None:
+            write_votes(votes, out / "votes.parquet")
+        write_json(report, out / "import_report.json")
+    except OSError as error:  # a file where a folder is wanted, no permission, a full disk
+        raise _ImportRefused(f"cannot write to --out {out}: {type(error).__name__}: {error}") from error
+
+
+# ------------------------------------------------------------------ the other commands
 
 
 def _show_config(args: argparse.Namespace) -> int:
@@ -255,6 +360,7 @@ def _eval_titles_on_marks(args: argparse.Namespace, recognizer) -> int:
 
 
 def _verify(args) -> int:
+    from crseval.planning import config_schema  # the planner asks every kind's registry, as for `config show`
     from crseval.provenance import ProvenanceError, verify  # it loads the planner: as for `config show`
 
     config = None
@@ -264,7 +370,7 @@ def _verify(args) -> int:
         except ConfigError as error:
             print(f"crseval verify: --configfile {args.configfile}: {error}", file=sys.stderr)
             return 2
-        fill_defaults(config)
+        fill_defaults(config, config_schema())
     try:
         problems = verify(args.results, workdir=args.workdir, config=config)
     except ProvenanceError as error:
@@ -281,61 +387,6 @@ def _verify(args) -> int:
         return 1
     print(f"{args.results}: every output and input matches provenance.json")
     return 0
-
-
-def _add_compare(commands) -> None:
-    compare = commands.add_parser(
-        "compare", help="compare finished runs with a baseline: comparability, paired differences, regressions"
-    )
-    compare.add_argument("baseline", type=Path, help="results/<experiment> of the baseline run")
-    compare.add_argument("runs", nargs="+", type=Path, help="results/<experiment> of each run to compare with it")
-    compare.add_argument("--out", type=Path, help="output folder (default: results/compare/<baseline>-vs-<runs>)")
-    compare.add_argument(
-        "--map",
-        action="append",
-        default=[],
-        metavar="RUN_NAME=BASELINE_NAME",
-        help="a system renamed in the runs: compare it with the baseline's system of that name (repeatable)",
-    )
-    compare.add_argument(
-        "--tolerance",
-        action="append",
-        default=[],
-        metavar="[METRIC=]VALUE",
-        help="a difference within this many units of the metric is never flagged (all metrics, or one; default 0)",
-    )
-    compare.add_argument(
-        "--adjusted", action="store_true", help="flag by p adjusted over every row (the plan's correction), not raw p"
-    )
-    compare.add_argument(
-        "--allow-different",
-        action="store_true",
-        help="compare runs whose catalog, user or metrics differ, under a heading that says what differs",
-    )
-    compare.add_argument("--top", type=int, default=10, help="changed sessions listed per system (default 10)")
-    compare.add_argument(
-        "--fail-on-regression", action="store_true", help="exit 1 when a regression is flagged (for CI jobs)"
-    )
-    _add_trust(compare)
-    board = commands.add_parser("board", help="every system of many runs in one table, by comparability class")
-    board.add_argument("runs", nargs="+", type=Path, help="results/<experiment> of each run")
-    board.add_argument("--out", type=Path, default=Path("results/board"), help="output folder (default results/board)")
-    board.add_argument(
-        "--metric",
-        action="append",
-        default=[],
-        help="a metric column to show (repeatable; default: the first run's stats.metrics)",
-    )
-    _add_trust(board)
-
-
-def _add_trust(command) -> None:
-    command.add_argument(
-        "--trust-mismatched-records",
-        action="store_true",
-        help="read a run whose provenance.json does not describe its tables (a table changed since, a stage digest "
-        "not that of its settings) under a heading that says so, instead of refusing it",
-    )
 
 
 def _pairs(values: list[str], option: str, number: bool = False) -> dict:

@@ -3,9 +3,10 @@ threads and concurrency, the files it reads, the figures it draws, and the full 
 before any job is planned (where results go and whether sessions are imported: crseval.core.experiment).
 
 Above the stages and below the workflow: the rules (workflow/rules/*.smk), the provenance record
-(crseval.provenance) and the CLI ask here what a config plans (the rule files also read a few library
-pieces directly: the session schema, canonical hashes, shard names, the corpus manifest, the voice's
-key), and this module asks each pluggable kind what it declares
+(crseval.provenance) and the stage digests read what a config asks resolved once, as an `Experiment`
+(`resolve_experiment`), the CLI asks here one fact at a time (the rule files also read a few library pieces
+directly: the session schema, canonical hashes, shard names, the corpus manifest, the voice's key), and this
+module asks each pluggable kind what it declares
 (agent kinds: crseval.simulate.systems.kinds; LLM backends: crseval.llm.backends; metric families:
 crseval.metrics.families; corpus formats: crseval.corpora.formats) instead of testing kind names.
 LLM backends are returned as {config key: backend settings}, the key naming who uses the backend
@@ -27,23 +28,28 @@ asks a service that answers many requests at once.
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from crseval.core import config_checks
-from crseval.core.config_checks import ConfigError
+from crseval.core.config_checks import ConfigError, compose_schema
 from crseval.core.experiment import imports_sessions, results_dir
 from crseval.core.shards import n_shards
 from crseval.corpora.formats import config_problems as format_problems
+from crseval.corpora.formats import schema_part as format_schema
 from crseval.judge.judge_columns import CRITERIA, score_column
 from crseval.llm.backends import backend_kind
 from crseval.llm.backends import config_problems as backend_problems
+from crseval.llm.backends import schema_part as backend_schema
 from crseval.metrics import families
 from crseval.simulate.systems.kinds import ResolvedSystem, calibration_roles, system_problems
+from crseval.simulate.systems.kinds import schema_part as agent_schema
 from crseval.simulate.user.profiles import config_problems as profile_problems
-from crseval.simulate.user.profiles import resolve_profile
-from crseval.simulate.user.simulator import template_problems
+from crseval.simulate.user.profiles import needs_learned_voice, resolve_profile
+from crseval.simulate.user.templates import template_problems
 from crseval.simulate.user.voice import voice_problems
 
 __all__ = ["calibration_roles", "system_prompt_key"]
@@ -76,16 +82,17 @@ def kind_problems(config: dict):
 
 def check_config(config: dict) -> None:
     """Raise one ConfigError listing every problem of `config`: the schema, the rules that relate
-    several values, what each selected kind requires (crseval.core.config_checks), and the bounds on the plan."""
-    config_checks.check_config(config, rules=(kind_problems, plan_problems))
+    several values, what each selected kind requires (crseval.core.config_checks), and the bounds on sessions and
+    jobs."""
+    config_checks.check_config(config, config_schema(), rules=(kind_problems, count_problems))
 
 
 def effective_config(*paths: str | Path) -> dict:
     """The config the workflow runs with `--configfile <paths...>`, defaults filled in, checked whole."""
-    return config_checks.effective_config(*paths, rules=(kind_problems, plan_problems))
+    return config_checks.effective_config(*paths, schema=config_schema(), rules=(kind_problems, count_problems))
 
 
-# ------------------------------------------------------------------ the bounds on the plan
+# ------------------------------------------------------------------ the bounds on sessions and jobs
 
 
 def _whole(value) -> bool:
@@ -99,13 +106,13 @@ def jobs_per_shard(config: dict) -> int:
     return 2 + (1 + len(panel) if judge.get("enabled") is True else 0)
 
 
-def plan_problems(config: dict, session_counts: dict[str, int] | None = None):
-    """The bounds `sessions.max_sessions` and `sessions.max_jobs` on what the experiment plans, each one passed
-    named with the numbers that add up to it. Counted from the numbers
-    alone, before anything of the plan is built, so that `sessions.trials: 1000000` stops at once instead of
-    filling the memory. `session_counts` (system -> its sessions) are an imported corpus's; without them the
-    simulated sessions are counted (an import is counted once its corpus is read: `check_plan`). Values of the
-    wrong shape are left to the schema."""
+def count_problems(config: dict, session_counts: dict[str, int] | None = None):
+    """The bounds `sessions.max_sessions` and `sessions.max_jobs` on the sessions and per-shard jobs the experiment
+    plans, each one passed named with the numbers that add up to it. Counted from the numbers alone, before any
+    job is planned, so that `sessions.trials: 1000000` stops at once instead of filling the memory.
+    `session_counts` (system -> its sessions) are an imported corpus's; without them the simulated sessions are
+    counted (an import is counted once its corpus is read: `check_session_and_job_counts`). Values of the wrong
+    shape are left to the schema."""
     sessions = config.get("sessions") if isinstance(config, dict) else None
     if not isinstance(sessions, dict):
         return
@@ -137,9 +144,10 @@ def plan_problems(config: dict, session_counts: dict[str, int] | None = None):
         )
 
 
-def check_plan(config: dict, session_counts: dict[str, int]) -> None:
-    """Raise a ConfigError naming each bound on the plan an imported corpus of `session_counts` passes."""
-    problems = list(plan_problems(config, session_counts))
+def check_session_and_job_counts(config: dict, session_counts: dict[str, int]) -> None:
+    """Raise a ConfigError naming each bound on sessions and jobs (`sessions.max_sessions`, `sessions.max_jobs`)
+    an imported corpus of `session_counts` passes."""
+    problems = list(count_problems(config, session_counts))
     if problems:
         raise ConfigError(problems)
 
@@ -551,3 +559,187 @@ def provenance_inputs(config: dict, workflow_dir: str | Path) -> dict[str, str |
         "prompts": read(sorted(prompts_used(config))),
         "models": model_files(config),
     }
+
+
+# ------------------------------------------------------------------ the experiment, resolved once
+
+
+@dataclass(frozen=True)
+class SimulatedSystem:
+    """A system whose sessions the experiment simulates, with what its simulate jobs take."""
+
+    resolved: ResolvedSystem  # its entry, kind, user profile's name, prompt file and LLM
+    profile_settings: dict  # the settings of the user profile it meets (user_profile_settings)
+    backends: dict[str, dict]  # the LLMs its simulate jobs call (system_backends)
+    threads: int
+    concurrency: int  # sessions in flight in one of its simulate jobs
+    takes_slots: bool  # its jobs keep requests in flight: they take `llm_slots`
+    needs_voice: bool  # its jobs need the learned voice (crseval.simulate.user.profiles.needs_learned_voice)
+
+    @classmethod
+    def of(cls, entry: dict, config: dict) -> SimulatedSystem:
+        """`entry` (an item of config['systems']) as the experiment of `config` simulates it."""
+        system = resolved(entry, config)
+        profile = resolve_profile(system.profile, config["simulator"])
+        return cls(
+            system,
+            profile.settings(),
+            system_backends(entry, config),
+            system_threads(entry, config),
+            simulate_concurrency(entry, config),
+            simulate_takes_slots(entry, config),
+            needs_learned_voice(profile, config["simulator"]["paraphrase"]),
+        )
+
+    @property
+    def name(self) -> str:
+        return self.resolved.name
+
+    @property
+    def profile(self) -> str:
+        """The name of the user profile it meets."""
+        return self.resolved.profile
+
+
+@dataclass(frozen=True)
+class JudgeJobs:
+    """The jobs of one judge: the first judge's (`name` None) or a panel judge's."""
+
+    name: str | None
+    settings: dict  # judge_settings, concurrency included
+    threads: int
+    concurrency: int  # sessions judged at once in one job
+
+    @classmethod
+    def of(cls, config: dict, name: str | None = None) -> JudgeJobs:
+        return cls(name, judge_settings(config, name), judge_threads(config, name), judge_concurrency(config, name))
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """What a config asks of the workflow, resolved once (`resolve_experiment`): the rule files, the provenance
+    record and the stage digests read it instead of asking this module one fact at a time. Its values are plain
+    dicts and lists, as the rules' params take them (Snakemake compares params by their repr): read, never
+    written. Paths "where read" are where the workflow reads the file (`input_path`)."""
+
+    config: dict = field(repr=False)  # the config it was resolved from, defaults filled in
+    workflow_dir: Path  # the workflow's own folder: its rule scripts and shipped resources
+    importing: bool  # sessions imported from a corpus (`sessions.source: import`), not simulated
+    corpus_manifest: str  # where an imported corpus's manifest is kept (crseval.corpora.manifest)
+    # The systems whose sessions are simulated, by name in config order (none for an import); those whose user
+    # needs the learned voice (none without `simulator.voice.corpus`).
+    systems: dict[str, SimulatedSystem]
+    systems_with_voice: tuple[str, ...]
+    user_profiles: dict[str, dict]  # name -> settings of each user profile the simulated sessions use
+    voice_corpus: str | None  # where read: the corpus the learned voice learns from (the learn_voice rule)
+    realism_reference: str | None  # where read: the real dialogues the user_realism rule compares with
+    paraphrase_prompt: str | None  # where read: the rewording's prompt, when the user's turns are reworded
+    # Scoring: the LLMs a score job calls, its threads, whether it reads the LDA topic model, the settings that
+    # load the sentence embedding model, and where the LLM topic extractors' prompt is read (when one runs).
+    scoring_backends: dict[str, dict]
+    scoring_threads: int
+    scoring_reads_lda: bool
+    embedding_users: list[str]
+    topics_prompt: str | None
+    judge: JudgeJobs | None  # the first judge, None while the judge is off
+    panel: dict[str, JudgeJobs]  # the panel judges by name, in config order
+    # The figures by file stem, the per-session scores TAS is plotted against, the distributions figure's
+    # columns, and each figure's settings (crseval.metrics.families).
+    figures: list[str]
+    scatter_columns: list[str]
+    distribution_columns: list[str]
+    figure_params: dict[str, dict]
+    calibration_roles: dict[str, str]  # system name -> role, for the calibration systems
+    # The optional final outputs: the validity table and figure (three calibration systems or more), the
+    # agreement with the corpora of people's verdicts (by name), the reliability over repeated trials.
+    validity: bool
+    people: dict[str, dict]
+    trials: int
+    # What the provenance record describes: every LLM by the config key that uses it, each prompt file with its
+    # users, the other input files by config key, and the files the provenance rule depends on.
+    backends: dict[str, dict]
+    prompts: dict[str, list[str]]
+    other_inputs: dict[str, list[str]]
+    provenance_inputs: dict[str, str | list[str]]
+
+    @property
+    def profile_of(self) -> dict[str, str]:
+        """System name -> the user profile it meets, for the simulated systems."""
+        return {name: system.profile for name, system in self.systems.items()}
+
+    @property
+    def profiles_used(self) -> list[str]:
+        """The user profiles the simulated sessions use, in the order of the systems."""
+        return list(self.user_profiles)
+
+    @property
+    def calibration_profiles(self) -> dict[str, str]:
+        """System name -> the user profile it meets, for the calibration systems."""
+        return {name: self.systems[name].profile for name in self.calibration_roles}
+
+    def input_path(self, path: str) -> str:
+        """Where the workflow reads the file the config names at `path` (`input_path`)."""
+        return input_path(path, self.workflow_dir)
+
+    def check_imported_counts(self, session_counts: dict[str, int]) -> None:
+        """Raise a ConfigError naming each bound on sessions and jobs an imported corpus of `session_counts`
+        (system -> its dialogues) passes (`check_session_and_job_counts`)."""
+        check_session_and_job_counts(self.config, session_counts)
+
+
+def resolve_experiment(config: dict, workflow_dir: str | Path) -> Experiment:
+    """The experiment `config` (defaults filled in) asks of the workflow at `workflow_dir`, resolved once."""
+    workflow_dir = Path(workflow_dir)
+    importing = imports_sessions(config)
+    entries = [] if importing else config.get("systems", [])
+    systems = {entry["name"]: SimulatedSystem.of(entry, config) for entry in entries}
+    if len(systems) != len(entries):
+        raise ValueError("config 'systems': every system needs a unique name")
+    voice, realism = voice_corpus(config), realism_reference(config)
+    paraphrased = not importing and config.get("simulator", {}).get("paraphrase", {}).get("enabled")
+    judged = config.get("judge", {}).get("enabled")
+    roles = {} if importing else calibration_roles(config["systems"])
+    return Experiment(
+        config=config,
+        workflow_dir=workflow_dir,
+        importing=importing,
+        corpus_manifest=corpus_manifest(config),
+        systems=systems,
+        systems_with_voice=tuple(name for name, system in systems.items() if system.needs_voice) if voice else (),
+        user_profiles={system.profile: system.profile_settings for system in systems.values()},
+        voice_corpus=input_path(voice, workflow_dir) if voice else None,
+        realism_reference=input_path(realism, workflow_dir) if realism else None,
+        paraphrase_prompt=input_path(PARAPHRASE_PROMPT, workflow_dir) if paraphrased else None,
+        scoring_backends=scoring_backends(config),
+        scoring_threads=scoring_threads(config),
+        scoring_reads_lda=scoring_reads_lda(config),
+        embedding_users=embedding_users(config),
+        topics_prompt=input_path(TOPICS_PROMPT, workflow_dir) if scoring_backends(config) else None,
+        judge=JudgeJobs.of(config) if judged else None,
+        panel={name: JudgeJobs.of(config, name) for name in panel_names(config)},
+        figures=figures(config),
+        scatter_columns=scatter_columns(config),
+        distribution_columns=families.distribution_columns(config["scoring"]),
+        figure_params=families.figure_params(config["scoring"]),
+        calibration_roles=roles,
+        validity=len(roles) >= 3,
+        people={corpus["name"]: corpus for corpus in config.get("human_agreement", {}).get("corpora", [])},
+        trials=config["sessions"].get("trials", 1),
+        backends=experiment_backends(config),
+        prompts=prompts_used(config),
+        other_inputs=other_inputs(config),
+        provenance_inputs=provenance_inputs(config, workflow_dir),
+    )
+
+
+# ------------------------------------------------------------------ the config schema
+
+
+@functools.lru_cache(maxsize=1)
+def config_schema() -> dict:
+    """The schema every config is checked against and filled from: the file's, which names no kind, with each
+    registry's part composed in (crseval.core.config_checks.compose_schema): the agent kinds' and the LLM
+    backends' names and keys, the metric families' and corpus formats' names and the defaults that name them.
+    One shared copy: do not change it."""
+    parts = (agent_schema(), backend_schema(), families.schema_part(), format_schema())
+    return compose_schema(config_checks.load_schema(), parts)

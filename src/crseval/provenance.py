@@ -28,20 +28,11 @@ from pathlib import Path
 
 import crseval
 from crseval.core.canonical import MISSING, canonical_sha, changed_settings
-from crseval.core.experiment import imports_sessions
 from crseval.core.io import atomic_path, sha256_file
 from crseval.core.redact import redact_url
 from crseval.llm.backends import backend_kind
 from crseval.llm.models import EMBEDDED_MODELS, source_packages
-from crseval.planning import (
-    backends_used,
-    embedding_users,
-    input_path,
-    other_inputs,
-    prompts_used,
-    resolved,
-    user_profiles_settings,
-)
+from crseval.planning import Experiment, input_path, resolve_experiment
 from crseval.stage_digests import JobCode, parse_code_param, stage_digests
 
 # 2: `outputs`, the tables, statistics and figures the record describes, with their sha256
@@ -151,17 +142,14 @@ def redact(value):
     return redact_url(value) if isinstance(value, str) else value
 
 
-def external_systems(config: dict, workflow_dir: str | Path) -> list[dict]:
+def external_systems(experiment: Experiment) -> list[dict]:
     """What each recommender under test from outside (an external agent kind: it answers the conversation
     itself) says it is: its describe(), which names no secret (crseval.simulate.systems.agent_kind)."""
-    if imports_sessions(config):
-        return []
     described = []
-    for system in config.get("systems", []):
-        entry = resolved(system, config)
+    for entry in (system.resolved for system in experiment.systems.values()):
         if entry.kind.external:
-            prompt = input_path(entry.prompt, workflow_dir) if entry.prompt_key else None
-            described.append({"system": entry.name, **entry.kind.describe(system, prompt)})
+            prompt = experiment.input_path(entry.prompt) if entry.prompt_key else None
+            described.append({"system": entry.name, **entry.kind.describe(entry.entry, prompt)})
     return described
 
 
@@ -339,10 +327,11 @@ def describe_embedding_model(users: list[str], cache: HashCache | None = None) -
     return record
 
 
-def describe_models(config: dict, cache: HashCache | None = None) -> list[dict]:
-    """One entry per distinct backend setting, with every config key that uses it."""
+def describe_models(backends: dict[str, dict], cache: HashCache | None = None) -> list[dict]:
+    """One entry per distinct backend setting, with every config key that uses it (`backends`: config key ->
+    backend, crseval.planning.Experiment.backends)."""
     entries: dict[str, dict] = {}
-    for user, backend in backends_used(config):
+    for user, backend in backends.items():
         key = json.dumps(backend, sort_keys=True)
         if key not in entries:
             entries[key] = {"used_by": []} | describe_backend(backend, cache)
@@ -510,8 +499,9 @@ def build(
     `source_dir`, whose shipped files the config may name (crseval.planning.input_path),
     describing the `outputs` (tables, statistics, figures) made with that config, with the code
     the jobs behind them ran with as Snakemake's `job_records` hold it (None: read none)."""
+    experiment = resolve_experiment(config, source_dir)
     cache = HashCache(hash_cache)
-    users = embedding_users(config)
+    users = experiment.embedding_users
     ran = read_job_records(outputs, results_dir, job_records) if job_records is not None else None
     record = {
         "schema_version": SCHEMA_VERSION,
@@ -521,25 +511,25 @@ def build(
         "crseval": crseval_version() | {"jobs": ran.summary() if ran else None},
         "source": git_state(source_dir),
         "packages": package_versions(),
-        "models": describe_models(config, cache),
+        "models": describe_models(experiment.backends, cache),
         "embedding_model": describe_embedding_model(users, cache) if users else None,
         "catalog": file_record(config["catalog"]["path"], workflow_dir=source_dir),
         "prompts": [
             file_record(path, workflow_dir=source_dir) | {"used_by": used_by}
-            for path, used_by in sorted(prompts_used(config).items())
+            for path, used_by in sorted(experiment.prompts.items())
         ],
         "other_inputs": [
             file_record(path, workflow_dir=source_dir) | {"config_key": key}
-            for key, paths in other_inputs(config).items()
+            for key, paths in experiment.other_inputs.items()
             for path in paths
         ],
         # the settings of each simulated user's profile, which the config names only
-        "user_profiles": user_profiles_settings(config),
+        "user_profiles": experiment.user_profiles,
         "machine": machine(),
         "outputs": output_records(outputs, results_dir),
-        "stages": stage_digests(config, source_dir, ran.jobs if ran else None),
+        "stages": stage_digests(config, source_dir, ran.jobs if ran else None, experiment),
     }
-    if external := external_systems(config, source_dir):
+    if external := external_systems(experiment):
         record["external_systems"] = external
     cache.save()
     return record

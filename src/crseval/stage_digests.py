@@ -48,7 +48,6 @@ from functools import lru_cache
 from pathlib import Path
 
 from crseval.core.canonical import canonical_sha, without_runtime
-from crseval.core.experiment import imports_sessions
 from crseval.core.io import sha256_file
 from crseval.core.redact import redact_url
 from crseval.llm.backends import backend_kind
@@ -56,10 +55,10 @@ from crseval.llm.models import EMBEDDED_MODELS
 from crseval.planning import (
     PARAPHRASE_PROMPT,
     TOPICS_PROMPT,
+    Experiment,
+    SimulatedSystem,
     input_path,
-    resolved,
-    scoring_backends,
-    user_profiles_settings,
+    resolve_experiment,
 )
 
 # The library code of the simulated user: a part of what the simulate step runs, digested apart (SCRIPT_PARTS) so
@@ -350,9 +349,9 @@ def catalog_stage(config: dict, workflow_dir: Path, code: StageCode) -> dict:
     return _stage({"catalog": settings}, code("index_catalog.py"))
 
 
-def user_stage(config: dict, workflow_dir: Path, code: StageCode) -> dict:
-    sessions = config.get("sessions", {})
-    if imports_sessions(config):
+def user_stage(config: dict, experiment: Experiment, code: StageCode) -> dict:
+    sessions, workflow_dir = config.get("sessions", {}), experiment.workflow_dir
+    if experiment.importing:
         files = sorted(glob.glob(sessions["import_paths"]))
         return _stage(
             {
@@ -373,28 +372,28 @@ def user_stage(config: dict, workflow_dir: Path, code: StageCode) -> dict:
     return _stage(
         {
             "simulator": simulator,
-            "profiles": user_profiles_settings(config),
+            "profiles": experiment.user_profiles,
             "sessions": {"seed": sessions.get("seed"), "turns": sessions.get("turns")},
         },
         code(part_name(USER_CODE)),
     )
 
 
-def system_stage(system: dict, config: dict, workflow_dir: Path, code: StageCode) -> dict:
-    entry = resolved(system, config)
-    settings = {key: value for key, value in without_runtime(system).items() if key not in ("name", "profile")}
+def system_stage(system: SimulatedSystem, config: dict, workflow_dir: Path, code: StageCode) -> dict:
+    entry = system.resolved
+    settings = {key: value for key, value in without_runtime(entry.entry).items() if key not in ("name", "profile")}
     if entry.prompt_key:
         settings[entry.prompt_key] = _content(entry.prompt, workflow_dir)
     if entry.backend is not None:
         settings["backend"] = _model(entry.backend, workflow_dir)
-    return _stage({"system": settings, "agent": config.get("agent")}, code("simulate.py", system=system["name"]))
+    return _stage({"system": settings, "agent": config.get("agent")}, code("simulate.py", system=entry.name))
 
 
-def metrics_stage(config: dict, workflow_dir: Path, code: StageCode) -> dict:
+def metrics_stage(config: dict, experiment: Experiment, code: StageCode) -> dict:
     scoring = {
         key: value for key, value in copy.deepcopy(config.get("scoring", {})).items() if key != "embedding_cache"
     }
-    backends = scoring_backends(config)
+    backends, workflow_dir = experiment.scoring_backends, experiment.workflow_dir
     return _stage(
         {
             "scoring": scoring,
@@ -427,22 +426,23 @@ def statistics_stage(config: dict, workflow_dir: Path, code: StageCode) -> dict:
     return _stage({"stats": config.get("stats")}, code(*scripts))
 
 
-def stage_digests(config: dict, workflow_dir: str | Path, jobs: list[JobCode] | None = None) -> dict:
+def stage_digests(
+    config: dict, workflow_dir: str | Path, jobs: list[JobCode] | None = None, experiment: Experiment | None = None
+) -> dict:
     """Every stage's {digest, settings} for the resolved `config` run by the workflow at `workflow_dir`
-    (systems by name: {name: {digest, settings}}), with the code `jobs` ran with (None: the tree's)."""
+    (systems by name: {name: {digest, settings}}), with the code `jobs` ran with (None: the tree's). `experiment`:
+    the config resolved for that workflow (crseval.planning.resolve_experiment), when the caller has it."""
     workflow_dir = Path(workflow_dir)
+    experiment = experiment or resolve_experiment(config, workflow_dir)
     code = StageCode(workflow_dir, jobs)
-    # an imported corpus's systems answered elsewhere: what they were is the corpus's (the user stage)
-    systems = (
-        {}
-        if imports_sessions(config)
-        else {system["name"]: system_stage(system, config, workflow_dir, code) for system in config["systems"]}
-    )
+    # an imported corpus's systems answered elsewhere: what they were is the corpus's (the user stage); the
+    # experiment simulates none
+    systems = {name: system_stage(system, config, workflow_dir, code) for name, system in experiment.systems.items()}
     return {
         "catalog": catalog_stage(config, workflow_dir, code),
-        "user": user_stage(config, workflow_dir, code),
+        "user": user_stage(config, experiment, code),
         "systems": systems,
-        "metrics": metrics_stage(config, workflow_dir, code),
+        "metrics": metrics_stage(config, experiment, code),
         "judge": judge_stage(config, workflow_dir, code),
         "statistics": statistics_stage(config, workflow_dir, code),
     }

@@ -1,9 +1,11 @@
 """What the stages share: the experiment's systems and shards, paths, and every helper function.
 
-Included first by the Snakefile. A stage file defines its rules and the few values only its rules
-read (stats.smk: the systems matched across user profiles; findings.smk: the pages the findings page
-links to, which need the other stages' rules); a rule refers to the files of a rule defined before it as
-`rules.<name>.output`.
+Included first by the Snakefile. What the config asks of the workflow (the systems and the user profiles they
+meet, the LLMs, threads and concurrency of each job, the files read, the figures drawn, the optional outputs) is
+resolved once, as EXPERIMENT (crseval.planning.Experiment), which every rule file reads. A stage file defines its
+rules and the few values only its rules read (stats.smk: the systems matched across user profiles; findings.smk:
+the pages the findings page links to, which need the other stages' rules); a rule refers to the files of a rule
+defined before it as `rules.<name>.output`.
 """
 
 import glob as _glob
@@ -15,19 +17,19 @@ from crseval.core.canonical import canonical_json as canonical
 from crseval.core.canonical import canonical_sha, without_runtime
 from crseval.stage_digests import code_param
 from crseval.core.config_files import load_config_file
-from crseval.core.experiment import imports_sessions, results_dir
+from crseval.core.experiment import results_dir
 from crseval.corpora import formats as import_formats
 from crseval.simulate.user import voice_learning
-from crseval.corpora.manifest import plan_corpus, shard_slices, write_if_changed
+from crseval.corpora.manifest import build_manifest, shard_slices, write_if_changed
 from crseval.core.io import sha256_file
 from crseval.core.shards import n_shards, parse_shard_name, shard_indices, shard_name
 
 # ------------------------------------------------------------------ paths
 
-EXPERIMENT = config["experiment"]
 # Outputs, caches and the files a user names are relative to the working directory; the workflow's
 # own files (rule scripts, envs, report captions) to the rule files, the shipped resources to the
 # workflow's folder WORKFLOW_DIR (set by the Snakefile) through input_path.
+EXPERIMENT = planning.resolve_experiment(config, WORKFLOW_DIR)
 RESULTS = results_dir(config)
 ENV = "../../envs/crseval.yaml"  # relative to the rule files
 SESSION_SCHEMA = str(session_records.SESSION_SCHEMA)  # package data of the library
@@ -43,7 +45,7 @@ wildcard_constraints:
 def input_path(path):
     """The file the config names at `path`: in the working directory, else shipped with the workflow
     (crseval.planning.input_path; config/README.md, "Paths")."""
-    return planning.input_path(path, WORKFLOW_DIR)
+    return EXPERIMENT.input_path(path)
 
 
 # ------------------------------------------------------------------ config slices in params
@@ -105,36 +107,34 @@ def llm_slots(concurrency):
 # docs/importing.md). No job lists the corpus files: planning writes the corpus manifest (what
 # each file holds, cached by size and modification time) and one slice file per shard, rewritten
 # only when its sessions change; an import job depends on its slice (crseval.corpora.manifest).
-IMPORTING = imports_sessions(config)
+IMPORTING = EXPERIMENT.importing
 SHARD_SIZE = config["sessions"]["shard_size"]
 VOTES_FILE = None  # the votes of an imported corpus (sessions.import_votes), when it has them
-CORPUS_MANIFEST = planning.corpus_manifest(config)
+CORPUS_MANIFEST = EXPERIMENT.corpus_manifest
 IMPORT_SLICE = f"{RESULTS}/sessions/import/{{system}}/{{shard}}.slice.json"
 IMPORT_FILMS = f"{RESULTS}/sessions/import/{{system}}/{{shard}}.films.json"
 if IMPORTING:
     IMPORT_FORMAT = config["sessions"]["import_format"]
     # an empty match was stopped by check_inputs (Snakefile), naming sessions.import_paths
     VOTES_FILE = config["sessions"].get("import_votes")
-    CORPUS = plan_corpus(_glob.glob(config["sessions"]["import_paths"]), IMPORT_FORMAT, CORPUS_MANIFEST)
+    CORPUS = build_manifest(_glob.glob(config["sessions"]["import_paths"]), IMPORT_FORMAT, CORPUS_MANIFEST)
     SESSION_COUNTS = {system: len(sessions) for system, sessions in CORPUS["sessions"].items()}
-    planning.check_plan(config, SESSION_COUNTS)  # sessions.max_sessions and max_jobs, before the shards are cut
+    EXPERIMENT.check_imported_counts(SESSION_COUNTS)  # sessions.max_sessions and max_jobs, before the shards are cut
     # The users' verdicts read by human_agreement, the format's primary verdict when it is binary (an
     # ordinal verdict is judged by human_agreement.corpora's agreement with people, which reads both scales).
-    _VERDICTS = import_formats.reader(IMPORT_FORMAT).verdicts
+    _VERDICTS = import_formats.corpus_format(IMPORT_FORMAT).verdicts
     HUMAN_LABELS = CORPUS["labelled"] and bool(_VERDICTS) and _VERDICTS[0].scale == "binary"
     HUMAN_VERDICT = _VERDICTS[0].column if HUMAN_LABELS else None
     SYSTEMS = {name: {"name": name, "agent": "imported"} for name in SESSION_COUNTS}
     for (_system, _shard), _piece in shard_slices(CORPUS, SHARD_SIZE).items():
         write_if_changed(IMPORT_SLICE.format(system=_system, shard=_shard), _piece)
 else:
-    SYSTEMS = {system["name"]: system for system in config["systems"]}
-    if len(SYSTEMS) != len(config["systems"]):
-        raise ValueError("config 'systems': every system needs a unique name")
+    SYSTEMS = {name: system.resolved.entry for name, system in EXPERIMENT.systems.items()}
     SESSION_COUNTS = {name: config["sessions"]["count"] for name in SYSTEMS}
     HUMAN_LABELS = False  # simulated users give no verdicts
 # How often each simulated user meets each system: every trial after the first has shards of its own
 # (crseval.core.shards.shard_name), so adding trials adds jobs and changes none.
-TRIALS = config["sessions"]["trials"]
+TRIALS = EXPERIMENT.trials
 
 # Every (system, shard name) of the experiment, in the order of the per-shard inputs and outputs:
 # a system's shards of the first trial, then of the next.
@@ -176,19 +176,18 @@ def simulator_params():
 
 def system_user_profile(wildcards):
     """The settings of the user profile the system meets: editing a profile re-runs its sessions."""
-    return canonical(planning.user_profile_settings(SYSTEMS[wildcards.system], config))
+    return canonical(EXPERIMENT.systems[wildcards.system].profile_settings)
 
 
 def system_voice(wildcards):
     """The learned voice's pools, for a system whose user speaks with it; none for the others."""
-    return rules.learn_voice.output.voice if SYSTEMS_WITH_VOICE.get(wildcards.system) else []
+    return rules.learn_voice.output.voice if wildcards.system in EXPERIMENT.systems_with_voice else []
 
 
 def system_prompt(wildcards):
     """The prompt file the system's kind reads (its `prompt` or `system_prompt`; none for most kinds)."""
-    system = SYSTEMS[wildcards.system]
-    key = planning.system_prompt_key(system)
-    return input_path(system[key]) if key else []
+    system = EXPERIMENT.systems[wildcards.system].resolved
+    return input_path(system.prompt) if system.prompt_key else []
 
 
 def scored_prompt(wildcards):
@@ -197,28 +196,26 @@ def scored_prompt(wildcards):
     (crseval.metrics.grounded.SystemPrompt)."""
     if IMPORTING:
         return {}
-    system = SYSTEMS[wildcards.system]
-    key = planning.system_prompt_key(system)
-    return {key: input_path(system[key])} if key else {}
+    system = EXPERIMENT.systems[wildcards.system].resolved
+    return {system.prompt_key: input_path(system.prompt)} if system.prompt_key else {}
 
 
 def system_llm_slots(wildcards):
     """Requests a simulate job of the system keeps in flight (0 without LLM calls)."""
-    system = SYSTEMS[wildcards.system]
-    takes_slots = planning.simulate_takes_slots(system, config)
-    return llm_slots(planning.simulate_concurrency(system, config)) if takes_slots else 0
+    system = EXPERIMENT.systems[wildcards.system]
+    return llm_slots(system.concurrency) if system.takes_slots else 0
 
 
 def system_threads(wildcards):
     """A model in the job's process gets its threads; other backends wait on a server."""
-    return planning.system_threads(SYSTEMS[wildcards.system], config)
+    return EXPERIMENT.systems[wildcards.system].threads
 
 
 # ------------------------------------------------------------------ scoring
 
 SCORING = config["scoring"]
 # Some selected metric family reads the LDA topic model.
-SCORING_USES_LDA = planning.scoring_reads_lda(config)
+SCORING_USES_LDA = EXPERIMENT.scoring_reads_lda
 
 
 def scoring_settings():
@@ -230,29 +227,25 @@ def scoring_settings():
 
 JUDGE = config["judge"]
 # The panel judges' names, in config order (none when the judge is off): each has jobs of its own.
-JUDGE_PANEL = planning.panel_names(config)
+JUDGE_PANEL = list(EXPERIMENT.panel)
 
 
-def judge_slots():
-    return llm_slots(planning.judge_concurrency(config))
-
-
-def judge_params(name=None):
-    """A judge's settings without the speed-only concurrency (the first judge's when `name` is None)."""
-    return canonical(without_runtime(planning.judge_settings(config, name)))
+def judge_params(jobs):
+    """A judge's settings without the speed-only concurrency (`jobs`: an EXPERIMENT.judge or .panel entry)."""
+    return canonical(without_runtime(jobs.settings))
 
 
 def panel_params(wildcards):
-    return judge_params(wildcards.judge)
+    return judge_params(EXPERIMENT.panel[wildcards.judge])
 
 
 def panel_threads(wildcards):
     """A model in the job's process gets its threads; other backends wait on a server."""
-    return planning.judge_threads(config, wildcards.judge)
+    return EXPERIMENT.panel[wildcards.judge].threads
 
 
 def panel_slots(wildcards):
-    return llm_slots(planning.judge_concurrency(config, wildcards.judge))
+    return llm_slots(EXPERIMENT.panel[wildcards.judge].concurrency)
 
 
 def panel_outputs(name):
@@ -262,25 +255,9 @@ def panel_outputs(name):
 
 # ------------------------------------------------------------------ the learned voice
 
-# The corpus a learned voice learns from (simulator.voice.corpus), or None; and, per system, whether its
-# user speaks with the voice.
-_VOICE = planning.voice_corpus(config)
-VOICE_CORPUS = input_path(_VOICE) if _VOICE else None
-SYSTEMS_WITH_VOICE = (
-    {
-        name: bool(
-            settings.get("learned")
-            or settings.get("fit")
-            or settings.get("wants") == "people"
-            or (config["simulator"]["paraphrase"]["enabled"] and config["simulator"]["paraphrase"].get("examples", 0))
-        )
-        for name, settings in (
-            (name, planning.user_profile_settings(system, config)) for name, system in SYSTEMS.items()
-        )
-    }
-    if VOICE_CORPUS
-    else {}
-)
+# The corpus a learned voice learns from (simulator.voice.corpus), where read, or None; the systems whose
+# simulate jobs need the voice are EXPERIMENT.systems_with_voice.
+VOICE_CORPUS = EXPERIMENT.voice_corpus
 # The corpus's content and the voice's settings name the pools (crseval.simulate.user.voice_learning.voice_key).
 VOICE_CORPUS_SHA256 = sha256_file(VOICE_CORPUS) if VOICE_CORPUS else None
 VOICE_KEY = voice_learning.voice_key(VOICE_CORPUS_SHA256, config["simulator"]["voice"]) if VOICE_CORPUS else None
@@ -288,26 +265,22 @@ VOICE_KEY = voice_learning.voice_key(VOICE_CORPUS_SHA256, config["simulator"]["v
 # ------------------------------------------------------------------ user realism
 
 # The real dialogues the simulated user turns are compared with (simulator.realism.reference), or None.
-_REALISM = planning.realism_reference(config)
-REALISM_REFERENCE = input_path(_REALISM) if _REALISM else None
+REALISM_REFERENCE = EXPERIMENT.realism_reference
 
 
 # ------------------------------------------------------------------ figures
 
 # The figures of the experiment, by file stem (the families and the judge add theirs to the base ones;
-# crseval.planning.figures), and the per-session scores TAS is plotted against.
-FIGURES = planning.figures(config)
-SCATTER = planning.scatter_columns(config)
+# crseval.planning.figures).
+FIGURES = EXPERIMENT.figures
 
 
 # ------------------------------------------------------------------ metric validity
 
 # System name -> calibration role (oracle, lag<k>, stubborn, random, parrot) of the calibration systems.
-CALIBRATION = planning.calibration_roles(config["systems"]) if not IMPORTING else {}
-# System name -> the user profile its sessions were simulated with, for the calibration systems.
-CALIBRATION_PROFILES = {name: planning.user_profile_of(SYSTEMS[name], config) for name in CALIBRATION}
+CALIBRATION = EXPERIMENT.calibration_roles
 # The validity table and figure need at least three calibration systems (config/calibration.yaml).
-VALIDITY = len(CALIBRATION) >= 3
+VALIDITY = EXPERIMENT.validity
 
 
 def calibration_module_config():
@@ -328,7 +301,7 @@ else:
 # ------------------------------------------------------------------ agreement with people
 
 # The corpora of people's verdicts every metric is judged against (human_agreement.corpora), by name.
-PEOPLE = {corpus["name"]: corpus for corpus in config["human_agreement"]["corpora"]}
+PEOPLE = EXPERIMENT.people
 
 
 def people_corpus_files(name):

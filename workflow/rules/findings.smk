@@ -78,9 +78,7 @@ rule findings:
         alpha=config["stats"]["alpha"],
         # the evidence a metric needs to lead, and the simulated users the run met (none for imported dialogues)
         lead=config["human_agreement"]["lead"],
-        profiles=(
-            sorted({planning.user_profile_of(system, config) for system in SYSTEMS.values()}) if not IMPORTING else []
-        ),
+        profiles=sorted(set(EXPERIMENT.profile_of.values())),
         # the readable summaries the page links to and the viewer's page, as the rules name them
         links=FINDINGS_LINKS,
         viewer=f"{rules.viewer.output[0]}/{VIEWER_PAGE}",

@@ -3,7 +3,7 @@
 The first judge (`judge.backend`) writes judge/<system>/shard-<k>.parquet; each panel judge
 (`judge.panel`) its own judge_panel/<name>/<system>/shard-<k>.parquet, in jobs of its own, so
 that changing one judge re-runs only that judge's jobs. A job's params are its judge's settings
-without the speed-only concurrency (crseval.planning.judge_settings; helpers in common.smk).
+without the speed-only concurrency (crseval.planning.JudgeJobs; helpers in common.smk).
 """
 
 if JUDGE["enabled"]:
@@ -20,12 +20,12 @@ if JUDGE["enabled"]:
             f"{RESULTS}/logs/judge/{{system}}/shard-{{shard}}.log",
         conda:
             ENV
-        threads: planning.judge_threads(config)
+        threads: EXPERIMENT.judge.threads
         resources:
-            llm_slots=judge_slots(),
+            llm_slots=llm_slots(EXPERIMENT.judge.concurrency),
             cpu_threads=cpu_threads,
         params:
-            judge=judge_params(),
+            judge=judge_params(EXPERIMENT.judge),
             # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
             code=library_code("judge.py"),
         script:

@@ -10,7 +10,7 @@ wildcard_constraints:
 rule people_sessions:
     input:
         **({"lda": rules.train_lda.output.model} if SCORING_USES_LDA else {}),
-        **({"topics_prompt": input_path(planning.TOPICS_PROMPT)} if planning.scoring_backends(config) else {}),
+        **({"topics_prompt": EXPERIMENT.topics_prompt} if EXPERIMENT.topics_prompt else {}),
         corpus=lambda wildcards: people_corpus_files(wildcards.corpus),
         votes=lambda wildcards: people_votes_file(wildcards.corpus),
         films=rules.index_catalog.output.films,
@@ -26,7 +26,7 @@ rule people_sessions:
         f"{RESULTS}/logs/people_sessions/{{corpus}}.log",
     conda:
         ENV
-    threads: planning.scoring_threads(config)
+    threads: EXPERIMENT.scoring_threads
     resources:
         cpu_threads=cpu_threads,
     params:

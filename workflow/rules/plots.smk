@@ -1,7 +1,5 @@
 """Figures (PNG for the report, SVG beside each) and the HTML report's captions."""
 
-from crseval.metrics import families as metric_families
-
 
 rule plots:
     input:
@@ -23,12 +21,12 @@ rule plots:
         metrics=config["stats"]["metrics"],
         seed=config["stats"]["seed"],
         judged=JUDGE["enabled"],
-        scatter=SCATTER if "tas_scatter" in FIGURES else [],
+        scatter=EXPERIMENT.scatter_columns if "tas_scatter" in FIGURES else [],
         # the selected families' columns in the distributions figure
-        distributions=metric_families.distribution_columns(SCORING),
+        distributions=EXPERIMENT.distribution_columns,
         # figure -> the settings it is drawn with (the configured TAS weights, which the
         # weight-sensitivity grid holds and marks)
-        figure_params=metric_families.figure_params(SCORING),
+        figure_params=EXPERIMENT.figure_params,
         # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
         code=library_code("plots.py"),
     script:

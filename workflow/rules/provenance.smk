@@ -5,7 +5,7 @@ results/<experiment>/provenance.json (crseval.provenance; `crseval verify` check
 
 rule provenance:
     input:
-        **planning.provenance_inputs(config, WORKFLOW_DIR),
+        **EXPERIMENT.provenance_inputs,
         described=described_outputs(),
     output:
         report(f"{RESULTS}/provenance.json", caption="../report/provenance.rst", category="Provenance"),

@@ -34,7 +34,7 @@ if REALISM_REFERENCE:
             voice=config_slice("simulator", "voice"),
             stats=config_slice("stats"),
             # system name -> the user profile it met, for the shards in input.shards
-            profiles={name: planning.user_profile_of(system, config) for name, system in SYSTEMS.items()},
+            profiles=EXPERIMENT.profile_of,
             # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
             code=library_code("user_realism.py"),
         script:

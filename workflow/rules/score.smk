@@ -5,7 +5,7 @@ rule score:
     input:
         unpack(scored_prompt),
         **({"lda": rules.train_lda.output.model} if SCORING_USES_LDA else {}),
-        **({"topics_prompt": input_path(planning.TOPICS_PROMPT)} if planning.scoring_backends(config) else {}),
+        **({"topics_prompt": EXPERIMENT.topics_prompt} if EXPERIMENT.topics_prompt else {}),
         sessions=SESSION_SHARD,
         films=rules.index_catalog.output.films,
         concepts=rules.index_catalog.output.concepts,
@@ -16,7 +16,7 @@ rule score:
         f"{RESULTS}/logs/score/{{system}}/shard-{{shard}}.log",
     conda:
         ENV
-    threads: planning.scoring_threads(config)
+    threads: EXPERIMENT.scoring_threads
     resources:
         cpu_threads=cpu_threads,
     params:

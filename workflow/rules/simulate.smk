@@ -80,12 +80,8 @@ else:
             schema=SESSION_SCHEMA,
             prompt=system_prompt,
             voice=system_voice,
-            # the rewording's prompt, for a user whose turns an LLM rewords (simulator.paraphrase)
-            **(
-                {"paraphrase_prompt": input_path(planning.PARAPHRASE_PROMPT)}
-                if config["simulator"]["paraphrase"]["enabled"]
-                else {}
-            ),
+            # the rewording's prompt, for a user whose turns an LLM rewords (simulator.paraphrase); none otherwise
+            paraphrase_prompt=EXPERIMENT.paraphrase_prompt or [],
         output:
             SESSION_SHARD,
         log:

@@ -7,10 +7,8 @@ from crseval.statistics import user_robustness
 # identical except for `name` and `profile` (crseval.statistics.user_robustness.matched_systems). With two such
 # systems or more, under two profiles or more, `stats` also says whether the conclusions change with the user.
 USER_PROFILE_GROUPS = (
-    user_robustness.matched_systems(
-        config["systems"], {name: planning.user_profile_of(system, config) for name, system in SYSTEMS.items()}
-    )
-    if len(planning.profiles_used(config)) >= 2
+    user_robustness.matched_systems(config["systems"], EXPERIMENT.profile_of)
+    if len(EXPERIMENT.profiles_used) >= 2
     else {}
 )
 ROBUSTNESS = user_robustness.applies(USER_PROFILE_GROUPS)

@@ -27,7 +27,7 @@ if VALIDITY:
             ENV
         params:
             roles=CALIBRATION,
-            profiles=CALIBRATION_PROFILES,
+            profiles=EXPERIMENT.calibration_profiles,
             stats=config_slice("stats"),
             # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
             code=library_code("validity.py"),

@@ -45,7 +45,7 @@ if VOICE_CORPUS:
             ENV
         params:
             # system name -> the user profile it met, for the shards in input.shards
-            profiles={name: planning.user_profile_of(system, config) for name, system in SYSTEMS.items()},
+            profiles=EXPERIMENT.profile_of,
             # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
             code=library_code("user_audit.py"),
         script:

@@ -38,7 +38,7 @@ runner = build_shard_runner(
     templates_file=snakemake.input.templates,
     prompt_file=snakemake.input.prompt or None,  # an LLM system's prompt; none for the others
     voice_file=snakemake.input.voice or None,  # the learned voice's pools; none for the other profiles
-    paraphrase_prompt_file=snakemake.input.get("paraphrase_prompt"),  # with simulator.paraphrase on
+    paraphrase_prompt_file=snakemake.input.paraphrase_prompt or None,  # with simulator.paraphrase on
 )
 _, trial = parse_shard_name(snakemake.wildcards.shard)  # a repeated trial's shards carry it (sessions.trials)
 counts = runner.run(

@@ -321,7 +321,15 @@ def markdown(dialogues: pd.DataFrame, systems: pd.DataFrame, rankings: pd.DataFr
         ["kind", "strength"], ascending=[True, False]
     )
     lines += [f"- {sentence}" for sentence in order["sentence"]]
-    lines += [
+    lines += _per_dialogue(order)
+    lines += _per_system(systems)
+    lines += _system_rankings(rankings)
+    return "\n".join(lines) + "\n"
+
+
+def _per_dialogue(order: pd.DataFrame) -> list[str]:
+    """The dialogue table, strongest separation first within each kind of metric."""
+    lines = [
         "",
         "## Per dialogue",
         "",
@@ -336,7 +344,12 @@ def markdown(dialogues: pd.DataFrame, systems: pd.DataFrame, rankings: pd.DataFr
             f"{_number(row['beyond_length'])} [{_number(row['beyond_length_low'])}, "
             f"{_number(row['beyond_length_high'])}] |"
         )
-    lines += ["", "## Per system", ""]
+    return lines
+
+
+def _per_system(systems: pd.DataFrame) -> list[str]:
+    """The system table: satisfaction rates and, with votes, Bradley-Terry strengths and Elo."""
+    lines = ["", "## Per system", ""]
     voted = "bt_strength" in systems
     header = "| system | dialogues | satisfied | rate [95% Wilson] |" + (
         " Bradley-Terry [95% CI] | Elo | votes |" if voted else ""
@@ -360,7 +373,12 @@ def markdown(dialogues: pd.DataFrame, systems: pd.DataFrame, rankings: pd.DataFr
             f"against the average system, prior {BT_PRIOR:g}); CI: percentile bootstrap over votes. Elo: start 1000, "
             "K = 16, votes in time order (the settings of CRSArena-Dial's authors).",
         ]
-    lines += [
+    return lines
+
+
+def _system_rankings(rankings: pd.DataFrame) -> list[str]:
+    """Each metric's ranking of the systems against each human ranking (Kendall's tau)."""
+    lines = [
         "",
         "## System rankings",
         "",
@@ -376,7 +394,7 @@ def markdown(dialogues: pd.DataFrame, systems: pd.DataFrame, rankings: pd.DataFr
             f"| {row['label']} | {row['human_ranking']} | {row['systems']} | {_number(row['oriented_tau'])} "
             f"[{_number(row['oriented_ci_low'])}, {_number(row['oriented_ci_high'])}] |"
         )
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _metric_columns(sessions: pd.DataFrame) -> dict:

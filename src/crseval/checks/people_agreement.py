@@ -37,7 +37,7 @@ import pandas as pd
 from scipy.stats import norm
 
 from crseval.checks.human_agreement import session_metrics
-from crseval.corpora.formats import reader
+from crseval.corpora.formats import corpus_format
 from crseval.statistics.plan import adjusted_p_values
 
 NAN = math.nan
@@ -463,7 +463,7 @@ def corpora_of(entries: list[dict], tables: dict[str, tuple[pd.DataFrame, pd.Dat
     judged, metrics = [], {}
     for entry in entries:
         sessions, votes = tables[entry["name"]]
-        kind = reader(entry["format"])
+        kind = corpus_format(entry["format"])
         wanted = entry.get("verdicts")
         declared = [v for v in kind.verdicts if wanted is None or v.name in wanted]
         for position, verdict in enumerate(declared):

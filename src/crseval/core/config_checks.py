@@ -9,6 +9,19 @@ wrong numbers, or fails late with an exception that names no key. config/README.
 lists the rules. The rules of a pluggable kind (a metric family's weights, an agent kind's entry) are
 declared by the kind and passed in by crseval.planning.check_config, the check the workflow runs.
 
+The schema file names no kind. An agent kind or an LLM backend declares the keys its entry takes,
+each with its type, bounds and description, in the module that implements it; a registry of kinds
+hands over what the schema needs of its kinds as a `SchemaPart`: the names a key may take, the
+defaults that name a kind, and for entries told apart by a key (a system's `agent`, a backend's
+`type`) a `Dispatch` with every kind's keys. Core cannot import the kinds, so the layer that knows
+them (crseval.planning.config_schema) gathers the parts, composes the schema with `compose_schema`
+and hands it to each check here. The file alone (`load_schema`) holds every default but the ones that
+name a kind. A dispatching entry's schema is its keys (the file's, which every kind takes, and each
+kind's) and one if/then block per kind that allows exactly the keys the kind takes and requires the
+ones it must give: if/then rather than oneOf, so that a mistake is reported at the key that is wrong,
+not as "not valid under any of the given schemas" at the whole entry. Kinds that take the same keys
+share one block, so that the docs name them together.
+
 Some configs run and give right numbers but leave a metric nothing to measure: `check_config` logs a
 warning for each (`config_warnings` lists them), starting with its key path like a problem, and the run
 goes on.
@@ -25,8 +38,9 @@ import functools
 import logging
 import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 import yaml
 from jsonschema import Draft202012Validator, validators
@@ -52,13 +66,14 @@ def key_path(path) -> str:
     return text or "config"
 
 
-def fill_defaults(config: Any, schema_path: str | Path = SCHEMA_PATH) -> None:
-    """Write the schema's default into `config`, in place, for every setting it leaves out.
+def fill_defaults(config: Any, schema: dict) -> None:
+    """Write the default of `schema` (crseval.planning.config_schema) into `config`, in place, for every
+    setting it leaves out.
 
     A section that is left out and has a default (`{}`) is created, then filled key by key, so an old
     config gains whole sections added since. Values of the wrong shape are left for check_config.
     """
-    _fill(config, load_schema(str(schema_path)))
+    _fill(config, schema)
 
 
 def _fill(value: Any, schema: dict) -> None:
@@ -74,29 +89,30 @@ def _fill(value: Any, schema: dict) -> None:
 @functools.lru_cache(maxsize=1)
 def _default_config() -> dict:
     config: dict = {}
-    fill_defaults(config)
+    fill_defaults(config, load_schema())
     return config
 
 
 def schema_defaults(*path: str) -> dict:
     """The schema's default of every setting of the section at `path` (("scoring", "tas")): a settings
-    class takes its defaults from here, so that each default is written once, in the schema."""
+    class takes its defaults from here, so that each default is written once, in the schema (the file's:
+    a section whose settings name no kind)."""
     section = _default_config()
     for key in path:
         section = section[key]
     return copy.deepcopy(section)
 
 
-def effective_config(*paths: str | Path, schema_path: str | Path = SCHEMA_PATH, rules: tuple[Rule, ...] = ()) -> dict:
+def effective_config(*paths: str | Path, schema: dict, rules: tuple[Rule, ...] = ()) -> dict:
     """The config the workflow runs with `--configfile <paths...>`: the files merged in order (a later
-    file's mapping updates the earlier one's, key by key, as Snakemake merges them), the schema's defaults
-    filled in, checked. Shipped configs hold only what they change; this shows the rest."""
+    file's mapping updates the earlier one's, key by key, as Snakemake merges them), the defaults of
+    `schema` filled in, checked. Shipped configs hold only what they change; this shows the rest."""
 
     merged: dict = {}
     for path in paths:
         _merge(merged, load_config_file(path))  # a ConfigFileError if crseval does not read the file
-    fill_defaults(merged, schema_path)
-    check_config(merged, schema_path, rules)
+    fill_defaults(merged, schema)
+    check_config(merged, schema, rules)
     return merged
 
 
@@ -108,8 +124,9 @@ def _merge(into: dict, update: dict) -> None:
             into[key] = copy.deepcopy(value)
 
 
-def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH, rules: tuple[Rule, ...] = ()) -> None:
-    """Raise one ConfigError listing every problem of `config`; return if there is none.
+def check_config(config: Any, schema: dict, rules: tuple[Rule, ...] = ()) -> None:
+    """Raise one ConfigError listing every problem of `config` against `schema` (crseval.planning.config_schema)
+    and the rules; return if there is none.
 
     The config is checked as the workflow uses it, with the schema's defaults filled in (on a copy:
     `config` is not changed), so that the rules that relate values see the defaults too. `rules` adds
@@ -121,8 +138,8 @@ def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH, rules: tupl
     if oversized:
         raise ConfigError(oversized)
     filled = copy.deepcopy(config)
-    fill_defaults(filled, schema_path)
-    problems = [*_schema_problems(filled, str(schema_path)), *_rule_problems(filled)]
+    fill_defaults(filled, schema)
+    problems = [*_schema_problems(filled, schema), *_rule_problems(filled)]
     problems += [problem for rule in rules for problem in rule(filled)]
     if problems:
         raise ConfigError(list(dict.fromkeys(problems)))
@@ -130,21 +147,136 @@ def check_config(config: Any, schema_path: str | Path = SCHEMA_PATH, rules: tupl
         log.warning("config warning: %s", warning)
 
 
-def config_warnings(config: Any, schema_path: str | Path = SCHEMA_PATH) -> list[str]:
-    """What a config runs with but cannot measure, one line each starting with its key path (the schema's
-    defaults filled in, on a copy); check_config logs each as a warning once the config has no problem."""
+def config_warnings(config: Any, schema: dict) -> list[str]:
+    """What a config runs with but cannot measure, one line each starting with its key path (the defaults of
+    `schema` filled in, on a copy); check_config logs each as a warning once the config has no problem."""
     filled = copy.deepcopy(config)
-    fill_defaults(filled, schema_path)
+    fill_defaults(filled, schema)
     return list(dict.fromkeys(_rule_warnings(filled)))
 
 
 @functools.lru_cache(maxsize=4)
 def load_schema(schema_path: str | Path = SCHEMA_PATH) -> dict:
-    """The config schema (one shared copy: do not change it). Read with libyaml where PyYAML has it, and not
-    checked against the JSON Schema meta-schema here: every job reads it, and the check (a quarter of a second)
-    belongs to the tests (tests/test_config_defaults.py), since the schema ships with the code."""
+    """The config schema file, without the kinds' parts (one shared copy: do not change it). Read with libyaml
+    where PyYAML has it, and not checked against the JSON Schema meta-schema here: every job reads it, and the
+    check (a quarter of a second) belongs to the tests (tests/test_config_defaults.py), since the schema ships
+    with the code."""
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     return yaml.load(Path(schema_path).read_text(), Loader=loader)  # noqa: S506 (a safe loader)
+
+
+# ------------------------------------------------------------------ the kinds' parts of the schema
+
+
+@dataclass(frozen=True)
+class KindKeys:
+    """What one kind of a dispatching entry takes beyond the keys every kind's entry takes."""
+
+    name: str  # its value of the dispatching key
+    keys: Mapping[str, dict]  # key -> its schema, as config/README.md shows it
+    required: tuple[str, ...] = ()  # the keys among them its entry must give
+    # key -> what the kind asks of the key beyond its schema (an LLM's `options`: every sampling option)
+    narrowed: Mapping[str, dict] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """Entries of several kinds told apart by one key: the `$defs` entry `entry`, whose `key` names the kind."""
+
+    entry: str
+    key: str
+    kinds: tuple[KindKeys, ...]  # in the order of the key's enum
+    block_order: tuple[str, ...] = ()  # the kinds' if/then blocks in this order (default: the enum's)
+    key_order: tuple[str, ...] = ()  # the entry's keys named here come first, in this order (the README's rows)
+
+
+@dataclass(frozen=True)
+class SchemaPart:
+    """What a registry of kinds adds to the config schema."""
+
+    # path of a node of the file's schema -> keywords set there (an `enum` of the kinds' names, a `default`)
+    settings: Mapping[tuple[str, ...], Mapping[str, Any]] = field(default_factory=dict)
+    dispatch: Dispatch | None = None
+
+
+def compose_schema(base: dict, parts: Iterable[SchemaPart]) -> dict:
+    """The schema `base` (the file's, not changed) with every part composed in; a ValueError when a part
+    names a node the schema does not have, or two kinds give one key different schemas."""
+    schema = copy.deepcopy(base)
+    for part in parts:
+        for path, keywords in part.settings.items():
+            _node(schema, path).update(copy.deepcopy(dict(keywords)))
+        if part.dispatch is not None:
+            _dispatch(_node(schema, ("$defs", part.dispatch.entry)), part.dispatch)
+    return schema
+
+
+def _node(schema: dict, path: tuple[str, ...]) -> dict:
+    node = schema
+    for depth, key in enumerate(path):
+        if not isinstance(node, dict) or not isinstance(node.get(key), dict):
+            raise ValueError(f"the config schema has no {'/'.join(path[: depth + 1])} to compose a kind's part into")
+        node = node[key]
+    return node
+
+
+def _dispatch(entry: dict, dispatch: Dispatch) -> None:
+    """The entry's enum of kinds, its keys (each kind's added to the common ones) and a block per kind."""
+    common = list(entry["properties"])
+    keys: dict[str, dict] = {}
+    for kind in dispatch.kinds:
+        for key, sub in kind.keys.items():
+            if key in common or keys.setdefault(key, sub) != sub:
+                raise ValueError(
+                    f"$defs.{dispatch.entry}.{key}: the {dispatch.key} {kind.name!r} gives the key a schema of its "
+                    "own, where another kind or every entry has one: a key shared by several kinds is declared once"
+                )
+    named = {**entry["properties"][dispatch.key], "enum": [kind.name for kind in dispatch.kinds]}
+    every = {**entry["properties"], dispatch.key: named, **copy.deepcopy(keys)}
+    first = [key for key in dispatch.key_order if key in every]
+    entry["properties"] = {key: every[key] for key in [*first, *(key for key in every if key not in first)]}
+    entry["allOf"] = _blocks(dispatch, common)
+
+
+def _blocks(dispatch: Dispatch, common: list[str]) -> list[dict]:
+    """One if/then block per kind, in `block_order`; kinds whose blocks are the same share one."""
+    by_name = {kind.name: kind for kind in dispatch.kinds}
+    order = list(dispatch.block_order or by_name)
+    if sorted(order) != sorted(by_name):
+        raise ValueError(f"$defs.{dispatch.entry}: the block order {order} is not one of the kinds {list(by_name)}")
+    groups: list[tuple[list[str], dict]] = []
+    for name in order:
+        then = _then(by_name[name], common)
+        same = next((names for names, other in groups if other == then), None)
+        if same is None:
+            groups.append(([name], then))
+        else:
+            same.append(name)
+    return [
+        {
+            "if": {
+                "required": [dispatch.key],
+                "properties": {dispatch.key: {"const": names[0]} if len(names) == 1 else {"enum": names}},
+            },
+            "then": then,
+        }
+        for names, then in groups
+    ]
+
+
+def _then(kind: KindKeys, common: list[str]) -> dict:
+    """The keys the kind's entry may have (`{}`: checked by the entry's own schema of the key) and those it must
+    give; additionalProperties sees only the properties beside it, so the common keys are listed too."""
+    if not set(kind.required) | set(kind.narrowed) <= set(kind.keys):
+        raise ValueError(f"{kind.name}: a key it requires or narrows is not one of its keys {list(kind.keys)}")
+    then: dict[str, Any] = {"additionalProperties": False}
+    if kind.required:
+        then["required"] = list(kind.required)
+    then["properties"] = {key: {} for key in common} | {key: dict(kind.narrowed.get(key, {})) for key in kind.keys}
+    return then
+
+
+# ------------------------------------------------------------------ checking against it
 
 
 @functools.lru_cache(maxsize=None)
@@ -179,13 +311,22 @@ def _pattern(validator, pattern: str, instance: Any, schema: dict) -> Iterator[V
 ConfigValidator = validators.extend(Draft202012Validator, {"pattern": _pattern})
 
 
-@functools.lru_cache(maxsize=4)
-def _validator(schema_path: str) -> Draft202012Validator:
-    return ConfigValidator(load_schema(schema_path))
+# id of a schema -> the schema (kept, so that its id names it) and its validator, built once per schema.
+_VALIDATORS: dict[int, tuple[dict, Draft202012Validator]] = {}
+VALIDATORS_KEPT = 4
 
 
-def _schema_problems(config: Any, schema_path: str) -> Iterator[str]:
-    for error in _validator(schema_path).iter_errors(config):
+def _validator(schema: dict) -> Draft202012Validator:
+    kept = _VALIDATORS.get(id(schema))
+    if kept is None:
+        if len(_VALIDATORS) >= VALIDATORS_KEPT:
+            _VALIDATORS.clear()
+        kept = _VALIDATORS[id(schema)] = (schema, ConfigValidator(schema))
+    return kept[1]
+
+
+def _schema_problems(config: Any, schema: dict) -> Iterator[str]:
+    for error in _validator(schema).iter_errors(config):
         if error.context:  # a oneOf/anyOf: the error of the alternative that fits best, at its key
             error = best_match(error.context)
         problem = f"{key_path(error.absolute_path)}: {_message(error)}"

@@ -8,7 +8,9 @@ The README's prose is written by hand; each table stands between two markers,
     <!-- end schema -->
 
 naming a top-level key of the schema, or `backend` or `options` (the LLM settings shared by
-systems, judge, paraphrase and extractors). Rewrite the tables after a change of the schema with
+systems, judge, paraphrase and extractors). The tables document the schema a config is checked
+against: the file's with every kind's part composed in (crseval.planning.config_schema). Rewrite them
+after a change of the schema or of a kind's keys with
 
     python -m crseval.core.config_docs config/README.md
 
@@ -18,23 +20,31 @@ systems, judge, paraphrase and extractors). Rewrite the tables after a change of
 from __future__ import annotations
 
 import argparse
+import importlib
 import re
 import sys
 from pathlib import Path
 
 import yaml
 
-from crseval.core.config_checks import load_schema
 from crseval.core.names import NAME_PATTERN
 
 MARKER = re.compile(r"(<!-- schema: (?P<name>[\w$]+) -->\n).*?(<!-- end schema -->)", re.S)
 SHARED = ("backend", "options")  # entries of $defs with a table of their own
 FORMATS = {"path": "path", "glob": "glob pattern"}
+# The function that composes the schema the tables document (module, name). Core imports nothing above it, so
+# the command line, the one caller with no schema in hand, asks for it by name when it runs.
+COMPOSER = ("crseval.planning", "config_schema")
 
 
-def render(readme: str, schema: dict | None = None) -> str:
+def composed_schema() -> dict:
+    """The config schema with every kind's part composed in, as COMPOSER gives it."""
+    module, name = COMPOSER
+    return getattr(importlib.import_module(module), name)()
+
+
+def render(readme: str, schema: dict) -> str:
     """`readme` with the table between every pair of markers generated anew from `schema`."""
-    schema = load_schema() if schema is None else schema
     return MARKER.sub(lambda m: m.group(1) + table(m["name"], schema) + m.group(3), readme)
 
 
@@ -175,13 +185,14 @@ def _markdown(header: list[str], rows: list[tuple[str, ...]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, schema: dict | None = None) -> int:
+    """Rewrite (or check) the README's tables from `schema` (default: the composed config schema)."""
     parser = argparse.ArgumentParser(description="Rewrite the tables of config/README.md from the config schema.")
     parser.add_argument("readme", type=Path, nargs="?", default=Path("config/README.md"))
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if the file is not up to date")
     args = parser.parse_args(argv)
     text = args.readme.read_text(encoding="utf-8")
-    generated = render(text)
+    generated = render(text, composed_schema() if schema is None else schema)
     if args.check:
         if generated != text:
             print(f"{args.readme} is not up to date: run python -m crseval.core.config_docs {args.readme}")

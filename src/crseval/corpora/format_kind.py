@@ -4,7 +4,7 @@ A corpus format (`sessions.import_format` in the config) is declared once, as a 
 module that reads it, and listed in crseval.corpora.formats. It declares only what is its own: how one
 of its files becomes dialogues (checked against the format, with the repairs only it makes), what its
 corpus calls a system, which dialogues repeat one another, whether its session ids can clash, whether
-it has labels and votes, and whether it is planned file by file. The rest is the same for every
+it has labels and votes, and whether its manifest lists it file by file. The rest is the same for every
 format and written once here, so that every format applies the shared rules in the same order and
 counts them under the same names: files in path order, system names as safe folder names, repeats
 skipped, the rules every dialogue shares (crseval.corpora.dialogue), dialogues without a turn
@@ -39,36 +39,38 @@ from crseval.language.concepts import ConceptMatcher
 
 
 @dataclass(frozen=True)
-class FilePlan:
-    """How a format of one session per file is planned file by file: crseval.corpora.manifest keeps
-    each file's plan, so that a re-plan of a large corpus reads only the files that changed."""
+class FileByFile:
+    """How a format of one session per file is read file by file: crseval.corpora.manifest keeps what
+    it read of each file (the file's entry), so that reading a large corpus again reads only the files
+    that changed, and an import job reads only the files of its slice."""
 
-    plan_file: Callable[[str | Path], dict]  # path -> what planning needs of the file, as JSON (cached)
-    # [(path, plan)] -> system -> [{path, turns, session_index, session_id}] in session order, and the
+    file_entry: Callable[[str | Path], dict]  # path -> what the manifest keeps of the file, as JSON (cached)
+    # [(path, its entry)] -> system -> [{path, turns, session_index, session_id}] in session order, and the
     # import report: the rules applied exactly as one import of every file applies them
     assign: Callable[[list[tuple[str, dict]]], tuple[dict[str, list[dict]], dict]]
     # (path, matcher, *, system, session_index, session_id, catalog_sha, config_sha) -> the file's session record
     import_file: Callable[..., dict]
-    # whether a cached plan (the manifest under results/, which may have been edited or cut off) is one
-    # `plan_file` writes; one that is not is planned again from its file
-    usable: Callable[[object], bool] = lambda plan: isinstance(plan, dict)
+    # whether a cached entry (the manifest under results/, which may have been edited or cut off) is one
+    # `file_entry` writes; one that is not is read again from its file
+    usable: Callable[[object], bool] = lambda entry: isinstance(entry, dict)
 
-    def import_planned(
+    def import_session(
         self,
         path: str | Path,
         matcher: ConceptMatcher | None,
         system: str,
-        entry: dict,
+        session: dict,
         catalog_sha: str,
         config_sha: str,
     ) -> dict:
-        """The record of one planned session: the file at `path`, numbered and named as `entry` (its plan) says."""
+        """The record of one session the manifest lists: the file at `path`, numbered and named as `session`
+        (its entry in the manifest) says."""
         return self.import_file(
             path,
             matcher,
             system=system,
-            session_index=entry["session_index"],
-            session_id=entry["session_id"],
+            session_index=session["session_index"],
+            session_id=session["session_id"],
             catalog_sha=catalog_sha,
             config_sha=config_sha,
         )
@@ -127,7 +129,7 @@ class CorpusFormat:
     read_corpus: Callable[[list[Path]], Iterable[tuple[Path, Dialogue | Skipped]]] | None = None
     # (votes path, imported sessions) -> the rows of the votes table and the votes report; None: no votes
     import_votes: Callable[[str | Path, dict[str, list[dict]]], tuple[list[dict], dict]] | None = None
-    file_plan: FilePlan | None = None  # one session per file, planned file by file
+    file_by_file: FileByFile | None = None  # one session per file, read file by file
     # What its import report calls the shared rules.
     renamed: str = "system name mapped to a safe folder name"
     duplicate: str = "duplicate dialogue skipped"
@@ -152,8 +154,8 @@ class CorpusFormat:
     ) -> tuple[dict[str, list[dict]], dict]:
         """system -> session records in session order, and the import report; CorpusError naming the
         file and what is wrong. Without a matcher no film is recognised (planning counts sessions so)."""
-        if self.file_plan is not None:
-            return self._import_planned(paths, matcher, catalog_sha, config_sha)
+        if self.file_by_file is not None:
+            return self._import_file_by_file(paths, matcher, catalog_sha, config_sha)
         admission = Admission(self)
         kept: dict[str, list[tuple[Path, Dialogue, list[dict]]]] = {}
         for path, found in self.read_paths(paths):
@@ -178,18 +180,19 @@ class CorpusFormat:
             verdict_counts(sessions, self.verdicts) if self.verdicts else None,
         )
 
-    def _import_planned(
+    def _import_file_by_file(
         self, paths: list[str | Path], matcher: ConceptMatcher | None, catalog_sha: str, config_sha: str
     ) -> tuple[dict[str, list[dict]], dict]:
-        """The import of a format planned file by file: every file planned, then each planned session
+        """The import of a format read file by file: every file's entry, then each session they assign
         imported, exactly as the workflow does it shard by shard."""
-        planned, summary = self.file_plan.assign([(str(path), self.file_plan.plan_file(path)) for path in paths])
+        per_file = self.file_by_file
+        assigned, summary = per_file.assign([(str(path), per_file.file_entry(path)) for path in paths])
         sessions = {
             system: [
-                self.file_plan.import_planned(entry["path"], matcher, system, entry, catalog_sha, config_sha)
-                for entry in entries
+                per_file.import_session(session["path"], matcher, system, session, catalog_sha, config_sha)
+                for session in listed
             ]
-            for system, entries in planned.items()
+            for system, listed in assigned.items()
         }
         return sessions, summary
 
@@ -330,7 +333,7 @@ class Admission:
         skipped dialogues were. A format of one session per file counts its files only; a format without
         labels (verdicts) counts none."""
         summary = {"format": self.kind.name, "files": files}
-        if self.kind.file_plan is None:
+        if self.kind.file_by_file is None:
             summary["dialogues"] = self.read
         summary |= {"sessions": dict(sorted(sessions.items())), "turns": turns}
         if labels is not None:

@@ -9,13 +9,14 @@ digest of what they were read from. A slice file is rewritten only when its cont
 changed, added or removed log re-imports only the shards whose slices it changes, and Snakemake's
 own re-run triggers (modification time, input) see it.
 
-A format with one session per file (its `file_plan`) is planned file by file and a slice names
-its own files; a corpus of a few files holding many dialogues is planned as a whole and every slice
-names every file, with each session's digest so that a changed dialogue changes only its slice.
+A format with one session per file (its `file_by_file`) is read file by file, the manifest keeping
+each file's entry, and a slice names its own files; a corpus of a few files holding many dialogues is
+read as a whole and every slice names every file, with each session's digest so that a changed
+dialogue changes only its slice.
 
 The manifest and the slices are files under results/ and may have been edited, cut off or left by
-another version: a cached manifest of another shape is planned again from the corpus, and a slice of
-another shape is a CorpusError naming what is wrong, as is a file whose sha256 is not the planned one.
+another version: a cached manifest of another shape is read again from the corpus, and a slice of
+another shape is a CorpusError naming what is wrong, as is a file whose sha256 is not the manifest's.
 """
 
 from __future__ import annotations
@@ -31,13 +32,13 @@ from crseval.core.io import atomic_path, sha256_file
 from crseval.core.shards import n_shards, shard_indices
 from crseval.corpora.dialogue import CorpusError, has_human_verdict, named_films, recognise_films
 from crseval.corpora.format_kind import CorpusFormat
-from crseval.corpora.formats import reader
+from crseval.corpora.formats import corpus_format
 from crseval.language.concepts import ConceptMatcher
 
 MANIFEST_VERSION = 1
 PARALLEL_FROM = 1000  # files to read before a second process pays for its start-up
-PLAN_WORKERS = 8
-_ZEROS = "0" * 64  # catalog and config digests of a planning import (no record of it is kept)
+READ_WORKERS = 8
+_ZEROS = "0" * 64  # catalog and config digests of the manifest's import (no record of it is kept)
 
 
 def _stamp(path: str) -> list[int]:
@@ -46,23 +47,23 @@ def _stamp(path: str) -> list[int]:
 
 
 def _record_digest(record: dict) -> str:
-    """A planned session's content, without the catalog and config digests (planning imports with zeros:
+    """A listed session's content, without the catalog and config digests (the manifest's import has zeros:
     it knows neither)."""
     return canonical_sha({k: v for k, v in record.items() if k not in ("catalog_sha", "config_sha")})
 
 
-def plan_corpus(paths: list[str], import_format: str, cache_file: str | Path | None = None) -> dict:
+def build_manifest(paths: list[str], import_format: str, cache_file: str | Path | None = None) -> dict:
     """The manifest of the corpus `paths`: {format, files, sessions: {system: [{session_id, session_index,
     source, digest, turns}]}, labelled, report}. With `cache_file`, what was read of a file is reused while
     its size and modification time stay the same, and the cache is rewritten when anything changed."""
-    chosen = reader(import_format)
+    chosen = corpus_format(import_format)
     cached = _read_cache(cache_file, import_format)
     paths = sorted(str(p) for p in paths)
-    if chosen.file_plan is not None:
-        files, sessions, report = _plan_per_file(chosen, paths, cached.get("files", {}))
+    if chosen.file_by_file is not None:
+        files, sessions, report = _manifest_file_by_file(chosen, paths, cached.get("files", {}))
         labelled = False
     else:
-        files, sessions, report, labelled = _plan_whole(chosen, paths, cached)
+        files, sessions, report, labelled = _manifest_whole(chosen, paths, cached)
     manifest = {
         "version": MANIFEST_VERSION,
         "format": import_format,
@@ -84,18 +85,18 @@ def _read_cache(cache_file: str | Path | None, import_format: str) -> dict:
     except (OSError, ValueError):
         return {}
     ok = isinstance(cached, dict) and cached.get("version") == MANIFEST_VERSION
-    ok = ok and cached.get("format") == import_format and _usable_cache(cached, reader(import_format))
+    ok = ok and cached.get("format") == import_format and _usable_cache(cached, corpus_format(import_format))
     return cached if ok else {}
 
 
 def _usable_cache(cached: dict, chosen: CorpusFormat) -> bool:
-    """Whether a cached manifest has the shape `plan_corpus` writes (its files' stamps and digests, the plans
-    of a format planned file by file, the sessions and report of one planned as a whole)."""
+    """Whether a cached manifest has the shape `build_manifest` writes (its files' stamps and digests, the
+    entries of a format read file by file, the sessions and report of one read as a whole)."""
     files = cached.get("files")
     if not isinstance(files, dict) or not all(_usable_file(entry, chosen) for entry in files.values()):
         return False
-    if chosen.file_plan is not None:
-        return True  # its sessions and report are assigned again from the plans
+    if chosen.file_by_file is not None:
+        return True  # its sessions and report are assigned again from the files' entries
     sessions = cached.get("sessions")
     return (
         isinstance(sessions, dict)
@@ -111,7 +112,7 @@ def _usable_file(entry: object, chosen: CorpusFormat) -> bool:
     stamp = entry.get("stamp")
     if not (isinstance(stamp, list) and len(stamp) == 2 and all(_whole(part) for part in stamp)):
         return False
-    return chosen.file_plan is None or chosen.file_plan.usable(entry.get("plan"))
+    return chosen.file_by_file is None or chosen.file_by_file.usable(entry.get("plan"))
 
 
 def _usable_session(session: object) -> bool:
@@ -133,13 +134,13 @@ def _digest(value: object) -> bool:
     return isinstance(value, str) and len(value) == 64 and all(c in "0123456789abcdef" for c in value)
 
 
-def _plan_per_file(chosen: CorpusFormat, paths: list[str], cached_files: dict) -> tuple[dict, dict, dict]:
+def _manifest_file_by_file(chosen: CorpusFormat, paths: list[str], cached_files: dict) -> tuple[dict, dict, dict]:
     files = {}
     for path in paths:
         entry = cached_files.get(path)
         files[path] = entry if entry and entry.get("stamp") == _stamp(path) else None
-    files.update(_plan_files(chosen.name, [path for path, entry in files.items() if entry is None]))
-    planned, report = chosen.file_plan.assign([(path, entry["plan"]) for path, entry in files.items()])
+    files.update(_file_entries(chosen.name, [path for path, entry in files.items() if entry is None]))
+    assigned, report = chosen.file_by_file.assign([(path, entry["plan"]) for path, entry in files.items()])
     sessions = {
         system: [
             {
@@ -151,21 +152,21 @@ def _plan_per_file(chosen: CorpusFormat, paths: list[str], cached_files: dict) -
             }
             for e in entries
         ]
-        for system, entries in sorted(planned.items())
+        for system, entries in sorted(assigned.items())
     }
     return files, sessions, report
 
 
-def _plan_files(import_format: str, paths: list[str]) -> dict[str, dict]:
-    """What each file holds, read by as many processes as there are cores (at most PLAN_WORKERS) once
-    there are more than PARALLEL_FROM files to read: a first plan of a large corpus is CPU-bound. The
+def _file_entries(import_format: str, paths: list[str]) -> dict[str, dict]:
+    """What each file holds, read by as many processes as there are cores (at most READ_WORKERS) once
+    there are more than PARALLEL_FROM files to read: a first manifest of a large corpus is CPU-bound. The
     helpers are fresh interpreters, not forks of the planning process (Snakemake's, with threads of its own)."""
-    workers = min(PLAN_WORKERS, len(os.sched_getaffinity(0)), len(paths) // PARALLEL_FROM)
+    workers = min(READ_WORKERS, len(os.sched_getaffinity(0)), len(paths) // PARALLEL_FROM)
     if workers <= 1:
         return _read_files(import_format, paths)
     source = str(Path(__file__).resolve().parents[2])  # the folder crseval is imported from
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [source, os.environ.get("PYTHONPATH")]))}
-    helper_code = "from crseval.corpora.manifest import plan_files_from_stdin; plan_files_from_stdin()"
+    helper_code = "from crseval.corpora.manifest import file_entries_from_stdin; file_entries_from_stdin()"
     command = [sys.executable, "-c", helper_code]
     helpers = []
     for worker in range(workers):
@@ -173,7 +174,7 @@ def _plan_files(import_format: str, paths: list[str]) -> dict[str, dict]:
         helper.stdin.write(json.dumps([import_format, paths[worker::workers]]).encode())
         helper.stdin.close()
         helpers.append(helper)
-    planned, failures = {}, []
+    entries, failures = {}, []
     for helper in helpers:
         answer = helper.stdout.read()
         helper.wait()
@@ -184,28 +185,29 @@ def _plan_files(import_format: str, paths: list[str]) -> dict[str, dict]:
         if "error" in result:
             failures.append(result["error"])
         else:
-            planned.update(result["planned"])
+            entries.update(result["entries"])
     if failures:
         raise CorpusError(failures[0])
-    return {path: planned[path] for path in paths}
+    return {path: entries[path] for path in paths}
 
 
-def plan_files_from_stdin() -> None:
-    """A planning helper: [format, paths] as JSON on stdin -> {"planned": ...} or {"error": message} on stdout."""
+def file_entries_from_stdin() -> None:
+    """A reading helper: [format, paths] as JSON on stdin -> {"entries": ...} or {"error": message} on stdout."""
     import_format, paths = json.load(sys.stdin)
     try:
-        answer = {"planned": _read_files(import_format, paths)}
+        answer = {"entries": _read_files(import_format, paths)}
     except (CorpusError, OSError) as error:
         answer = {"error": str(error)}
     sys.stdout.write(json.dumps(answer, ensure_ascii=False))
 
 
 def _read_files(import_format: str, paths: list[str]) -> dict[str, dict]:
-    plan_file = reader(import_format).file_plan.plan_file
-    return {p: {"stamp": _stamp(p), "sha256": sha256_file(p), "plan": plan_file(p)} for p in paths}
+    """Each file's stamp, digest and entry; the entry under the manifest's key `plan`."""
+    file_entry = corpus_format(import_format).file_by_file.file_entry
+    return {p: {"stamp": _stamp(p), "sha256": sha256_file(p), "plan": file_entry(p)} for p in paths}
 
 
-def _plan_whole(chosen: CorpusFormat, paths: list[str], cached: dict) -> tuple[dict, dict, dict, bool]:
+def _manifest_whole(chosen: CorpusFormat, paths: list[str], cached: dict) -> tuple[dict, dict, dict, bool]:
     files = {path: {"stamp": _stamp(path)} for path in paths}
     if cached.get("files") and {p: {"stamp": e["stamp"]} for p, e in cached["files"].items()} == files:
         return cached["files"], cached["sessions"], cached["report"], cached["labelled"]
@@ -267,13 +269,13 @@ def import_slice(
 ) -> tuple[list[dict], dict[str, list[str]]]:
     """The session records of one slice, films recognised, in session order; and the films their
     replies name (catalog titles, titles outside it, casefolded) for the import report. A file that
-    changed since the workflow planned is an error: the plan it was imported by no longer holds, and so is a
-    slice of another shape than `shard_slices` writes."""
+    changed since the workflow read it into the manifest is an error: the manifest it was imported by no longer
+    holds, and so is a slice of another shape than `shard_slices` writes."""
     if (problem := _slice_problem(piece)) is not None:
         raise CorpusError(f"a slice of the corpus manifest {problem}; run the workflow again to re-plan the import")
-    chosen = reader(piece["format"])
+    chosen = corpus_format(piece["format"])
     system = piece["system"]
-    if chosen.file_plan is not None:
+    if chosen.file_by_file is not None:
         records = []
         for session in piece["sessions"]:
             if session["source"] is None:
@@ -283,7 +285,7 @@ def import_slice(
             if _sha256_or_none(session["source"]) != session["digest"]:
                 raise _changed(session["source"])
             records.append(
-                chosen.file_plan.import_planned(session["source"], None, system, session, catalog_sha, config_sha)
+                chosen.file_by_file.import_session(session["source"], None, system, session, catalog_sha, config_sha)
             )
     else:
         found, _ = chosen.import_logs(piece["paths"], None, catalog_sha, config_sha)
@@ -300,7 +302,7 @@ def import_slice(
 
 
 def _sha256_or_none(path: str) -> str | None:
-    """The file's sha256; None when it can no longer be read (removed after planning)."""
+    """The file's sha256; None when it can no longer be read (removed after the manifest read it)."""
     try:
         return sha256_file(path)
     except OSError:

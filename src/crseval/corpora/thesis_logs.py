@@ -35,7 +35,7 @@ from crseval.catalog.normalize import genre_key, normalise_language, normalise_p
 from crseval.core.io import shown
 from crseval.corpora import dialogue
 from crseval.corpora.dialogue import SYSTEM, USER, CorpusError, Dialogue, printable
-from crseval.corpora.format_kind import Admission, CorpusFormat, FilePlan
+from crseval.corpora.format_kind import Admission, CorpusFormat, FileByFile
 from crseval.language.concepts import ConceptMatcher
 
 TRACKED_FIELDS = ("genre", "actor", "director", "writer", "language", "year")
@@ -333,7 +333,7 @@ KIND = CorpusFormat(
     system_names=("model names", "rename one of them in its log files"),
     repair_user_text=repair_user_text,
     system_constraints=logged_constraints,
-    file_plan=FilePlan(plan_file, assign, import_file, usable_plan),
+    file_by_file=FileByFile(plan_file, assign, import_file, usable_plan),
     renamed=RENAMED,
     duplicate="duplicate file skipped",
     no_pair="file without any USER/SYSTEM pair skipped",

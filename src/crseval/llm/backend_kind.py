@@ -4,15 +4,18 @@ A backend kind (`llm.backend.type` in the config: llamacpp, ollama, openai) is a
 package with a `KIND` of this class; crseval.llm.backends lists them. Planning asks whether a kind
 runs inside the job's process (then the job gets `llm.threads` and runs one request at a time), which
 GGUF file a backend section names (provenance hashes it, the input check looks for it), and which
-identities make two backends the same model (the judge's self-preference warning). Nothing outside
-this package tests a backend's type by name.
+identities make two backends the same model (the judge's self-preference warning), and the keys its
+section takes besides `type` and `model`, with their schemas (the config schema names no backend: the
+registry hands them to it). Nothing outside this package tests a backend's type by name.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
 from urllib.parse import urlsplit
+
+from crseval.core.config_checks import KindKeys
 
 LOOPBACK = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
@@ -27,6 +30,14 @@ class BackendKind:
     model_file: Callable[[dict], str | None]
     # What makes two backend sections the same model: a set of hashable identities, compared by intersection.
     identities: Callable[[dict], set[tuple]]
+    # The keys its section takes besides `type` and `model`, each with its schema: those it must give and those it may.
+    required_keys: Mapping[str, dict] = field(default_factory=dict, hash=False)
+    optional_keys: Mapping[str, dict] = field(default_factory=dict, hash=False)
+
+    @property
+    def schema(self) -> KindKeys:
+        """Its part of the config schema's `backend` entry: its keys and those it must give."""
+        return KindKeys(self.name, {**self.required_keys, **self.optional_keys}, tuple(self.required_keys))
 
 
 def no_model_file(settings: dict) -> None:

@@ -1,6 +1,7 @@
 """The LLM backend kinds, by the `type` a backend section gives them (crseval.llm.backend_kind).
 
-A new backend is a module of this package with a `KIND`, listed in BACKEND_KINDS. No module imports
+A new backend is a module of this package with a `KIND`, listed in BACKEND_KINDS (the config schema gets
+the kinds' names and keys from `schema_part`). No module imports
 its model library at import time (llama.cpp is loaded by the first call), so planning stays light.
 """
 
@@ -8,7 +9,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from crseval.core.config_checks import _at, _is_number, key_path
+from crseval.core.config_checks import Dispatch, SchemaPart, _at, _is_number, key_path
 from crseval.core.registry import look_up
 from crseval.llm import llamacpp_backend, ollama_backend, openai_backend
 from crseval.llm.backend_kind import BackendKind
@@ -22,6 +23,12 @@ BACKEND_KINDS: dict[str, BackendKind] = {
 def backend_kind(name: str) -> BackendKind:
     """The kind of backend `type` `name`; an LLMError naming the known ones (and the closest) otherwise."""
     return look_up(BACKEND_KINDS, name, "LLM backend type", LLMError)
+
+
+def schema_part() -> SchemaPart:
+    """The backends' part of the config schema (crseval.core.config_checks.compose_schema): the `type` enum in
+    BACKEND_KINDS' order, every kind's keys, and an if/then block per kind."""
+    return SchemaPart(dispatch=Dispatch("backend", "type", tuple(kind.schema for kind in BACKEND_KINDS.values())))
 
 
 def in_process(settings: dict) -> bool:

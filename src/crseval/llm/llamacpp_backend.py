@@ -386,4 +386,5 @@ KIND = BackendKind(
     build=_build,
     model_file=_model_file,
     identities=_identities,
+    optional_keys={"n_ctx": {"type": "integer", "minimum": 256, "description": "context length in tokens"}},
 )

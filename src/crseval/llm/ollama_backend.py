@@ -165,4 +165,8 @@ KIND = BackendKind(
     build=_build,
     model_file=no_model_file,
     identities=server_identities,
+    required_keys={
+        "host": {"type": "string", "minLength": 1, "description": "the Ollama server, e.g. `http://localhost:11434`"}
+    },
+    optional_keys={"num_ctx": {"type": "integer", "minimum": 256, "description": "context length in tokens"}},
 )

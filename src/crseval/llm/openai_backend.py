@@ -180,4 +180,12 @@ KIND = BackendKind(
     build=_build,
     model_file=no_model_file,
     identities=server_identities,
+    required_keys={
+        "base_url": {
+            "type": "string",
+            "minLength": 1,
+            "description": "the server's OpenAI-compatible API, e.g. `http://localhost:8000/v1`",
+        }
+    },
+    optional_keys={"api_key_env": {"type": "string", "description": "environment variable that holds the API key"}},
 )

@@ -1,7 +1,8 @@
 """The metric families, by the name `scoring.metrics` gives them (crseval.metrics.family.FamilyKind).
 
 Each family is declared in the module that implements it; a new family is that module and one entry
-in FAMILY_KINDS, whose order is the order of the families' columns in the tables. Everything that
+in FAMILY_KINDS, whose order is the order of the families' columns in the tables (the config schema gets
+their names and the defaults that name them from `schema_part`). Everything that
 depends on which families an experiment selects (the LLMs and models a score job loads, the topic
 model it reads, the config checks, the calibration expectations, the headline metrics, the figures)
 asks here. Every function but `config_problems` takes the `scoring` config section (schema defaults
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from crseval.core.config_checks import SchemaPart
 from crseval.core.registry import look_up
 from crseval.metrics import adherence, conduct, goals, grounded, legacy_cas, response_stats, tool_use
 from crseval.metrics.expectations import Expectation
@@ -101,6 +103,21 @@ def headline_metrics(metrics_selected: Iterable[str]) -> list[str]:
     (`scoring.metrics`), in FAMILY_KINDS order."""
     names = {family_kind(name).name for name in metrics_selected}
     return [metric for name, kind in FAMILY_KINDS.items() if name in names for metric in kind.headline]
+
+
+def schema_part() -> SchemaPart:
+    """The families' part of the config schema (crseval.core.config_checks.compose_schema): their names, in
+    FAMILY_KINDS order; `scoring.metrics`' default, the families with headline metrics; `stats.metrics`'
+    default, their headline metrics."""
+    return SchemaPart(
+        settings={
+            ("properties", "scoring", "properties", "metrics", "items"): {"enum": list(FAMILY_KINDS)},
+            ("properties", "scoring", "properties", "metrics"): {
+                "default": [name for name, kind in FAMILY_KINDS.items() if kind.headline]
+            },
+            ("properties", "stats", "properties", "metrics"): {"default": headline_metrics(FAMILY_KINDS)},
+        }
+    )
 
 
 def expectations() -> tuple[Expectation, ...]:

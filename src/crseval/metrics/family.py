@@ -120,7 +120,9 @@ class FamilyKind:
     reads_lda: Callable[[dict], bool]  # scoring -> whether its score jobs read the LDA topic model
     checks: Callable[[Any], Iterator[str]]  # config -> problems beyond the schema, each starting with its key
     expectations: tuple[Expectation, ...]  # what the calibration systems should show on its columns
-    headline: tuple[str, ...]  # its metrics among `stats.metrics`' default, in that order
+    # Its metrics among `stats.metrics`' default, in that order; a family with none is not among the families
+    # `scoring.metrics` selects by default (crseval.metrics.families.schema_part).
+    headline: tuple[str, ...]
     # (scoring, the experiment's scatter columns: every family's and the judge's) -> its figures
     figures: Callable[[dict, list[str]], list[str]]
     scatter_columns: Callable[[dict], list[str]]  # scoring -> its columns TAS is plotted against

@@ -466,6 +466,22 @@ def findings_page(
     lead (human_agreement.lead), as the scorecard judged it; `profiles`: the simulated users the run met (None for
     imported dialogues), named where no stability evidence says more."""
     systems = _systems(model_metrics)
+    headline = [m for m in headline if column_registry.thesis_name(m) in model_metrics]
+    rankings = {m: ranking(model_metrics, m) for m in headline}
+    pairs = {m: pair_verdicts(m, posthoc, paired, alpha) for m in headline}
+    parts = _page_head(experiment, systems, _sample_size(model_metrics), alpha, links, viewer)
+    parts += _conclusions(headline, rankings, pairs, scorecard, lead, profiles)
+    parts += _scorecard_table(headline, rankings)
+    parts += _pairs_section(headline, pairs, power)
+    parts += _tool_calls_section(tool_calls_table(sessions, turns), viewer)
+    parts += _evidence_section(evidence(validity, scorecard))
+    parts += _extremes_section(headline, sessions, viewer)
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def _sample_size(model_metrics: pd.DataFrame) -> str:
+    """How many sessions (or users, each met several times) the system with the fewest has."""
     size = "no sessions"
     if "sessions" in model_metrics and len(model_metrics):
         fewest = _count(_finite(model_metrics["sessions"]).min())
@@ -473,11 +489,14 @@ def findings_page(
         if "trials_per_user" in model_metrics:
             most = _count(_finite(model_metrics["trials_per_user"]).max())
             size = f"{fewest} users per system, each met {most} times"
-    headline = [m for m in headline if column_registry.thesis_name(m) in model_metrics]
-    rankings = {m: ranking(model_metrics, m) for m in headline}
-    pairs = {m: pair_verdicts(m, posthoc, paired, alpha) for m in headline}
-    shared = _shared_untestable(pairs)
-    parts = [
+    return size
+
+
+def _page_head(
+    experiment: str, systems: list[str], size: str, alpha: float, links: dict[str, str] | None, viewer: str
+) -> list[str]:
+    """The document's head, the title, what was compared at what alpha, and the links to the viewer and tables."""
+    return [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -491,8 +510,21 @@ def findings_page(
         + "".join(f'<a href="{_href(path)}">{esc(label)}</a>' for label, path in (links or {}).items())
         + "</nav>",
     ]
+
+
+def _conclusions(
+    headline: list[str],
+    rankings: dict[str, pd.DataFrame],
+    pairs: dict[str, pd.DataFrame],
+    scorecard: pd.DataFrame | None,
+    lead: list[str] | tuple[str, ...],
+    profiles: list[str] | None,
+) -> list[str]:
+    """What this run concludes: the headline metrics the scorecard shows to hold up, each with its ranking and
+    pairs, then the others with the reason they lack the evidence to lead."""
+    shared = _shared_untestable(pairs)
     leading, others = supported(headline, scorecard)
-    parts += ["<h2>What this run concludes</h2>"]
+    parts = ["<h2>What this run concludes</h2>"]
     evidence_named = ", ".join(lead) if lead else "none"
     if leading:
         parts += [
@@ -521,13 +553,7 @@ def findings_page(
             *([shared] if shared and not leading else []),
             "</ul>",
         ]
-    parts += _scorecard_table(headline, rankings)
-    parts += _pairs_section(headline, pairs, power)
-    parts += _tool_calls_section(tool_calls_table(sessions, turns), viewer)
-    parts += _evidence_section(evidence(validity, scorecard))
-    parts += _extremes_section(headline, sessions, viewer)
-    parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return parts
 
 
 def _scorecard_table(headline: list[str], rankings: dict[str, pd.DataFrame]) -> list[str]:

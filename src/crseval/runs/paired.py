@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -203,72 +204,14 @@ def paired_table(
     other = _prepared(run, metrics, "run", system_map)
     systems, _, _ = _systems(base, other)
     counts = _user_counts(base, other, systems)
-    names = [f"m{i}" for i in range(len(metrics))]
     if not systems or not metrics:
         return pd.DataFrame({name: pd.Series(dtype=object) for name in PAIRED_COLUMNS})
-
-    pairs = base.drop(columns="run_system").merge(other, on=KEYS, how="inner", suffixes=("_b", "_r"))
-    b = pairs[[f"{n}_b" for n in names]].to_numpy(dtype=float).reshape(len(pairs), len(names))
-    r = pairs[[f"{n}_r" for n in names]].to_numpy(dtype=float).reshape(len(pairs), len(names))
-    infinite = (np.isinf(b) & ~np.isnan(r)) | (np.isinf(r) & ~np.isnan(b))  # pairs lost to an infinite value
-    paired = np.isfinite(b) & np.isfinite(r)  # a session counts for a metric only where both runs have its value
-    b_paired, r_paired = np.where(paired, b, np.nan), np.where(paired, r, np.nan)
-    # per user: the mean over its paired trials, both sides over the same trials
-    user_code = pairs.groupby(USER, sort=False).ngroup().to_numpy()
-    user_b = pd.DataFrame(b_paired).groupby(user_code).mean().to_numpy().reshape(-1, len(names))
-    user_r = pd.DataFrame(r_paired).groupby(user_code).mean().to_numpy().reshape(-1, len(names))
-    user_system = pairs.drop_duplicates(USER)["system"].to_numpy()
-    session_rows = pairs.groupby("system", sort=False).indices
-    user_rows = pd.Series(user_system).groupby(user_system, sort=False).indices
+    values = _PairedValues.of(base, other, len(metrics))
     named = other.drop_duplicates("system")
     run_name = dict(zip(named["system"], named["run_system"]))
-
     rows = []
     for system in systems:
-        sessions = session_rows.get(system, np.array([], dtype=int))
-        users = user_rows.get(system, np.array([], dtype=int))
-        s_paired, s_b, s_r = paired[sessions], b[sessions], r[sessions]
-        n_paired = s_paired.sum(axis=0)
-        n_equal = (s_paired & (s_b == s_r)).sum(axis=0)
-        binary = ~(s_paired & ~(np.isin(s_b, (0.0, 1.0)) & np.isin(s_r, (0.0, 1.0)))).any(axis=0)
-        with np.errstate(invalid="ignore"):  # inf + -inf where a pair is lost to infinities: masked out
-            ones = np.where(s_paired, s_b + s_r, 0.0).sum(axis=0)
-        n_infinite = infinite[sessions].sum(axis=0)
-        for j, metric in enumerate(metrics):
-            u_b, u_r = user_b[users, j], user_r[users, j]
-            known = ~np.isnan(u_b)
-            u_b, u_r = u_b[known], u_r[known]
-            differences = u_r - u_b
-            n = len(differences)
-            interval = intervals.mean_interval(differences, kind="mean", resamples=plan.resamples, seed=plan.seed)
-            test = exact.wilcoxon_signed_rank(differences, seed=plan.seed, resamples=plan.permutations)
-            rows.append(
-                {
-                    "system": system,
-                    "run_system": run_name[system],
-                    "metric": metric,
-                    "label": column_registry.label(metric),
-                    "direction": _direction(metric),
-                    "users": n,
-                    "baseline_mean": float(u_b.mean()) if n else math.nan,
-                    "run_mean": float(u_r.mean()) if n else math.nan,
-                    # the interval's own mean: where every difference is equal it is that value exactly, so
-                    # the interval [d, d] holds it (a mean of equal floats can round off it)
-                    "diff": interval["mean"],
-                    "ci_low": interval["ci_low"],
-                    "ci_high": interval["ci_high"],
-                    "ci_method": interval["ci_method"],
-                    "ci_note": interval["note"],
-                    "p": test.p,
-                    "min_p": test.min_p,
-                    "testable": bool(test.min_p <= plan.alpha),
-                    "events": float(ones[j]) if n and binary[j] else math.nan,
-                    "tolerance": float(tolerance.get(metric, tolerance.get("*", 0.0))),
-                    "_identical": bool(n and n_equal[j] == n_paired[j]),
-                    "_unpaired": int(counts.at[system, "both"]) - n,
-                    "_infinite": int(n_infinite[j]),
-                }
-            )
+        rows += _system_rows(system, run_name[system], metrics, values, plan, tolerance, counts)
     private = ["_identical", "_unpaired", "_infinite"]
     table = pd.DataFrame(rows, columns=[c for c in PAIRED_COLUMNS if c != "p_adj"] + private)
     table = table.astype({"users": int, "testable": bool, "_identical": bool})
@@ -278,6 +221,100 @@ def paired_table(
     table["note"] = [note for _, note in judged]
     table["flag"] = table["verdict"] == REGRESSION
     return table[list(PAIRED_COLUMNS)].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class _PairedValues:
+    """Both runs' values of the sessions present in both, one column per metric: per session (`b`, `r`), which
+    pair (`paired`: both finite) or are lost to an infinite value (`infinite`), and per user the mean over its
+    paired trials (`user_b`, `user_r`: both sides over the same trials); the rows of each system's sessions and
+    users."""
+
+    b: np.ndarray  # (sessions, metrics)
+    r: np.ndarray
+    infinite: np.ndarray
+    paired: np.ndarray
+    user_b: np.ndarray  # (users, metrics)
+    user_r: np.ndarray
+    session_rows: dict  # system -> its rows of b and r
+    user_rows: dict  # system -> its rows of user_b and user_r
+
+    @classmethod
+    def of(cls, base: pd.DataFrame, other: pd.DataFrame, count: int) -> _PairedValues:
+        names = [f"m{i}" for i in range(count)]
+        pairs = base.drop(columns="run_system").merge(other, on=KEYS, how="inner", suffixes=("_b", "_r"))
+        b = pairs[[f"{n}_b" for n in names]].to_numpy(dtype=float).reshape(len(pairs), len(names))
+        r = pairs[[f"{n}_r" for n in names]].to_numpy(dtype=float).reshape(len(pairs), len(names))
+        infinite = (np.isinf(b) & ~np.isnan(r)) | (np.isinf(r) & ~np.isnan(b))  # pairs lost to an infinite value
+        paired = np.isfinite(b) & np.isfinite(r)  # a session counts for a metric only where both runs have its value
+        b_paired, r_paired = np.where(paired, b, np.nan), np.where(paired, r, np.nan)
+        # per user: the mean over its paired trials, both sides over the same trials
+        user_code = pairs.groupby(USER, sort=False).ngroup().to_numpy()
+        user_b = pd.DataFrame(b_paired).groupby(user_code).mean().to_numpy().reshape(-1, len(names))
+        user_r = pd.DataFrame(r_paired).groupby(user_code).mean().to_numpy().reshape(-1, len(names))
+        user_system = pairs.drop_duplicates(USER)["system"].to_numpy()
+        session_rows = pairs.groupby("system", sort=False).indices
+        user_rows = pd.Series(user_system).groupby(user_system, sort=False).indices
+        return cls(b, r, infinite, paired, user_b, user_r, session_rows, user_rows)
+
+
+def _system_rows(
+    system: str,
+    run_system: str,
+    metrics: list[str],
+    values: _PairedValues,
+    plan: Plan,
+    tolerance: dict[str, float],
+    counts: pd.DataFrame,
+) -> list[dict]:
+    """One system's row per metric, before the verdicts: the paired difference over its users, its interval
+    and test, and what the verdicts read (`_identical`, `_unpaired`, `_infinite`)."""
+    sessions = values.session_rows.get(system, np.array([], dtype=int))
+    users = values.user_rows.get(system, np.array([], dtype=int))
+    s_paired, s_b, s_r = values.paired[sessions], values.b[sessions], values.r[sessions]
+    n_paired = s_paired.sum(axis=0)
+    n_equal = (s_paired & (s_b == s_r)).sum(axis=0)
+    binary = ~(s_paired & ~(np.isin(s_b, (0.0, 1.0)) & np.isin(s_r, (0.0, 1.0)))).any(axis=0)
+    with np.errstate(invalid="ignore"):  # inf + -inf where a pair is lost to infinities: masked out
+        ones = np.where(s_paired, s_b + s_r, 0.0).sum(axis=0)
+    n_infinite = values.infinite[sessions].sum(axis=0)
+    rows = []
+    for j, metric in enumerate(metrics):
+        u_b, u_r = values.user_b[users, j], values.user_r[users, j]
+        known = ~np.isnan(u_b)
+        u_b, u_r = u_b[known], u_r[known]
+        differences = u_r - u_b
+        n = len(differences)
+        interval = intervals.mean_interval(differences, kind="mean", resamples=plan.resamples, seed=plan.seed)
+        test = exact.wilcoxon_signed_rank(differences, seed=plan.seed, resamples=plan.permutations)
+        rows.append(
+            {
+                "system": system,
+                "run_system": run_system,
+                "metric": metric,
+                "label": column_registry.label(metric),
+                "direction": _direction(metric),
+                "users": n,
+                "baseline_mean": float(u_b.mean()) if n else math.nan,
+                "run_mean": float(u_r.mean()) if n else math.nan,
+                # the interval's own mean: where every difference is equal it is that value exactly, so
+                # the interval [d, d] holds it (a mean of equal floats can round off it)
+                "diff": interval["mean"],
+                "ci_low": interval["ci_low"],
+                "ci_high": interval["ci_high"],
+                "ci_method": interval["ci_method"],
+                "ci_note": interval["note"],
+                "p": test.p,
+                "min_p": test.min_p,
+                "testable": bool(test.min_p <= plan.alpha),
+                "events": float(ones[j]) if n and binary[j] else math.nan,
+                "tolerance": float(tolerance.get(metric, tolerance.get("*", 0.0))),
+                "_identical": bool(n and n_equal[j] == n_paired[j]),
+                "_unpaired": int(counts.at[system, "both"]) - n,
+                "_infinite": int(n_infinite[j]),
+            }
+        )
+    return rows
 
 
 def _verdict(row: dict, counts: pd.DataFrame, plan: Plan, adjusted: bool) -> tuple[str, str]:

@@ -30,7 +30,9 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.simulate.systems.agents import Agent
 from crseval.simulate.user.paraphrase import Paraphraser
 from crseval.simulate.user.profiles import UserProfile
-from crseval.simulate.user.simulator import SimulatorSettings, Templates, make_user
+from crseval.simulate.user.simulator import make_user
+from crseval.simulate.user.templates import Templates
+from crseval.simulate.user.user_plan import SimulatorSettings
 from crseval.simulate.user.voice import Voice
 
 log = logging.getLogger(__name__)

@@ -22,8 +22,15 @@ from crseval.simulate.systems.agents import AgentSettings
 from crseval.simulate.systems.external import ExternalCalls, ReplyCache
 from crseval.simulate.systems.kinds import ResolvedSystem
 from crseval.simulate.user.paraphrase import ParaphrasePrompt, Paraphraser
-from crseval.simulate.user.profiles import profile_from_settings, resolve_profile
-from crseval.simulate.user.simulator import SimulatorSettings, Templates
+from crseval.simulate.user.profiles import (
+    UserProfile,
+    needs_learned_voice,
+    paraphrase_examples,
+    profile_from_settings,
+    resolve_profile,
+)
+from crseval.simulate.user.templates import Templates
+from crseval.simulate.user.user_plan import SimulatorSettings
 from crseval.simulate.user.voice import Voice
 
 
@@ -91,6 +98,12 @@ class ShardRunner:
         return sum(c.cache_hits for c in self._counters())
 
 
+def matcher_fields(plot_keywords: bool) -> tuple[str, ...]:
+    """The fields a concept matcher reads: the concept fields, and plot keywords when they are read too (wished
+    by the user: in `simulator.field_order`; tracked by the agents: `agent.track_plot_keywords`)."""
+    return CONCEPT_FIELDS + (KEYWORD_FIELD,) if plot_keywords else CONCEPT_FIELDS
+
+
 def build_shard_runner(
     *,
     system: dict,
@@ -114,48 +127,17 @@ def build_shard_runner(
     """The runner of one shard. The templates and the prompt are read from `templates_file` and
     `prompt_file` when given (the files the rule resolved, config/README.md "Paths"), else from the
     paths the settings name; the settings, paths as written, identify the sessions. `user_profile`: the
-    settings of the user profile the system meets (crseval.planning.user_profile_settings; by default
-    the one its entry or `simulator.profile` names)."""
+    settings of the user profile the system meets (crseval.planning.SimulatedSystem.profile_settings; by
+    default the one its entry or `simulator.profile` names)."""
+    agent_settings = AgentSettings.from_config(agent)
     index = CatalogIndex.read(films, concepts)
-    keyword_wishes = KEYWORD_FIELD in simulator["field_order"]
-    matcher = ConceptMatcher(
-        index.concepts, index.films, CONCEPT_FIELDS + (KEYWORD_FIELD,) if keyword_wishes else CONCEPT_FIELDS
-    )
-    agent_matcher = matcher
-    if agent.get("track_plot_keywords", False) != keyword_wishes:
-        agent_matcher = ConceptMatcher(
-            index.concepts,
-            index.films,
-            CONCEPT_FIELDS + (KEYWORD_FIELD,) if agent.get("track_plot_keywords") else CONCEPT_FIELDS,
-        )
+    matcher, agent_matcher = _matchers(index, simulator, agent_settings)
     resolved = ResolvedSystem.of(system, simulator)
     profile = user_profile or resolve_profile(resolved.profile, simulator).settings()
     templates = Templates.load(templates_file or simulator["templates"])
-    # the learned voice a profile speaks with or takes knobs from, or the rewording takes examples from (the
-    # learn_voice rule's pools); none otherwise
-    user = profile_from_settings(profile)
-    paraphrase = simulator["paraphrase"]
-    examples = paraphrase.get("examples", 0) if paraphrase["enabled"] else 0
-    needs_voice = user.needs_voice or examples > 0
-    if needs_voice and voice_file is None:
-        needer = "the rewording's examples need" if examples > 0 else f"the {user.name} profile needs"
-        raise ValueError(f"{needer} a learned voice: give its pools (voice_file)")
-    voice = Voice.read(voice_file) if needs_voice else None
-    if user.fit:  # the knobs the corpus shows, each recorded with the statistic behind it (the sessions' log)
-        user = user.with_fitted(voice.summary["fitted"])
+    user, voice = _user_and_voice(profile, simulator["paraphrase"], voice_file)
     catalog_sha = read_catalog_sha(catalog_summary)
-    paraphraser = None
-    if paraphrase["enabled"]:
-        if paraphrase_prompt_file is None:
-            raise ValueError("the rewording (simulator.paraphrase) needs its prompt file (paraphrase_prompt_file)")
-        paraphraser = Paraphraser(
-            make_client(paraphrase["backend"], llm_runtime, threads),
-            paraphrase["options"],
-            examples,
-            voice if examples > 0 else None,  # its turns of the act as examples (simulator.paraphrase.examples)
-            matcher,
-            prompt=ParaphrasePrompt.read(paraphrase_prompt_file),
-        )
+    paraphraser = _paraphraser(simulator["paraphrase"], voice, matcher, llm_runtime, threads, paraphrase_prompt_file)
     ctx = SessionContext(
         index,
         matcher,
@@ -164,49 +146,99 @@ def build_shard_runner(
         turns,
         catalog_sha,
         paraphraser,
-        voice if user.learned or user.wants == "people" else None,
+        voice if user.draws_on_voice else None,
         user,
         experiment_seed,
     )
-    kind, prompt_key = resolved.kind, resolved.prompt_key
-    client = prompt = external = reply_cache = None
-    if prompt_key:
-        prompt_file = prompt_file or resolved.prompt
-        prompt = PromptTemplate(prompt_file)
-    if kind.external:
-        external = ExternalCalls()
-        reply_cache = ReplyCache(llm_runtime["cache_dir"]) if llm_runtime.get("cache_dir") else None
-    if kind.llm_backend:  # an external system's replies are cached as its own, not twice
-        client = make_client(
-            resolved.backend, {**llm_runtime, "cache_dir": None} if kind.external else llm_runtime, threads
-        )
-    config_sha = canonical_sha(
-        {
-            "system": without_runtime(system),
-            "simulator": simulator,
-            "user_profile": profile,
-            "agent": agent,
-            "seed": experiment_seed,
-            "turns": turns,
-            "catalog": catalog_sha,
-            "templates": templates.version,
-            **({"voice": voice.version} if voice is not None else {}),
-            "prompt": None,
-            **({prompt_key: prompt.version} if prompt_key else {}),
-        }
-    )
+    side = _SystemSide.of(resolved, llm_runtime, threads, prompt_file)
+    # what identifies the sessions: the settings, paths as written, and the files read by their versions
+    settings = {"system": without_runtime(system), "simulator": simulator, "user_profile": profile, "agent": agent}
+    settings |= {"seed": experiment_seed, "turns": turns, "catalog": catalog_sha, "templates": templates.version}
+    settings |= {"voice": voice.version} if voice is not None else {}
+    settings |= {"prompt": None, **({resolved.prompt_key: side.prompt.version} if resolved.prompt_key else {})}
     return ShardRunner(
         ctx,
         resolved,
-        AgentSettings.from_config(agent),
+        agent_settings,
         experiment_seed,
-        config_sha,
+        canonical_sha(settings),
         load_schema(schema),
-        client,
-        prompt,
+        side.client,
+        side.prompt,
         agent_matcher,
         concurrency,
-        reply_cache,
-        external,
-        prompt_file if prompt_key else None,
+        side.reply_cache,
+        side.external,
+        side.prompt_file,
     )
+
+
+def _matchers(index: CatalogIndex, simulator: dict, agent: AgentSettings) -> tuple[ConceptMatcher, ConceptMatcher]:
+    """The matcher the user's wishes are read with (plot keywords when the user wishes them), and the one the
+    agents track them with (plot keywords as `agent` says): the same matcher when both read the same fields."""
+    keyword_wishes = KEYWORD_FIELD in simulator["field_order"]
+    matcher = ConceptMatcher(index.concepts, index.films, matcher_fields(keyword_wishes))
+    if agent.track_plot_keywords == keyword_wishes:
+        return matcher, matcher
+    return matcher, ConceptMatcher(index.concepts, index.films, matcher_fields(agent.track_plot_keywords))
+
+
+def _user_and_voice(profile: dict, paraphrase: dict, voice_file: str | None) -> tuple[UserProfile, Voice | None]:
+    """The simulated user's profile (from its `profile` settings, the knobs it fits set from the voice), and the
+    learned voice when the profile or the rewording's examples need it (the learn_voice rule's pools)."""
+    user = profile_from_settings(profile)
+    examples = paraphrase_examples(paraphrase)
+    needs_voice = needs_learned_voice(user, paraphrase)
+    if needs_voice and voice_file is None:
+        needer = "the rewording's examples need" if examples > 0 else f"the {user.name} profile needs"
+        raise ValueError(f"{needer} a learned voice: give its pools (voice_file)")
+    voice = Voice.read(voice_file) if needs_voice else None
+    if user.fit:  # the knobs the corpus shows, each recorded with the statistic behind it (the sessions' log)
+        user = user.with_fitted(voice.summary["fitted"])
+    return user, voice
+
+
+def _paraphraser(
+    paraphrase: dict, voice: Voice | None, matcher: ConceptMatcher, llm_runtime: dict, threads: int, prompt_file
+) -> Paraphraser | None:
+    """The LLM that rewords the user's turns (`simulator.paraphrase`), or None while it is off."""
+    if not paraphrase["enabled"]:
+        return None
+    if prompt_file is None:
+        raise ValueError("the rewording (simulator.paraphrase) needs its prompt file (paraphrase_prompt_file)")
+    examples = paraphrase_examples(paraphrase)
+    return Paraphraser(
+        make_client(paraphrase["backend"], llm_runtime, threads),
+        paraphrase["options"],
+        examples,
+        voice if examples > 0 else None,  # its turns of the act as examples (simulator.paraphrase.examples)
+        matcher,
+        prompt=ParaphrasePrompt.read(prompt_file),
+    )
+
+
+@dataclass(frozen=True)
+class _SystemSide:
+    """What the system under test answers with, as its kind asks: its prompt, its LLM client, and for a system
+    from outside the count of its calls and the cache of its replies."""
+
+    prompt: PromptTemplate | None = None
+    prompt_file: str | None = None  # the prompt file its kind reads, as the rule resolved it
+    client: LLMClient | None = None
+    external: ExternalCalls | None = None
+    reply_cache: ReplyCache | None = None
+
+    @classmethod
+    def of(cls, resolved: ResolvedSystem, llm_runtime: dict, threads: int, prompt_file: str | None) -> _SystemSide:
+        kind = resolved.kind
+        side = {}
+        if resolved.prompt_key:
+            side["prompt_file"] = prompt_file or resolved.prompt
+            side["prompt"] = PromptTemplate(side["prompt_file"])
+        if kind.external:
+            side["external"] = ExternalCalls()
+            side["reply_cache"] = ReplyCache(llm_runtime["cache_dir"]) if llm_runtime.get("cache_dir") else None
+        if kind.llm_backend:  # an external system's replies are cached as its own, not twice
+            runtime = {**llm_runtime, "cache_dir": None} if kind.external else llm_runtime
+            side["client"] = make_client(resolved.backend, runtime, threads)
+        return cls(**side)

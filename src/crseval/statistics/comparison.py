@@ -65,6 +65,45 @@ def compare_systems(
     metrics = [m for m in settings["metrics"] if m in sessions]
     not_computed = sorted(set(settings["metrics"]) - set(metrics))
     compared = metrics + judges
+    target = settings["power"]
+    tables, pairs, pairing_reason = _system_tests(sessions, metrics, judges, plan, target)
+    sentence = ""
+    if profiles and user_robustness.applies(profiles):
+        sentence = _add_robustness(tables, sessions, profiles, compared, plan)
+    texts = {
+        "summary": summary.markdown_summary(
+            tables["anova"],
+            tables["posthoc"],
+            tables["pairwise"],
+            tables["paired"],
+            tables["correlations"],
+            pairing_reason,
+            plan,
+            robustness_sentence=sentence,
+            trials_sentence=trials_sentence,
+        ),
+        "power": power.power_markdown(tables["power_table"], plan.alpha, target["power"], pairing_reason),
+    }
+    if chance is not None and len(chance):
+        _add_trials_plan(tables, texts, chance, target, plan)
+    if "robustness" in tables:
+        ignored = sorted(set(sessions["system"]) - {s for group in profiles.values() for s in group.values()})
+        texts["robustness_summary"] = user_robustness.robustness_markdown(
+            tables["robustness"], tables["robustness_orders"], profiles, ignored, plan.alpha, plan.resamples
+        )
+    if judged:
+        tables["reliability"] = reliability.reliability_table(sessions, plan.alpha, plan.resamples, plan.seed)
+        texts["reliability_summary"] = reliability.reliability_markdown(tables["reliability"], plan.alpha, own_model)
+    left_out = [f"{r['metric']}: {r['left_out']}" for r in tables["anova"].to_dict("records") if r.get("left_out")]
+    return SystemComparison(tables, texts, compared, not_computed, "" if pairs else pairing_reason, left_out)
+
+
+def _system_tests(
+    sessions: pd.DataFrame, metrics: list[str], judges: list[str], plan: Plan, target: dict
+) -> tuple[dict[str, pd.DataFrame], bool, str]:
+    """The TABLES: the omnibus, post-hoc, pairwise and (where sessions pair) paired tests of the metrics and
+    judge scores, the judge correlations and the power plan; whether sessions pair, and why not."""
+    compared = metrics + judges
     anova = system_tests.omnibus_table(sessions, compared, plan)
     pairwise = system_tests.pairwise_table(sessions, compared, plan)
     posthoc = system_tests.posthoc_table(sessions, anova, plan, pairwise)
@@ -77,7 +116,6 @@ def compare_systems(
         correlation.correlation_table(sessions, metrics, judges, resamples=plan.resamples, seed=plan.seed),
         ["p", "p_within"],
     )
-    target = settings["power"]
     planning = power.power_table(sessions, compared, plan.alpha, target["power"], target["differences"], pairs)
     tables = {
         "anova": anova,
@@ -87,47 +125,33 @@ def compare_systems(
         "correlations": correlations,
         "power_table": planning,
     }
-    sentence = ""
-    if profiles and user_robustness.applies(profiles):
-        # the tests' verdicts on pairs: the paired table where sessions pair, else the pairwise one
-        verdicts = paired if len(paired) else pairwise
-        tables["robustness"], tables["robustness_orders"] = user_robustness.robustness_table(
-            sessions, profiles, compared, plan.resamples, plan.seed, plan.alpha, verdicts
-        )
-        sentence = user_robustness.robustness_sentence(tables["robustness"], tables["robustness_orders"])
-    texts = {
-        "summary": summary.markdown_summary(
-            anova,
-            posthoc,
-            pairwise,
-            paired,
-            correlations,
-            pairing_reason,
-            plan,
-            robustness_sentence=sentence,
-            trials_sentence=trials_sentence,
-        ),
-        "power": power.power_markdown(planning, plan.alpha, target["power"], pairing_reason),
-    }
-    if chance is not None and len(chance):
-        ks = sorted({1, 2, 4, 8, int(chance["trials"].max())})
-        tables["trials_plan"] = trials.users_for_trials(chance, target["differences"], plan.alpha, target["power"], ks)
-        texts["power"] += "\n" + (
-            trials.plan_markdown(tables["trials_plan"], plan.alpha, target["power"])
-            if len(tables["trials_plan"])
-            else "## Users x trials for the next experiment\n\nState a difference per metric in "
-            "`stats.power.differences` to plan users against trials per user (docs/statistics.md).\n"
-        )
-    if "robustness" in tables:
-        ignored = sorted(set(sessions["system"]) - {s for group in profiles.values() for s in group.values()})
-        texts["robustness_summary"] = user_robustness.robustness_markdown(
-            tables["robustness"], tables["robustness_orders"], profiles, ignored, plan.alpha, plan.resamples
-        )
-    if judged:
-        tables["reliability"] = reliability.reliability_table(sessions, plan.alpha, plan.resamples, plan.seed)
-        texts["reliability_summary"] = reliability.reliability_markdown(tables["reliability"], plan.alpha, own_model)
-    left_out = [f"{r['metric']}: {r['left_out']}" for r in anova.to_dict("records") if r.get("left_out")]
-    return SystemComparison(tables, texts, compared, not_computed, "" if pairs else pairing_reason, left_out)
+    return tables, pairs, pairing_reason
+
+
+def _add_robustness(
+    tables: dict[str, pd.DataFrame], sessions: pd.DataFrame, profiles: dict, compared: list[str], plan: Plan
+) -> str:
+    """The comparison of the conclusions under each user profile, into `tables`; the summary's sentence on it."""
+    # the tests' verdicts on pairs: the paired table where sessions pair, else the pairwise one
+    verdicts = tables["paired"] if len(tables["paired"]) else tables["pairwise"]
+    tables["robustness"], tables["robustness_orders"] = user_robustness.robustness_table(
+        sessions, profiles, compared, plan.resamples, plan.seed, plan.alpha, verdicts
+    )
+    return user_robustness.robustness_sentence(tables["robustness"], tables["robustness_orders"])
+
+
+def _add_trials_plan(
+    tables: dict[str, pd.DataFrame], texts: dict[str, str], chance: pd.DataFrame, target: dict, plan: Plan
+) -> None:
+    """Users against trials per user for the next experiment, into `tables` and the power text."""
+    ks = sorted({1, 2, 4, 8, int(chance["trials"].max())})
+    tables["trials_plan"] = trials.users_for_trials(chance, target["differences"], plan.alpha, target["power"], ks)
+    texts["power"] += "\n" + (
+        trials.plan_markdown(tables["trials_plan"], plan.alpha, target["power"])
+        if len(tables["trials_plan"])
+        else "## Users x trials for the next experiment\n\nState a difference per metric in "
+        "`stats.power.differences` to plan users against trials per user (docs/statistics.md).\n"
+    )
 
 
 def write(comparison: SystemComparison, paths) -> None:

@@ -22,7 +22,7 @@ from crseval.language.titles import TitleRecognizer
 from crseval.language.tracker import Constraint, ConstraintTracker
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.prompts import PromptTemplate
-from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.agent_kind import AgentKind, shared_keys
 
 FIELD_PHRASES = {
     "genre": "genre {value}",
@@ -319,7 +319,7 @@ TEMPLATE = AgentKind(
     "LLM-free: names the tracked wishes and the first retrieved films in a fixed sentence (with `tools: true`, "
     "searching and committing through the catalog toolkit)",
     make_agent=_template_agent,
-    optional_keys=("tools", "tool_limits"),
+    optional_keys=shared_keys("tools", "tool_limits"),
 )
 LLM = AgentKind(
     "llm",
@@ -327,5 +327,5 @@ LLM = AgentKind(
     make_agent=_llm_agent,
     llm_backend=True,
     prompt_key="prompt",
-    required_keys=("prompt", "backend", "options"),
+    required_keys=shared_keys("prompt", "backend", "options"),
 )

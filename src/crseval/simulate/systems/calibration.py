@@ -41,7 +41,7 @@ import numpy as np
 from crseval.catalog.toolkit import MAX_RESULTS, ToolTurn
 from crseval.language.tracker import Constraint
 from crseval.llm.prompts import PromptTemplate
-from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.agent_kind import AgentKind, shared_keys
 from crseval.simulate.systems.agents import Agent, AgentSettings, Reply, describe_constraints, prompt_values, with_tools
 
 
@@ -248,7 +248,7 @@ class AskerAgent(LiteralAgent):
 
 
 # The calibration systems that can search and commit through the catalog toolkit (`tools: true`).
-TOOL_KEYS = ("tools", "tool_limits")
+TOOL_KEYS = shared_keys("tools", "tool_limits")
 
 
 def _kind(name: str, cls: type[CalibrationAgent], summary: str, tools: bool = False) -> AgentKind:
@@ -260,7 +260,7 @@ def _kind(name: str, cls: type[CalibrationAgent], summary: str, tools: bool = Fa
         summary + (" (with `tools: true`, through the catalog toolkit)" if tools else ""),
         make_agent=make,
         calibration_role=lambda entry: name,
-        optional_keys=TOOL_KEYS if tools else (),
+        optional_keys=TOOL_KEYS if tools else {},
     )
 
 
@@ -287,7 +287,9 @@ KINDS = (
         "toolkit)",
         make_agent=_lagging_agent,
         calibration_role=lambda entry: f"lag{entry['lag']}",
-        required_keys=("lag",),
+        required_keys={
+            "lag": {"type": "integer", "minimum": 1, "description": "how many turns late it serves the user's wishes"}
+        },
         optional_keys=TOOL_KEYS,
     ),
     AgentKind(
@@ -295,7 +297,15 @@ KINDS = (
         "calibration: the oracle in a share `reliability` of sessions, drawn anew in every trial",
         make_agent=_flaky_agent,
         calibration_role=lambda entry: "flaky",
-        required_keys=("reliability",),
+        required_keys={
+            "reliability": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 1,
+                "description": "`flaky`: the chance that a session (each trial anew) gets the oracle; the others get "
+                "films that miss a current wish",
+            }
+        },
     ),
     _kind("stubborn", StubbornAgent, "calibration: serves the first turn's constraints all session", tools=True),
     _kind("random", RandomAgent, "calibration: random catalog films in a fluent sentence", tools=True),
@@ -309,6 +319,6 @@ KINDS = (
         make_agent=_prompt_echo_agent,
         prompt_key="prompt",
         calibration_role=lambda entry: "prompt_echo",
-        required_keys=("prompt",),
+        required_keys=shared_keys("prompt"),
     ),
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 from crseval.core.redact import redact_url
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.base import LLMError, TransientLLMError
-from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.agent_kind import AgentKind, shared_keys
 from crseval.simulate.systems.external import ExternalReply, ExternalSystemError, external_agent
 
 
@@ -70,6 +70,14 @@ KIND = AgentKind(
     llm_backend=True,
     prompt_key="system_prompt",
     make_system=_chat_system,
-    required_keys=("backend", "options"),
-    optional_keys=("system_prompt",),
+    required_keys=shared_keys("backend", "options"),
+    optional_keys={
+        "system_prompt": {
+            "type": "string",
+            "format": "path",
+            "minLength": 1,
+            "description": "`chat`: a file whose text is the system message (none: the model gets the conversation "
+            "only)",
+        }
+    },
 )

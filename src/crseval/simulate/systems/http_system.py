@@ -33,7 +33,7 @@ from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.core.redact import redact_url, redact_urls
 from crseval.llm.base import retry_after, transient_status
 from crseval.llm.client import RetryPolicy
-from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.agent_kind import AgentKind, shared_keys
 from crseval.simulate.systems.external import ExternalReply, ExternalSystemError, external_agent, reply_from_record
 
 CONSTRAINT_FIELDS = (*CONCEPT_FIELDS, KEYWORD_FIELD)
@@ -228,6 +228,39 @@ KIND = AgentKind(
     make_agent=external_agent,
     asks_a_service=True,
     make_system=_http_system,
-    required_keys=("url", "timeout", "retries"),
-    optional_keys=("api_key_env", "headers", "max_reply_bytes"),
+    required_keys={
+        "url": {
+            "type": "string",
+            "minLength": 1,
+            "description": "`http`: the service's address; each user turn is one POST of JSON "
+            "(docs/own_recommender.md)",
+        },
+        **shared_keys("timeout"),
+        "retries": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "`http`: retries of a timeout, refused connection, 5xx, 408 or 429, with exponential "
+            "backoff",
+        },
+    },
+    optional_keys={
+        "api_key_env": {
+            "type": "string",
+            "minLength": 1,
+            "description": "`http`: environment variable that holds a key sent as `Authorization: Bearer`",
+        },
+        "headers": {
+            "type": "object",
+            "propertyNames": {"pattern": "^[-!#$%&'*+.^_`|~0-9A-Za-z]+$"},
+            "additionalProperties": {"type": "string", "pattern": "^[\\x20-\\x7e\\t]*$"},
+            "description": "`http`: extra request headers (printable ASCII), sent to the system's own origin only",
+        },
+        "max_reply_bytes": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 67108864,
+            "description": "`http`: largest reply body in bytes, after decompression (default 1 MiB, at most 64 MiB); "
+            "reading stops past it and the turn fails",
+        },
+    },
 )

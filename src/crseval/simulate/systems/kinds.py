@@ -1,9 +1,10 @@
 """The agent kinds, by the `agent` value a system's config entry gives them (crseval.simulate.systems.agent_kind),
 and a system's entry resolved once against them.
 
-Each kind is declared in the module that implements it; a new kind is that module, one entry in
-AGENT_KINDS and its keys in the config schema. Everything that depends on a system's kind (the workflow's
-inputs, threads and slots, the config checks, the provenance record, the calibration roles) asks here,
+Each kind is declared in the module that implements it, with the keys its entry takes; a new kind is
+that module and its entry in AGENT_KINDS (the config schema gets the kinds' names and keys from
+`schema_part`). Everything that depends on a system's kind (the workflow's inputs, threads and slots,
+the config checks, the provenance record, the calibration roles) asks here,
 most through ResolvedSystem: the planner, the shard runner and the provenance record read a system's
 kind, user profile, prompt file and LLM from it instead of each working them out from the entry, so that
 a rule such as "a system that names no `profile` meets `simulator.profile`" is written once.
@@ -14,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
+from crseval.core.config_checks import Dispatch, SchemaPart
 from crseval.core.registry import look_up
 from crseval.simulate.systems import agents, calibration, chat, http_system, python_system, tools_agent
 from crseval.simulate.systems.agent_kind import AgentKind
@@ -35,6 +37,32 @@ AGENT_KINDS: dict[str, AgentKind] = {
 def agent_kind(name: str) -> AgentKind:
     """The kind named `name`; a ValueError naming the known ones (and the closest) otherwise."""
     return look_up(AGENT_KINDS, name, "agent")
+
+
+# The order of a system entry's keys in the config schema, and so of the rows of config/README.md's table (the
+# keys every entry takes, and the kinds' keys between them); a key not named here follows them.
+KEY_ORDER = (
+    *("name", "agent", "lag", "tools", "tool_limits", "max_steps", "reliability", "profile", "prompt", "backend"),
+    *("options", "system_prompt", "url", "timeout", "max_reply_bytes", "retries", "api_key_env", "headers"),
+    *("entry_point", "concurrency"),
+)
+
+
+def schema_part() -> SchemaPart:
+    """The agent kinds' part of the config schema (crseval.core.config_checks.compose_schema): the `agent` enum
+    in AGENT_KINDS' order, every kind's keys, and an if/then block per kind (kinds that take the same keys share
+    one). The blocks run from the library's own agents to the external systems, the LLM-free ones first in each,
+    so that the README names the kinds that require a key in that order."""
+    blocks = sorted(AGENT_KINDS.values(), key=lambda kind: (kind.external, kind.llm_backend))
+    return SchemaPart(
+        dispatch=Dispatch(
+            "system",
+            "agent",
+            tuple(kind.schema for kind in AGENT_KINDS.values()),
+            block_order=tuple(kind.name for kind in blocks),
+            key_order=KEY_ORDER,
+        )
+    )
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from importlib.metadata import PackageNotFoundError, packages_distributions, ver
 from typing import Any, Callable, Iterator
 
 from crseval.core.bounded_http import DEFAULT_MAX_REPLY_BYTES, LARGEST_REPLY_BYTES, size
-from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.agent_kind import AgentKind, shared_keys
 from crseval.simulate.systems.external import ExternalReply, ExternalSystemError, external_agent, reply_from_record
 
 ENTRY_POINT = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*:[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
@@ -254,6 +254,12 @@ KIND = AgentKind(
     make_system=_python_system,
     describe_entry=lambda entry: _describe(entry["entry_point"], entry.get("options", {})),
     check=_entry_point_problems,
-    required_keys=("entry_point",),
-    optional_keys=("options", "timeout"),
+    required_keys={
+        "entry_point": {
+            "type": "string",
+            "pattern": "^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$",
+            "description": "`python`: the class as `package.module:Class` (importable in the workflow's environment)",
+        }
+    },
+    optional_keys=shared_keys("options", "timeout"),
 )

@@ -29,7 +29,7 @@ from crseval.language.concepts import ConceptMatcher
 from crseval.llm import LLMClient, LLMRequest
 from crseval.llm.base import MAX_TOOL_CALLS_PER_REPLY, LLMError, LLMResponse
 from crseval.llm.prompts import PromptTemplate
-from crseval.simulate.systems.agent_kind import AgentKind
+from crseval.simulate.systems.agent_kind import AgentKind, shared_keys
 from crseval.simulate.systems.agents import Reply
 
 DEFAULT_MAX_STEPS = 4
@@ -173,6 +173,14 @@ KIND = AgentKind(
     make_agent=_tools_agent,
     llm_backend=True,
     prompt_key="prompt",
-    required_keys=("prompt", "backend", "options"),
-    optional_keys=("tool_limits", "max_steps"),
+    required_keys=shared_keys("prompt", "backend", "options"),
+    optional_keys={
+        **shared_keys("tool_limits"),
+        "max_steps": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 16,
+            "description": "`tools`: model calls one turn may take (each may ask for tool calls); default 4",
+        },
+    },
 )

@@ -110,9 +110,15 @@ class UserProfile:
                 )
 
     @property
+    def draws_on_voice(self) -> bool:
+        """Whether the user draws on the learned voice within its sessions: its words or its wishes (the knobs it
+        fits are set before the sessions, `with_fitted`)."""
+        return self.learned or self.wants == "people"
+
+    @property
     def needs_voice(self) -> bool:
         """Whether the profile takes anything from the learned voice: its words, its wishes or knobs."""
-        return self.learned or bool(self.fit) or self.wants == "people"
+        return self.draws_on_voice or bool(self.fit)
 
     @property
     def is_explicit(self) -> bool:
@@ -235,6 +241,22 @@ PROFILES: dict[str, UserProfile] = {profile.name: profile for profile in (EXPLIC
 def user_profile(name: str) -> UserProfile:
     """The built-in profile named `name`; a ValueError naming the known ones (and the closest) otherwise."""
     return look_up(PROFILES, name, "user profile")
+
+
+# ------------------------------------------------------------------ who needs the learned voice
+
+
+def paraphrase_examples(paraphrase: Mapping) -> int:
+    """The voice's turns the rewording shows as examples (`simulator.paraphrase.examples`), 0 while it is off."""
+    return paraphrase.get("examples", 0) if paraphrase.get("enabled") else 0
+
+
+def needs_learned_voice(profile: UserProfile, paraphrase: Mapping) -> bool:
+    """Whether the simulate jobs of a system whose user has `profile` need the learned voice's pools: the profile
+    takes anything from the voice (UserProfile.needs_voice), or the rewording (the config's `simulator.paraphrase`)
+    shows the voice's turns as examples. The one place that decides it: the workflow's inputs and the runner ask
+    here."""
+    return profile.needs_voice or paraphrase_examples(paraphrase) > 0
 
 
 # ------------------------------------------------------------------ profiles a config defines

@@ -327,7 +327,7 @@ def _unseen(text: str) -> str | None:
 def _draw_problem(pools: dict[str, list[VoiceTemplate]]) -> str | None:
     """What keeps one draw from the pools within MAX_DRAW_SAID, or None. A draw combines, at one place (a
     dialogue's first turn or a later one, each act's own where it has none there), the pools of several acts
-    with one slot signature and the same with a film (the acts a user reacts with, crseval.simulate.user.simulator), or
+    with one slot signature and the same with a film (the acts a user reacts with, crseval.simulate.user.voicing), or
     the pools of one act whose slots have the same roles in any fields (Voice.retyped). The worst of them is
     within the pools of one set of roles, every act's and field's, each at the place where it is said most:
     that sum is bounded. A user who leaves draws from the leaving pool alone, bounded as every pool."""

@@ -21,7 +21,7 @@ import numpy as np
 
 from crseval.core.canonical import canonical_json
 from crseval.corpora.dialogue import CorpusError
-from crseval.corpora.formats import reader
+from crseval.corpora.formats import corpus_format
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.user_acts import TurnReading, act_flags, read_turn
 from crseval.simulate.user.voice import (
@@ -51,7 +51,7 @@ def voice_key(corpus_sha: str, settings: dict) -> str:
 def corpus_dialogues(path: str | Path, import_format: str) -> list[dict]:
     """The dialogues of a corpus as its importer reads them (session records, the user turns it pairs
     with a reply), in file order."""
-    imported, _ = reader(import_format).import_logs([Path(path)], None, "0" * 64, "0" * 64)
+    imported, _ = corpus_format(import_format).import_logs([Path(path)], None, "0" * 64, "0" * 64)
     return [record for records in imported.values() for record in records]
 
 

@@ -1,0 +1,143 @@
+"""The real side of the user realism check: the user turns of a reference corpus of real dialogues, held out
+from the learned voice by construction, and bounded in size.
+
+When the learned voice (crseval.simulate.user.voice) learned from the reference itself, the real side is the
+dialogues of the other parts, and the voice's part is a further row, real users against real users (the
+floor). A reference that shares dialogues with the voice's part in another file is headed "not held out"
+(`load_reference`). A reference of more than `MAX_REFERENCE_BYTES` bytes or `MAX_REFERENCE_DIALOGUES`
+dialogues is refused (`ReferenceTooLarge`) before it is measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from crseval.checks.realism_turns import UserTurns, turns_of
+from crseval.core.io import sha256_file
+from crseval.simulate.user import voice_learning
+from crseval.simulate.user.voice import dialogue_part
+
+# The largest reference measured against (load_reference): bytes of its file, checked before it is read,
+# and dialogues, checked once read, before anything is measured. The importer's reading of the file, the
+# real side's turns, their readings and per-session sums are held in memory, about 17 bytes per byte of the
+# file: at 10,000 resamples an invented reference of 50,000 dialogues and 60 MB peaks at 1.4 GB, one of 120
+# dialogues at 0.36 GB (benchmarks/bench_user_realism.py). Take a sample of a larger corpus's dialogues.
+MAX_REFERENCE_BYTES = 64 << 20
+MAX_REFERENCE_DIALOGUES = 50_000
+
+# The real users of the voice's part of the reference, measured as a user against the other parts.
+FLOOR = "real users (the voice's part)"
+
+
+class ReferenceTooLarge(ValueError):
+    """A realism reference over MAX_REFERENCE_BYTES or MAX_REFERENCE_DIALOGUES."""
+
+
+def reference_turns(
+    path: str | Path, import_format: str, keep: Callable[[dict], bool] | None = None, name: str = "real users"
+) -> UserTurns:
+    """The user turns of a corpus of real dialogues in an importing format (crseval.corpora.formats), as
+    the importer reads them: the turns it pairs with a system reply; with `keep` (session record -> bool),
+    of the dialogues it keeps only. ReferenceTooLarge for a corpus over MAX_REFERENCE_BYTES or
+    MAX_REFERENCE_DIALOGUES."""
+    return turns_of([r for r in _reference_dialogues(path, import_format) if keep is None or keep(r)], name)
+
+
+def _reference_dialogues(path: str | Path, import_format: str) -> list[dict]:
+    """The dialogues of a reference as the importer reads them, refused (ReferenceTooLarge) over
+    MAX_REFERENCE_BYTES before the file is read, or over MAX_REFERENCE_DIALOGUES once read."""
+    size = Path(path).stat().st_size
+    if size > MAX_REFERENCE_BYTES:
+        raise ReferenceTooLarge(
+            f"realism reference {path}: {size:,} bytes, over the {MAX_REFERENCE_BYTES:,} bytes the user_realism "
+            "rule reads (crseval.checks.user_realism.MAX_REFERENCE_BYTES); name a sample of its dialogues"
+        )
+    records = voice_learning.corpus_dialogues(path, import_format)
+    if len(records) > MAX_REFERENCE_DIALOGUES:
+        raise ReferenceTooLarge(
+            f"realism reference {path}: {len(records):,} dialogues, over the {MAX_REFERENCE_DIALOGUES:,} the "
+            "user_realism rule measures against (crseval.checks.user_realism.MAX_REFERENCE_DIALOGUES); name a "
+            "sample of its dialogues"
+        )
+    return records
+
+
+@dataclass(frozen=True)
+class Reference:
+    """The real side of the comparison and how it stands to the learned voice's corpus."""
+
+    real: UserTurns
+    floor: UserTurns | None = None  # the voice's part of the same corpus, measured as a user
+    held_out: str = ""  # which dialogues the real side is, when it is held out from the voice
+    shared: int = 0  # dialogues of the reference the voice learned from, when it is not held out
+    voice_part: str = ""  # the voice's part, for the report
+    # held out: dialogues of the real side by a user (the importer's user id) who also speaks in the voice's
+    # part, and dialogues whose user turns are word for word those of a dialogue of the voice's part
+    same_users: int = 0
+    echoed: int = 0
+
+
+def load_reference(
+    path: str | Path, import_format: str, voice: dict | None = None, voice_corpus: str | Path | None = None
+) -> Reference:
+    """The real users to measure against, held out from the learned voice by construction.
+
+    Without a voice corpus: every dialogue of the reference. When the voice learned from the reference
+    itself (the same file by sha256, read in the same format): the dialogues outside the voice's part
+    (crseval.simulate.user.voice.dialogue_part: by user where the corpus names users; `voice` holding `parts` and
+    `learn_part`), and the voice's part as `floor`. When the voice learned from another file: every
+    dialogue, and `shared` counts those the voice's part holds too (the same id, or the same user turns
+    in the same order), for the report to head its table "not held out".
+
+    A reference over MAX_REFERENCE_BYTES is refused (ReferenceTooLarge) before it is read, one over
+    MAX_REFERENCE_DIALOGUES before anything is measured."""
+
+    records = _reference_dialogues(path, import_format)
+    if not voice_corpus:
+        return Reference(turns_of(records, "real users"))
+    voice = voice or {}
+    # the schema's defaults (simulator.voice)
+    parts, learn_part = voice.get("parts", 2), voice.get("learn_part", 1)
+    voice_format = voice.get("format", "crsarena")
+    voice_part = f"part {learn_part} of {parts} of {Path(voice_corpus).name}"
+
+    def in_part(record: dict) -> bool:
+        return dialogue_part(record, parts) == learn_part
+
+    if voice_format == import_format and sha256_file(path) == sha256_file(voice_corpus):
+        others = [part for part in range(1, parts + 1) if part != learn_part]
+        learned = [record for record in records if in_part(record)]
+        users, said = {_user(r) for r in learned} - {None}, {_said(r) for r in learned} - {()}
+        held = [record for record in records if not in_part(record)]
+        return Reference(
+            turns_of(held, "real users"),
+            floor=turns_of(learned, FLOOR),
+            held_out=f"the dialogues of {_parts(others)} of {parts}, held out from the voice, which learned "
+            f"from part {learn_part}",
+            voice_part=voice_part,
+            same_users=sum(_user(r) in users for r in held),
+            echoed=sum(_said(r) in said for r in held),
+        )
+    learned = [record for record in voice_learning.corpus_dialogues(voice_corpus, voice_format) if in_part(record)]
+    ids, said = {r["session_id"] for r in learned}, {_said(r) for r in learned} - {()}
+    shared = sum(r["session_id"] in ids or _said(r) in said for r in records)
+    return Reference(turns_of(records, "real users"), shared=shared, voice_part=voice_part)
+
+
+def _user(record: dict) -> str | None:
+    """The id of the dialogue's user, where the importer keeps one."""
+    return (record.get("provenance") or {}).get("user_id")
+
+
+def _said(record: dict) -> tuple[str, ...]:
+    """A dialogue's user turns, spaces normalised: two files hold the same dialogue if they say the same."""
+    return tuple(" ".join(turn["user_text"].split()) for turn in record["turns"])
+
+
+def _parts(parts: list[int]) -> str:
+    """How parts read in the report: part 2; parts 2 and 3; parts 2, 3 and 4."""
+    if len(parts) == 1:
+        return f"part {parts[0]}"
+    return "parts " + ", ".join(str(p) for p in parts[:-1]) + f" and {parts[-1]}"

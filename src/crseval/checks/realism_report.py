@@ -1,0 +1,394 @@
+"""The report of the user realism check: every user against the real users as one table (`realism_table`, the
+CSV) and as readable Markdown (`realism_markdown`), in three views: words, style apart from content, flow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from crseval.checks.realism_discriminators import (
+    BLIND_DISCRIMINATORS,
+    DISCRIMINATORS,
+    content_blind,
+    discriminator,
+    distinct_share,
+    equal_samples,
+)
+from crseval.checks.realism_measures import (
+    MAX_TURN_WORDS,
+    MIN_SESSIONS,
+    SessionSums,
+    bigram_distance_of_sums,
+    compare_sums,
+)
+from crseval.checks.realism_reference import FLOOR, Reference
+from crseval.checks.realism_turns import UserTurns
+from crseval.language.user_acts import TurnReading
+
+# ------------------------------------------------------------------ the table
+
+
+def realism_table(
+    users: dict[str, UserTurns],
+    systems: dict[tuple[str, str], UserTurns],
+    real: UserTurns,
+    folds: int = 5,
+    resamples: int = 1000,
+    seed: int = 0,
+    names_catalog: Callable[[str], bool] | None = None,
+    read: Callable[[str], TurnReading] | None = None,
+    floor: UserTurns | None = None,
+) -> pd.DataFrame:
+    """Every user (a profile) against the real users: its statistics and the discriminators' AUCs
+    (`system` "all"), and the statistics of the user as each system met it. One row per measure:
+    `simulated`, `real`, `difference` and its CI for a statistic; the AUC and its CI (`simulated`,
+    `ci_low`, `ci_high`) and the n-grams that give each side away for a discriminator. `names_catalog`
+    (text -> bool) adds the share of turns naming the catalog; it is asked once per distinct text.
+
+    `read` (text -> TurnReading, crseval.language.user_acts.read_turn with the catalog's matcher; asked
+    once per distinct text) adds the other two views: the word and character discriminators on
+    content-blind text (`auc_word_blind`, `auc_char_blind`), and how sessions flow: the statistics
+    `act_<act>`, `last_act_<act>` and `ending_<reason>` (compare_statistics) and, per user, the
+    Jensen-Shannon distance between the act-bigram distributions (`act_bigram_js`, in `simulated`, with
+    its bootstrap CI). `floor`, real users of another part of the reference, is measured as a user (the
+    FLOOR row: what real users score against real users). Where either side has turns over MAX_TURN_WORDS
+    words, `long_turns` counts them (`simulated`, `real`). A CI over sessions is NaN where a side has fewer
+    than MIN_SESSIONS sessions."""
+    against = _RealUsers(real, folds, resamples, seed, names_catalog, read)
+    rows = []
+    for user, turns in {**users, **({FLOOR: floor} if floor is not None else {})}.items():
+        rows += against.user_rows(user, turns)
+    for (user, system), turns in systems.items():
+        rows += against.statistics_rows(user, system, turns)[0]
+    columns = ["user", "system", "measure", "simulated", "real", "difference", "ci_low", "ci_high"]
+    table = pd.DataFrame(rows).drop(columns="statistic", errors="ignore")
+    return table.reindex(columns=[*columns, "simulated_tells", "real_tells"])
+
+
+class _RealUsers:
+    """The real side every user is measured against, summed per session once, with the settings of every
+    measure; the catalog and the turn readings are asked once per distinct text (cached)."""
+
+    def __init__(
+        self,
+        real: UserTurns,
+        folds: int,
+        resamples: int,
+        seed: int,
+        names_catalog: Callable[[str], bool] | None,
+        read: Callable[[str], TurnReading] | None,
+    ):
+        self.real, self.folds, self.resamples, self.seed = real, folds, resamples, seed
+        self.names = lru_cache(maxsize=None)(names_catalog) if names_catalog is not None else None
+        self.reading = lru_cache(maxsize=None)(read) if read is not None else None
+        self.flow = self.act if self.reading is not None else None
+        self.sessions = SessionSums.of(real, self.names, self.flow)
+        self.blind_texts = self.blind(real.texts) if self.reading is not None else None
+
+    def act(self, text: str) -> str:
+        return self.reading(text).act
+
+    def blind(self, texts: list[str]) -> list[str]:
+        return [content_blind(text, self.reading(text)) for text in texts]
+
+    def statistics_rows(self, user: str, system: str, turns: UserTurns) -> tuple[list[dict], SessionSums]:
+        """The statistics of `turns` against the real users' (compare_statistics), and their sums per session."""
+        sessions = SessionSums.of(turns, self.names, self.flow)
+        compared = compare_sums(sessions, self.sessions, self.resamples, self.seed)
+        rows = [
+            {"user": user, "system": system, "measure": row.statistic, **row._asdict()}
+            for row in compared.itertuples(index=False)
+        ]
+        return rows, sessions
+
+    def discriminator_row(self, user: str, measure: str, kind: str, simulated: list[str], real: list[str]) -> dict:
+        """The AUC of the `kind` discriminator on these turns, its CI and the n-grams that give each side away."""
+        found = discriminator(simulated, real, kind, self.folds, self.seed)
+        return {
+            "user": user,
+            "system": "all",
+            "measure": measure,
+            "simulated": found["auc"],
+            "ci_low": found["auc_ci_low"],
+            "ci_high": found["auc_ci_high"],
+            "simulated_tells": _tells(found["simulated_tells"]),
+            "real_tells": _tells(found["real_tells"]),
+        }
+
+    def user_rows(self, user: str, turns: UserTurns) -> list[dict]:
+        """Every measure of one user against the real users (`system` "all"): its statistics, the share of
+        distinct turns and the discriminators on equal samples of both sides, and, with turns read, the
+        discriminators on content-blind text and the distance between act bigrams."""
+        rows, sessions = self.statistics_rows(user, "all", turns)
+        picked, real_picked = equal_samples(len(turns.texts), len(self.real.texts), self.seed)
+        simulated_texts = [turns.texts[i] for i in picked]
+        real_texts = [self.real.texts[i] for i in real_picked]
+        distinct, real_distinct = distinct_share(simulated_texts), distinct_share(real_texts)
+        rows.append(
+            {
+                "user": user,
+                "system": "all",
+                "measure": "distinct_turns",
+                "simulated": distinct,
+                "real": real_distinct,
+                "difference": distinct - real_distinct,
+            }
+        )
+        for kind in DISCRIMINATORS:
+            rows.append(self.discriminator_row(user, f"auc_{kind}", kind, simulated_texts, real_texts))
+        if self.reading is None:
+            return rows
+        blind_real = [self.blind_texts[i] for i in real_picked]
+        for kind in BLIND_DISCRIMINATORS:
+            rows.append(
+                self.discriminator_row(user, f"auc_{kind}_blind", kind, self.blind(simulated_texts), blind_real)
+            )
+        distance, low, high = bigram_distance_of_sums(sessions, self.sessions, self.resamples, self.seed)
+        rows.append(
+            {
+                "user": user,
+                "system": "all",
+                "measure": "act_bigram_js",
+                "simulated": distance,
+                "ci_low": low,
+                "ci_high": high,
+            }
+        )
+        return rows
+
+
+def _tells(ngrams: list[str]) -> str:
+    """N-grams as a table cell: each in backticks, a space shown as "·" (character n-grams begin and end
+    with one)."""
+    return ", ".join(f"`{ngram.replace(' ', '·')}`" for ngram in ngrams)
+
+
+# ------------------------------------------------------------------ the Markdown
+
+
+def _view(measure: str) -> str:
+    """Which view a measure belongs to: "words" (the statistics and discriminators of the turns as said),
+    "style" (the discriminators on content-blind text) or "flow" (acts, bigrams, endings)."""
+    if measure.startswith("auc_") and measure.endswith("_blind"):
+        return "style"
+    if measure.startswith(("act_", "last_act_", "ending_")):
+        return "flow"
+    return "words"
+
+
+# The overview's columns: measure -> heading.
+OVERVIEW = {
+    "words": "median words",
+    "question": "question share",
+    "distinct_turns": "distinct turns",
+    "turns_per_session": "turns per session",
+    "auc_word": "AUC word",
+    "auc_char": "AUC char",
+    "auc_statistics": "AUC statistics",
+    "auc_word_blind": "AUC word, content-blind",
+    "auc_char_blind": "AUC char, content-blind",
+    "act_bigram_js": "act bigrams JS distance",
+}
+
+
+def realism_markdown(table: pd.DataFrame, reference: str, real: UserTurns, split: Reference | None = None) -> str:
+    """The readable report: an overview of every user, then per user its three views: words (its
+    statistics beside the real users' and the discriminators), style apart from content (the
+    discriminators on content-blind text) and flow (acts, act bigrams, how sessions end). `split` (from
+    `load_reference`) says which dialogues the real side is, held out from the learned voice or not."""
+    split = split or Reference(real)
+    not_held_out = " (not held out)" if split.shared else ""
+    lines = _introduction(reference, real, split, not_held_out)
+    overall = table[table["system"] == "all"]
+    measures = set(overall["measure"])
+    if measures & {"auc_word_blind", "act_bigram_js"}:
+        lines += ["", _THREE_VIEWS]
+    lines += _overview(overall, measures, not_held_out)
+    for user, own in overall.groupby("user", sort=False):
+        lines += _user_section(user, own)
+        lines += _by_system(table[(table["user"] == user) & (table["system"] != "all")])
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(x) -> str:
+    return "n/a" if x != x else f"{x:.2f}"
+
+
+def _with_ci(r) -> str:
+    return f"{_fmt(r.simulated)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]"
+
+
+def _introduction(reference: str, real: UserTurns, split: Reference, not_held_out: str) -> list[str]:
+    """The heading, whether the real side is held out, what the reference is and how to read the tables, and
+    the notes on a reference of one dialogue, the floor and users both parts share."""
+    sessions = len(set(real.sessions))
+    lines = [f"# How far is the simulated user from real users?{not_held_out}", ""]
+    if split.shared:
+        lines += [
+            f"**Not held out**: {split.shared} of the reference's {sessions} dialogues are also in the "
+            f"learned voice's part ({split.voice_part}): the voice learned from them, so a user that speaks "
+            "with it is measured partly against its own source. Name the voice's corpus as the reference to "
+            "measure against the dialogues it did not learn from.",
+            "",
+        ]
+    held_out = f": {split.held_out}" if split.held_out else ""
+    lines += [
+        f"Reference: {len(real.texts)} user turns of {sessions} real dialogues ({reference}){held_out}. " + _READING
+    ]
+    if sessions < MIN_SESSIONS:
+        lines += [
+            "",
+            f"**One real dialogue**: a CI over sessions needs at least {MIN_SESSIONS} sessions on each side, so "
+            "no difference and no act-bigram distance has one here (n/a); each user is compared with one "
+            "person's dialogue.",
+        ]
+    if split.floor is not None:
+        floor_sessions = len(set(split.floor.sessions))
+        lines += [
+            "",
+            f"`{FLOOR}` is the part the voice learned from ({len(split.floor.texts)} user turns of "
+            f"{floor_sessions} dialogues), measured as a user against the held-out dialogues the same way: what "
+            "real users score against other real users, the floor beside every simulated user.",
+        ]
+    if split.same_users or split.echoed:
+        lines += [
+            "",
+            f"The parts split dialogues, not users: {split.same_users} of the held-out dialogues are by a user "
+            f"who also speaks in the voice's part, and {split.echoed} say word for word what a dialogue of the "
+            "voice's part says.",
+        ]
+    return lines
+
+
+# How to read the tables, after what the reference is.
+_READING = (
+    "Differences are "
+    "simulated minus real, with a 95% bootstrap CI over sessions (the CIs need at least "
+    f"{MIN_SESSIONS} sessions on each side, one session resampled being always itself: n/a with fewer). "
+    "Shares are of user turns; `takes`, "
+    "`turns_down` and `asks_about` (a film offered) are read by the same rules on both sides, "
+    "`unknown_word` is a word no English word list holds (a typo, mostly), `word_variety` is Guiraud's "
+    "index per session. A user's row counts each simulated person once, as the corpus holds each "
+    "person's dialogue once: of the sessions one seed had with every system (and in every trial) it keeps "
+    "one, a different system for different people; the rows per system count all of theirs. "
+    "A discriminator's AUC is how well a "
+    "logistic regression tells a simulated turn from a real one, cross-validated (0.5: indistinguishable, "
+    "1.0: always told apart); its tells are the n-grams that give each side away most. Each discriminator "
+    "sees as many turns of a user as there are real turns (drawn without replacement, seeded), so every "
+    "user is measured as the floor is; `distinct_turns` is the share of those turns that no other turn of "
+    "the same side says word for word (a user that repeats itself shows it there, not hidden in the AUC)."
+)
+
+# The three views, said where the table has more than the words.
+_THREE_VIEWS = (
+    "Three views per user. **Words**: the statistics and the discriminators of the turns as said. "
+    "**Style apart from content**: the word and character discriminators on content-blind text, every "
+    "catalog value and title replaced by a word naming its type (`slotgenre`, `slottitle`) on both sides: "
+    "how the user talks, not what about. **Flow**: the share of turns of each act (the first that "
+    "applies of take, turn_down, ask_about, request, small_talk, ask, other), the Jensen-Shannon "
+    "distance between the distributions of act bigrams within a session (a start and an end marker "
+    "included; base 2, 0: the same, 1: nothing in common) with a 95% bootstrap CI over sessions (two "
+    "samples of the same users are some distance apart, resampled ones further, so the CI can lie above "
+    "the distance: read it against the floor of real users against real users), turns per session, and "
+    "how sessions end: the act of the last user turn the system answered "
+    "(`last_act_<act>`, a share of sessions) and, for simulated sessions, whether the user left "
+    "(`ending_abandoned`) or the turn limit ended it (`ending_turn_limit`)."
+)
+
+
+def _overview(overall: pd.DataFrame, measures: set[str], not_held_out: str) -> list[str]:
+    """One row per user (the floor first, after the real users) and a column per OVERVIEW measure it has."""
+    shown = [m for m in OVERVIEW if m in measures]
+    first = overall.drop_duplicates("measure").set_index("measure")
+    lines = ["", f"## All users{not_held_out}", ""]
+    lines += ["| user | " + " | ".join(OVERVIEW[m] for m in shown) + " |", "|---" * (len(shown) + 1) + "|"]
+    lines += ["| real users | " + " | ".join(_fmt(first["real"].get(m, np.nan)) for m in shown) + " |"]
+    users = list(dict.fromkeys(overall["user"]))
+    if FLOOR in users:
+        users = [FLOOR] + [user for user in users if user != FLOOR]
+    cells = {
+        (r.user, r.measure): (_with_ci(r) if r.measure == "act_bigram_js" else _fmt(r.simulated))
+        for r in overall.itertuples()
+    }
+    lines += [f"| {user} | " + " | ".join(cells.get((user, m), "n/a") for m in shown) + " |" for user in users]
+    return lines
+
+
+def _user_section(user: str, own: pd.DataFrame) -> list[str]:
+    """One user's three views: words, style apart from content (when measured), flow (when measured)."""
+    views = own["measure"].map(_view)
+    words, style, flow = own[views == "words"], own[views == "style"], own[views == "flow"]
+    auc = words["measure"].str.startswith("auc_")
+    lines = ["", f"## User `{user}`", "", "### Words"]
+    lines += _statistics_table(words[~auc], "statistic", user)
+    lines += _long_turns(words, user)
+    lines += _discriminator_table(words[auc])
+    if not style.empty:
+        lines += ["", "### Style apart from content"]
+        lines += _discriminator_table(style)
+    if not flow.empty:
+        shares = flow[flow["measure"].str.startswith("act_") & (flow["measure"] != "act_bigram_js")]
+        lines += ["", "### Flow"]
+        lines += _statistics_table(pd.concat([shares, words[words["measure"] == "turns_per_session"]]), "act", user)
+        for r in flow[flow["measure"] == "act_bigram_js"].itertuples():
+            lines += ["", f"Act bigrams, Jensen-Shannon distance to the real users' [95% CI]: {_with_ci(r)}."]
+        ends = flow[flow["measure"].str.startswith(("last_act_", "ending_"))]
+        lines += _statistics_table(ends[ends[["simulated", "real"]].notna().any(axis=1)], "how sessions end", user)
+    return lines
+
+
+def _statistics_table(rows: pd.DataFrame, heading: str, user: str) -> list[str]:
+    """Statistics beside the real users' with the difference and its CI (not `long_turns`, a count of turns)."""
+    side = "the voice's part" if user == FLOOR else "simulated"
+    lines = ["", f"| {heading} | {side} | real | difference [95% CI] |", "|---|---|---|---|"]
+    return lines + [
+        f"| {r.measure} | {_fmt(r.simulated)} | {_fmt(r.real)} | "
+        f"{_fmt(r.difference)} [{_fmt(r.ci_low)}, {_fmt(r.ci_high)}] |"
+        for r in rows.itertuples()
+        if r.measure != "long_turns"
+    ]
+
+
+def _long_turns(rows: pd.DataFrame, user: str) -> list[str]:
+    """How many turns of each side are over MAX_TURN_WORDS words, where any are."""
+    over = rows[rows["measure"] == "long_turns"]
+    if over.empty:
+        return []
+    side = "the voice's part's" if user == FLOOR else "this user's"
+    return [
+        "",
+        f"{over['simulated'].iloc[0]:,.0f} of {side} turns and {over['real'].iloc[0]:,.0f} of the real users' "
+        f"are over {MAX_TURN_WORDS:,} words: each counts as {MAX_TURN_WORDS:,} in the median words per turn "
+        "(which moves only if half a side's turns are over it).",
+    ]
+
+
+def _discriminator_table(rows: pd.DataFrame) -> list[str]:
+    """Each discriminator's AUC and CI, with the n-grams that give each side away."""
+    lines = ["", "| discriminator | AUC [95% CI] | gives the simulated user away | gives real users away |"]
+    lines += ["|---|---|---|---|"]
+    return lines + [
+        f"| {r.measure.removeprefix('auc_').removesuffix('_blind')} | {_with_ci(r)} | "
+        f"{r.simulated_tells} | {r.real_tells} |"
+        for r in rows.itertuples()
+    ]
+
+
+BY_SYSTEM = ("words", "question", "turns_down", "asks_about", "turns_per_session")
+
+
+def _by_system(rows: pd.DataFrame) -> list[str]:
+    """The user as each system met it: a few statistics per system (simulated value; all of them, with
+    CIs, are in the CSV). A system that fails the user changes how the user talks."""
+    if rows.empty:
+        return []
+    wide = rows.pivot_table(index="system", columns="measure", values="simulated", sort=False)
+    shown = [m for m in BY_SYSTEM if m in wide]
+    lines = ["", "As each system met it (the real users: the first table's `real` column):", ""]
+    lines += ["| system | " + " | ".join(shown) + " |", "|---" * (len(shown) + 1) + "|"]
+    lines += [f"| {system} | " + " | ".join(_fmt(row[m]) for m in shown) + " |" for system, row in wide.iterrows()]
+    return lines
