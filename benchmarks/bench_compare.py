@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from crseval.runs.paired import changed_sessions, paired_table
-from crseval.statistics.system_tests import default_plan
+from crseval.statistics.system_tests import default_analysis_plan
 
 CONTINUOUS = [
     *("tas", "tas_cc", "tas_cr", "tas_copying", "repeat_rate", "dst_precision", "dst_recall", "dst_f1"),
@@ -68,7 +68,7 @@ def main() -> None:
     metrics = (CONTINUOUS + BINARY)[: args.metrics]
     baseline = synthetic_run(args.sessions, args.systems, metrics, seed=1, shift=0.0)
     run = synthetic_run(args.sessions, args.systems, metrics, seed=2, shift=0.01)
-    plan = default_plan(resamples=args.resamples, permutations=args.resamples)
+    plan = default_analysis_plan(resamples=args.resamples, permutations=args.resamples)
 
     start = time.perf_counter()
     table = paired_table(baseline, run, metrics=metrics, plan=plan)

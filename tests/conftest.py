@@ -378,3 +378,37 @@ def model_free_scorer(catalog: Path, settings: dict):
         settings=settings,
         embedding_cache=None,
     )
+
+
+@pytest.fixture
+def no_git_above(tmp_path, monkeypatch):
+    """git must not find a repository above tmp_path (as if the tree had no .git)."""
+    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def ollama():
+    """A loopback Ollama server (tests/fake_servers.py) shared by a test file's workflow runs."""
+    from fake_servers import FakeOllama  # a test helper module beside this one
+
+    with FakeOllama() as server:
+        yield server
+
+
+@pytest.fixture
+def index_dir(tmp_path, small_index):
+    """The eight-film catalog's index files in a folder, with a catalog summary, as index_catalog writes them."""
+    import json
+
+    import pyarrow as pa
+
+    from crseval.core.io import write_parquet
+
+    folder = tmp_path / "catalog"
+    folder.mkdir()
+    films = small_index.films.reset_index(drop=True)
+    write_parquet(pa.Table.from_pandas(films, preserve_index=False), folder / "films.parquet")
+    write_parquet(pa.Table.from_pandas(small_index.concepts, preserve_index=False), folder / "concepts.parquet")
+    (folder / "summary.json").write_text(json.dumps({"catalog": {"sha256": "c" * 64}}))
+    return folder

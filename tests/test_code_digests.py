@@ -104,11 +104,6 @@ def test_a_malformed_declaration_is_named_by_file_and_field(tmp_path, text, name
 # ------------------------------------------------------------------ the code a record names
 
 
-@pytest.fixture
-def no_git_above(tmp_path, monkeypatch):
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
-
-
 def experiment_config() -> dict:
     config = load_test_config("calibration_demo")
     config["experiment"] = EXPERIMENT

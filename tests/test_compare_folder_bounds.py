@@ -378,13 +378,13 @@ def test_a_tolerance_that_is_infinite_or_names_no_compared_metric_is_refused(tmp
 
 def test_the_api_refuses_the_same_tolerances(tmp_path):
     from crseval.runs import paired
-    from crseval.statistics.plan import Plan
+    from crseval.statistics.analysis_plan import AnalysisPlan
 
     base = read_run(folder(tmp_path / "base"))
     run = read_run(folder(tmp_path / "run"))
     with pytest.raises(ValueError, match="tolerance tass=0.5: tass is no metric this comparison compares"):
         compare(base, [run], tolerance={"tass": 0.5})
-    plan = Plan(0.05, "report", "bh", min_sessions=3, small_sample=10, resamples=200, permutations=200, seed=1)
+    plan = AnalysisPlan(0.05, "report", "bh", min_sessions=3, small_sample=10, resamples=200, permutations=200, seed=1)
     with pytest.raises(ValueError, match="tolerance tas=inf: a tolerance is a finite non-negative number"):
         paired.paired_table(table(), table(), metrics=["tas"], plan=plan, tolerance={"tas": float("inf")})
     assert len(compare(base, [run], tolerance={"tas": 0.5, "*": 0.1}).runs[0].table)

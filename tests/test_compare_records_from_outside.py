@@ -147,7 +147,7 @@ def test_the_baselines_analysis_plan_is_checked_before_it_is_used(tmp_path, stat
 
 def test_a_missing_plan_setting_is_named():
     with pytest.raises(RunError, match="`config.stats.seed` is missing"):
-        comparability._plan({k: v for k, v in STATS.items() if k != "seed"}, comparability.Path("p.json"))
+        comparability._analysis_plan({k: v for k, v in STATS.items() if k != "seed"}, comparability.Path("p.json"))
 
 
 # ------------------------------------------------------------------ the sessions table

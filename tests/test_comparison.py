@@ -122,7 +122,7 @@ def test_adjusted_p_values_by_hand():
     Holm: 0.04, max(0.09, 0.04) = 0.09, max(0.08, 0.09) = 0.09, max(0.2, 0.09) = 0.2.
     BH, from the largest: 0.2 x 4/4 = 0.2; 0.04 x 4/3 = 0.0533; 0.03 x 4/2 = 0.06, held to 0.0533; 0.01 x 4/1 = 0.04.
     Bonferroni: 0.04, 0.16, 0.12, 0.8; and 0.3 x 4 is capped at 1."""
-    from crseval.statistics.plan import adjusted_p_values
+    from crseval.statistics.analysis_plan import adjusted_p_values
 
     p = [0.01, 0.04, 0.03, 0.2]
     assert adjusted_p_values(p, "holm") == pytest.approx([0.04, 0.09, 0.09, 0.2])
@@ -144,7 +144,7 @@ def test_adjusted_p_values_are_statsmodels_numbers_and_bounded(p, methods):
     in the raw p values' order."""
     from statsmodels.stats.multitest import multipletests
 
-    from crseval.statistics.plan import adjusted_p_values
+    from crseval.statistics.analysis_plan import adjusted_p_values
 
     ours, theirs = adjusted_p_values(p, methods[0]), multipletests(p, method=methods[1])[1]
     assert ours.tolist() == theirs.tolist()

@@ -266,7 +266,7 @@ def test_a_cached_plan_of_another_shape_is_read_again_from_its_log(tmp_path):
     edited = json.loads(cache.read_text())
     del edited["files"][log]["plan"]["turns"]
     write(cache, json.dumps(edited))
-    assert thesis_logs.usable_plan(edited["files"][log]["plan"]) is False
+    assert thesis_logs.usable_entry(edited["files"][log]["plan"]) is False
     assert manifest.build_manifest([log], "thesis_logs", cache) == fresh
 
 

@@ -23,17 +23,12 @@ A, B = "a" * 64, "b" * 64
 NEEDS_LOGS = pytest.mark.skipif(not REFERENCE_LOGS.exists(), reason="the thesis logs are not beside the repository")
 
 
-@pytest.fixture(scope="module")
-def matcher(full_matcher):
-    return full_matcher  # this file reads the OpenDialKG catalog
-
-
-def import_by_slices(paths, import_format, matcher, shard_size, cache_file=None):
+def import_by_slices(paths, import_format, full_matcher, shard_size, cache_file=None):
     manifest = build_manifest(paths, import_format, cache_file)
     sessions, named = {}, {}
     for (system, _shard), piece in sorted(shard_slices(manifest, shard_size).items()):
         piece = json.loads(json.dumps(piece))  # as the import job reads it from its file
-        records, films = import_slice(piece, matcher, A, B)
+        records, films = import_slice(piece, full_matcher, A, B)
         sessions.setdefault(system, []).extend(records)
         merged = named.setdefault(system, {"catalog": set(), "outside": set()})
         for kind in merged:
@@ -42,17 +37,17 @@ def import_by_slices(paths, import_format, matcher, shard_size, cache_file=None)
 
 
 @NEEDS_LOGS
-def test_thesis_logs_by_slices_are_the_one_import(matcher, tmp_path):
+def test_thesis_logs_by_slices_are_the_one_import(full_matcher, tmp_path):
     paths = sorted(str(p) for p in REFERENCE_LOGS.glob("*.json"))
-    expected, report = import_logs(paths, matcher, A, B, "thesis_logs")
-    manifest, sessions, named = import_by_slices(paths, "thesis_logs", matcher, shard_size=7)
+    expected, report = import_logs(paths, full_matcher, A, B, "thesis_logs")
+    manifest, sessions, named = import_by_slices(paths, "thesis_logs", full_matcher, shard_size=7)
     assert sessions == expected  # every record, films included, in session order
     assert manifest["report"] == report
     assert coverage_of(named) == film_coverage(expected)
     assert sum(len(s) for s in manifest["sessions"].values()) == 300 and not manifest["labelled"]
 
 
-def test_a_corpus_of_dialogues_by_slices_is_the_one_import(matcher, tmp_path):
+def test_a_corpus_of_dialogues_by_slices_is_the_one_import(full_matcher, tmp_path):
     """Formats with many dialogues per file: every slice reads the corpus, keeps its own sessions."""
     corpus = write_arena(
         tmp_path / "arena.json",
@@ -64,8 +59,8 @@ def test_a_corpus_of_dialogues_by_slices_is_the_one_import(matcher, tmp_path):
         *[line("crs", f"d{n}", ("user", f"Like Heat {n}?"), ("system", 'Yes: "Heat" (1995).')) for n in range(4)],
     )
     for paths, import_format in (([str(corpus)], "crsarena"), ([str(lines)], "jsonl")):
-        expected, report = import_logs(paths, matcher, A, B, import_format)
-        manifest, sessions, named = import_by_slices(paths, import_format, matcher, shard_size=2)
+        expected, report = import_logs(paths, full_matcher, A, B, import_format)
+        manifest, sessions, named = import_by_slices(paths, import_format, full_matcher, shard_size=2)
         assert sessions == expected and manifest["report"] == report
         assert coverage_of(named) == film_coverage(expected)
     assert build_manifest([str(corpus)], "crsarena")["labelled"]
@@ -132,14 +127,14 @@ def test_a_replan_reads_only_changed_files_and_rewrites_only_their_slices(tmp_pa
 
 
 @NEEDS_LOGS
-def test_a_log_changed_after_planning_is_an_error_naming_it(matcher, tmp_path):
+def test_a_log_changed_after_planning_is_an_error_naming_it(full_matcher, tmp_path):
     logs = tmp_path / "logs"
     copied = copy_logs(logs, "qwen:4b", 3)
     manifest = build_manifest([str(p) for p in copied], "thesis_logs")
     piece = shard_slices(manifest, 10)["qwen:4b", 0]
     copied[1].write_text(copied[1].read_text().replace("USER", "USER", 1) + " ")
     with pytest.raises(Exception, match=rf"{copied[1].name} changed after the workflow planned the import"):
-        import_slice(piece, matcher, A, B)
+        import_slice(piece, full_matcher, A, B)
 
 
 @NEEDS_LOGS

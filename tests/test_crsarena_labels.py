@@ -57,24 +57,19 @@ def labelled():
     return load_turn_labels(LABELS, CORPUS)
 
 
-@pytest.fixture(scope="module")
-def matcher(full_matcher):
-    return full_matcher  # this file reads the OpenDialKG catalog
-
-
 @needs_corpus
-def test_the_sample_covers_both_roles_all_systems_and_two_halves(labelled, matcher, full_index):
+def test_the_sample_covers_both_roles_all_systems_and_two_halves(labelled, full_matcher, full_index):
     assert len(labelled) >= 120
     for split in ("dev", "test"):
         turns = [t for t in labelled if t.split == split]
         assert {t.role for t in turns} == {"user", "system"}, split
         assert len({t.crs for t in turns}) == 9, split
-    assert check_against_catalog(labelled, matcher, full_index.concepts) == []
+    assert check_against_catalog(labelled, full_matcher, full_index.concepts) == []
 
 
 @needs_corpus
-def test_films_and_concepts_of_real_turns_reach_their_floors(labelled, matcher):
-    result = evaluate_turns(matcher, [t for t in labelled if t.split == "test"])
+def test_films_and_concepts_of_real_turns_reach_their_floors(labelled, full_matcher):
+    result = evaluate_turns(full_matcher, [t for t in labelled if t.split == "test"])
     print(markdown_table(result))
     for kind, (precision, recall) in FLOORS.items():
         measured = result["all"][kind]

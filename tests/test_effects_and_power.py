@@ -101,24 +101,24 @@ def frame_of(values: dict, seeds=True) -> pd.DataFrame:
 def test_holm_and_bh_by_hand():
     table = pd.DataFrame({"metric": ["x", "x", "x", "y"], "p": [0.01, 0.04, 0.03, 0.02]})
     # Holm within x: sorted 0.01, 0.03, 0.04 -> 0.03, 0.06, 0.06 (monotone); y alone: 0.02
-    by_metric = system_tests.default_plan(scope="metric").adjust(table, ["p"])
+    by_metric = system_tests.default_analysis_plan(scope="metric").adjust(table, ["p"])
     assert by_metric["p_adj"].tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
     # BH over all four: sorted 0.01, 0.02, 0.03, 0.04 -> 0.04 each (4p/rank, then cumulative min from the top)
-    over_report = system_tests.default_plan(scope="report", method="bh").adjust(table, ["p"])
+    over_report = system_tests.default_analysis_plan(scope="report", method="bh").adjust(table, ["p"])
     assert over_report["p_adj"].tolist() == pytest.approx([0.04, 0.04, 0.04, 0.04])
     assert list(over_report.columns) == ["metric", "p", "p_adj"]
 
 
 def test_nan_p_values_are_not_counted_in_the_adjustment():
     table = pd.DataFrame({"metric": ["x", "x"], "p": [0.02, math.nan]})
-    adjusted = system_tests.default_plan().adjust(table, ["p"])
+    adjusted = system_tests.default_analysis_plan().adjust(table, ["p"])
     assert adjusted["p_adj"][0] == pytest.approx(0.02) and math.isnan(adjusted["p_adj"][1])
 
 
 def test_pairwise_rows_carry_tests_and_effects_with_cis():
     rng = np.random.default_rng(0)
     frame = frame_of({"a": rng.normal(0, 1, 40), "b": rng.normal(1, 1, 40), "c": rng.normal(0, 1, 40)})
-    plan = system_tests.default_plan(resamples=300, permutations=300, seed=3)
+    plan = system_tests.default_analysis_plan(resamples=300, permutations=300, seed=3)
     rows = system_tests.pairwise_table(frame, ["m"], plan)
     ab = rows[(rows.system_a == "a") & (rows.system_b == "b")].iloc[0]
     assert ab.welch_t_p_adj < 1e-3 and ab.hedges_g_ci_high < 0 and ab.cliffs_delta_ci_high < 0
@@ -143,7 +143,7 @@ def test_paired_effects_follow_a_constant_shift():
     rng = np.random.default_rng(3)
     base = rng.normal(0, 1, 30)
     frame = frame_of({"a": base + 0.5 + rng.normal(0, 0.05, 30), "b": base})
-    plan = system_tests.default_plan(resamples=200, permutations=2000, seed=1)
+    plan = system_tests.default_analysis_plan(resamples=200, permutations=2000, seed=1)
     (row,) = system_tests.paired_table(frame, ["m"], plan).to_dict("records")
     # 30 positive differences: far beyond exact enumeration, so the normal approximation, as scipy computes it
     assert row["rank_biserial"] == pytest.approx(1.0) and row["cohens_dz"] > 5
@@ -156,7 +156,7 @@ def test_paired_effects_follow_a_constant_shift():
 def test_tukey_runs_after_anova_only_and_keeps_full_precision():
     rng = np.random.default_rng(1)
     frame = frame_of({"a": rng.normal(0, 1, 20), "b": rng.normal(0.123456789, 1, 20)})
-    plan = system_tests.default_plan()
+    plan = system_tests.default_analysis_plan()
     anova = system_tests.omnibus_table(frame, ["m"], plan)
     assert anova.loc[0, "recommended"] == "anova"
     row = system_tests.posthoc_table(frame, anova, plan).iloc[0]
@@ -166,7 +166,7 @@ def test_tukey_runs_after_anova_only_and_keeps_full_precision():
 
 def test_summary_says_why_paired_tests_were_skipped():
     frame = frame_of({"a": [1.0, 2.0, 3.0], "b": [2.0, 3.0, 5.0]}, seeds=False)
-    plan = system_tests.default_plan(resamples=100, permutations=100)
+    plan = system_tests.default_analysis_plan(resamples=100, permutations=100)
     anova = system_tests.omnibus_table(frame, ["m"], plan)
     pairwise = system_tests.pairwise_table(frame, ["m"], plan)
     paired, reason = system_tests.pairing(frame)

@@ -14,12 +14,10 @@ from types import SimpleNamespace
 
 import jsonschema
 import pandas as pd
-import pyarrow as pa
 import pytest
 from conftest import REPO, copy_workflow, default_config, run_snakemake, write_config
 
 from crseval.core.config_checks import ConfigError
-from crseval.core.io import write_parquet
 from crseval.core.session_records import load_schema
 from crseval.corpora import crsarena, jsonl, thesis_logs
 from crseval.corpora.format_kind import CorpusFormat
@@ -544,18 +542,6 @@ def hostile_names(root: Path) -> list[str]:
 
 def files_outside(root: Path, *allowed: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file() and not any(a in p.parents for a in allowed)]
-
-
-@pytest.fixture
-def index_dir(tmp_path, small_index):
-    folder = tmp_path / "catalog"
-    folder.mkdir()
-    write_parquet(
-        pa.Table.from_pandas(small_index.films.reset_index(drop=True), preserve_index=False), folder / "films.parquet"
-    )
-    write_parquet(pa.Table.from_pandas(small_index.concepts, preserve_index=False), folder / "concepts.parquet")
-    (folder / "summary.json").write_text(json.dumps({"catalog": {"sha256": "c" * 64}}))
-    return folder
 
 
 def hostile_corpus(import_format: str, folder: Path, names: list[str]) -> tuple[Path, Path]:

@@ -9,14 +9,12 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import jsonschema
-import pyarrow as pa
 import pytest
 from conftest import REPO
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from crseval.catalog.build import CatalogError, load_catalog
-from crseval.core.io import write_parquet
 from crseval.core.session_records import load_schema
 from crseval.corpora.dialogue import MAX_DEPTH, unusable
 from crseval.corpora.formats import sessions_per_system as count_sessions
@@ -39,17 +37,6 @@ def log(path, model="mini:1b", reply="Try Heat.", **extra):
 def sessions_outside(root: Path, inside: Path) -> list[Path]:
     """Session files written anywhere under `root` but not inside `inside`."""
     return [p for p in root.rglob("*.jsonl") if inside not in p.parents]
-
-
-@pytest.fixture
-def index_dir(tmp_path, small_index):
-    folder = tmp_path / "catalog"
-    folder.mkdir()
-    films = small_index.films.reset_index(drop=True)
-    write_parquet(pa.Table.from_pandas(films, preserve_index=False), folder / "films.parquet")
-    write_parquet(pa.Table.from_pandas(small_index.concepts, preserve_index=False), folder / "concepts.parquet")
-    (folder / "summary.json").write_text(json.dumps({"catalog": {"sha256": "c" * 64}}))
-    return folder
 
 
 def run_cli(logs, index_dir, out):

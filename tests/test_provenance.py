@@ -35,13 +35,6 @@ SECRET = "s3cret-Pa55"
 PROMPTS = ("crs_grounded.txt", "crs_ungrounded.txt", "judge.txt")  # sorted, as the rule lists them
 
 
-@pytest.fixture
-def no_git_above(tmp_path, monkeypatch):
-    """git must not find a repository above tmp_path (as if the tree had no .git)."""
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))
-    return tmp_path
-
-
 def test_record_structure_for_the_default_config(tmp_path, no_git_above, monkeypatch):
     monkeypatch.chdir(REPO)  # config paths are relative to the working directory, as in a rule
     config = default_config()

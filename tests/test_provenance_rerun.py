@@ -9,7 +9,6 @@ import sys
 
 import pytest
 from conftest import copy_workflow, planned_jobs, rerun_config, run_snakemake, write_config
-from fake_servers import FakeOllama
 
 from crseval import provenance
 from crseval.core.config_checks import fill_defaults
@@ -17,12 +16,6 @@ from crseval.planning import config_schema
 
 pytestmark = pytest.mark.workflow
 RESULTS = "results/rerun"
-
-
-@pytest.fixture(scope="module")
-def ollama():
-    with FakeOllama() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

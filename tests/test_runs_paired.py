@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from crseval.runs import paired
 from crseval.runs.paired import CHANGED_COLUMNS, PAIRED_COLUMNS, changed_sessions, paired_table, unmatched
 from crseval.statistics import column_registry, intervals
-from crseval.statistics.plan import Plan
+from crseval.statistics.analysis_plan import AnalysisPlan
 
-PLAN = Plan(
+PLAN = AnalysisPlan(
     alpha=0.05, scope="report", method="holm", min_sessions=3, small_sample=10, resamples=500, permutations=500, seed=5
 )
 NAN = math.nan
@@ -111,7 +111,7 @@ def test_adjusted_flags_use_the_whole_comparison_as_one_family():
     assert list(strict["verdict"]) == ["no difference found"] * 4 and not strict["flag"].any()
     assert "adjusted p 0.125" in strict["note"].iloc[0]
     by_metric = paired_table(
-        baseline, run, metrics=["tas", "repeat_rate"], plan=Plan(**{**PLAN.__dict__, "scope": "metric"})
+        baseline, run, metrics=["tas", "repeat_rate"], plan=AnalysisPlan(**{**PLAN.__dict__, "scope": "metric"})
     )
     assert list(by_metric["p_adj"]) == pytest.approx([2 / 32] * 4)  # two systems per metric's family
 
@@ -293,7 +293,7 @@ def two_runs(draw):
 SWAPPED = {"regression": "improvement", "improvement": "regression"}
 # Benjamini-Hochberg here: statsmodels' Holm runs gc.collect() on every call (about 0.1 s), and the property
 # holds for every method
-QUICK = Plan(**{**PLAN.__dict__, "method": "bh"})
+QUICK = AnalysisPlan(**{**PLAN.__dict__, "method": "bh"})
 
 
 @settings(max_examples=60, deadline=None)

@@ -13,7 +13,7 @@ from scipy.stats import rankdata
 from crseval.statistics import summary, system_tests
 from crseval.statistics.aggregate import model_metrics, to_table
 
-PLAN = system_tests.default_plan(resamples=200, permutations=2000, seed=3)
+PLAN = system_tests.default_analysis_plan(resamples=200, permutations=2000, seed=3)
 
 
 def synthetic(seed, shift=0.0, n=30):
@@ -71,7 +71,7 @@ def test_six_pairs_cannot_pass_holm_over_six_comparisons_and_say_so():
     p <= 0.05/6 first: not testable, whatever the data; 8 pairs would do (2/256 <= 0.05/6)."""
     rng = np.random.default_rng(0)
     values = {s: rng.normal(k, 0.1, 6) for k, s in enumerate("abcd")}  # clear differences
-    plan = system_tests.default_plan(scope="metric", resamples=100, permutations=500)
+    plan = system_tests.default_analysis_plan(scope="metric", resamples=100, permutations=500)
     table = system_tests.paired_table(frame_of(values), ["metric"], plan)
     assert len(table) == 6 and np.allclose(table["wilcoxon_min_p"], 1 / 32)
     assert np.allclose(table["wilcoxon_p"], 1 / 32)  # every difference of one sign
@@ -178,7 +178,7 @@ def test_model_metrics_names_and_explicit_types():
 def test_resamples_where_an_effect_is_undefined_are_counted_not_hidden():
     """Hedges' g is undefined in a resample where both systems draw only zeros (no spread): P = (3/4)^4 x 1."""
     frame = frame_of({"a": [0.0, 0.0, 0.0, 1.0], "b": [0.0, 0.0, 0.0, 0.0]})
-    plan = system_tests.default_plan(resamples=4000, permutations=200)
+    plan = system_tests.default_analysis_plan(resamples=4000, permutations=200)
     (row,) = system_tests.pairwise(frame, "metric", plan)
     assert row["hedges_g_undefined_resamples"] / 4000 == pytest.approx(0.75**4, abs=0.03)
     assert row["cliffs_delta_undefined_resamples"] == 0

@@ -15,18 +15,11 @@ from conftest import (
     run_snakemake,
     write_config,
 )
-from fake_servers import FakeOllama
 
 pytestmark = pytest.mark.workflow
 
 
 fast_config = rerun_config
-
-
-@pytest.fixture(scope="module")
-def ollama():
-    with FakeOllama() as server:
-        yield server
 
 
 @pytest.fixture(scope="module")

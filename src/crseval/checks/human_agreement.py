@@ -23,8 +23,8 @@ import pandas as pd
 
 from crseval.checks import agreement
 from crseval.statistics import column_registry
+from crseval.statistics.analysis_plan import adjusted_p_values
 from crseval.statistics.intervals import chunks, draw_counts
-from crseval.statistics.plan import adjusted_p_values
 
 NAN = math.nan
 # Bradley-Terry: one virtual tie of every system against the average system keeps strengths finite

@@ -38,7 +38,7 @@ from scipy.stats import norm
 
 from crseval.checks.human_agreement import session_metrics
 from crseval.corpora.formats import corpus_format
-from crseval.statistics.plan import adjusted_p_values
+from crseval.statistics.analysis_plan import adjusted_p_values
 
 NAN = math.nan
 LENGTH = "response_words"  # mean words per system reply: the length baseline

@@ -46,7 +46,7 @@ _INDEX = re.compile(r"_(\d{1,9})\.json$")  # a longer number would overflow the 
 RENAMED = "model name mapped to a safe folder name"
 RENUMBERED = "session number taken or missing: next free number assigned"
 UNTYPED_GENRE = "true_genre not a string: set to null"
-PLAN_KEYS = {"model_name", "digest", "number", "turns", "report", "true_genre_invalid"}  # of plan_file's plan
+ENTRY_KEYS = {"model_name", "digest", "number", "turns", "report", "true_genre_invalid"}  # of read_file_entry's plan
 
 
 # A log file that cannot be read as a legacy conversation (the message names the file): the error of every
@@ -189,7 +189,7 @@ def read_file(path: Path) -> Iterator[Dialogue]:
     )
 
 
-def plan_file(path: str | Path) -> dict:
+def read_file_entry(path: str | Path) -> dict:
     """What planning needs of one log, read without recognising films: its model name, the digest that
     finds a duplicate, the number in its name, its turn count and the rules applied to it (its repairs).
     Cached per file by crseval.corpora.manifest, so a re-plan reads only the files that changed."""
@@ -207,9 +207,9 @@ def plan_file(path: str | Path) -> dict:
     }
 
 
-def usable_plan(plan: object) -> bool:
-    """Whether a cached plan is one `plan_file` writes: its keys, each of its type."""
-    if not isinstance(plan, dict) or set(plan) != PLAN_KEYS:
+def usable_entry(plan: object) -> bool:
+    """Whether a cached plan is one `read_file_entry` writes: its keys, each of its type."""
+    if not isinstance(plan, dict) or set(plan) != ENTRY_KEYS:
         return False
     report = plan["report"]
     return (
@@ -227,7 +227,7 @@ def _whole(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _planned(path: str, plan: dict) -> Dialogue:
+def _entry_dialogue(path: str, plan: dict) -> Dialogue:
     """A planned log as the shared rules see it; its messages are read again when its session is imported."""
     return Dialogue(
         name=plan["model_name"],
@@ -250,7 +250,7 @@ def assign(plans: list[tuple[str, dict]]) -> tuple[dict[str, list[dict]], dict]:
     sessions: dict[str, list[dict]] = {}
     numbers: dict[str, list[int | None]] = {}  # the number in each session's file name, in path order
     for path, plan in sorted(plans, key=lambda item: Path(item[0])):
-        found = _planned(path, plan)
+        found = _entry_dialogue(path, plan)
         system = admission.system(found)
         if system is None or not admission.keep(system, found, plan["turns"]):
             continue
@@ -333,7 +333,7 @@ KIND = CorpusFormat(
     system_names=("model names", "rename one of them in its log files"),
     repair_user_text=repair_user_text,
     system_constraints=logged_constraints,
-    file_by_file=FileByFile(plan_file, assign, import_file, usable_plan),
+    file_by_file=FileByFile(read_file_entry, assign, import_file, usable_entry),
     renamed=RENAMED,
     duplicate="duplicate file skipped",
     no_pair="file without any USER/SYSTEM pair skipped",

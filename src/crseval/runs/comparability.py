@@ -41,7 +41,7 @@ import pyarrow as pa
 
 from crseval.core.canonical import MISSING, canonical_sha, changed_settings
 from crseval.core.io import TableTooLarge, check_csv_bounds, open_bounded_parquet
-from crseval.statistics.plan import METHODS, Plan
+from crseval.statistics.analysis_plan import METHODS, AnalysisPlan
 
 # Stages whose difference refuses a comparison, and those that define a board's class.
 REFUSING = ("catalog", "user", "metrics")
@@ -155,9 +155,9 @@ class Run:
     def table(self, relative: str) -> Path:
         return self.path / relative
 
-    def plan(self) -> Plan:
+    def plan(self) -> AnalysisPlan:
         """The analysis plan of the run's recorded `stats` settings, each checked as the config schema states."""
-        return _plan(self.record["config"]["stats"], self.path / "provenance.json")
+        return _analysis_plan(self.record["config"]["stats"], self.path / "provenance.json")
 
     def sessions(self) -> pd.DataFrame:
         """tables/sessions.parquet, with the columns that identify a session (a trial column is optional), each
@@ -335,8 +335,8 @@ def _cell(value) -> str:
     return printable(repr(value), 80) if isinstance(value, str) else printable(str(value), 80)
 
 
-def _plan(settings: dict, record_path: Path) -> Plan:
-    """Plan.from_settings on a record's `stats`, every value checked first against the config schema's range."""
+def _analysis_plan(settings: dict, record_path: Path) -> AnalysisPlan:
+    """AnalysisPlan.from_settings on a record's `stats`, every value checked first against the config schema's range."""
     family = settings.get("family")
     if not isinstance(family, dict):
         raise _setting_error(record_path, "family", family, "an object")
@@ -347,7 +347,7 @@ def _plan(settings: dict, record_path: Path) -> Plan:
         raise _setting_error(record_path, "family.scope", family.get("scope", MISSING), "report or metric")
     if family.get("method", MISSING) not in METHODS:
         raise _setting_error(record_path, "family.method", family.get("method", MISSING), " or ".join(METHODS))
-    return Plan(
+    return AnalysisPlan(
         alpha=float(alpha),
         scope=family["scope"],
         method=family["method"],

@@ -23,7 +23,7 @@ from crseval.judge import judge_columns
 from crseval.runs import paired
 from crseval.runs.comparability import Comparability, Run, RunError, compare_runs, printable
 from crseval.statistics import column_registry
-from crseval.statistics.plan import Plan
+from crseval.statistics.analysis_plan import AnalysisPlan
 
 REFUSED, REGRESSED, FINE = 2, 1, 0
 
@@ -52,7 +52,7 @@ class BaselineComparison:
 
     baseline: Run
     runs: list[RunComparison]
-    plan: Plan
+    plan: AnalysisPlan
     adjusted: bool
     tolerance: dict[str, float]
 

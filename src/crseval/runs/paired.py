@@ -46,7 +46,7 @@ import numpy as np
 import pandas as pd
 
 from crseval.statistics import column_registry, exact, intervals
-from crseval.statistics.plan import Plan
+from crseval.statistics.analysis_plan import AnalysisPlan
 
 MIN_EVENTS = 10
 KEYS = ["system", "session_index", "seed", "trial"]  # one session
@@ -186,7 +186,7 @@ def paired_table(
     run: pd.DataFrame,
     *,
     metrics: list[str],
-    plan: Plan,
+    plan: AnalysisPlan,
     tolerance: dict[str, float] | None = None,
     system_map: dict[str, str] | None = None,
     adjusted: bool = False,
@@ -263,7 +263,7 @@ def _system_rows(
     run_system: str,
     metrics: list[str],
     values: _PairedValues,
-    plan: Plan,
+    plan: AnalysisPlan,
     tolerance: dict[str, float],
     counts: pd.DataFrame,
 ) -> list[dict]:
@@ -317,7 +317,7 @@ def _system_rows(
     return rows
 
 
-def _verdict(row: dict, counts: pd.DataFrame, plan: Plan, adjusted: bool) -> tuple[str, str]:
+def _verdict(row: dict, counts: pd.DataFrame, plan: AnalysisPlan, adjusted: bool) -> tuple[str, str]:
     """A row's verdict and the reasons a reader needs beside it."""
     notes = []
     only_base, only_run = counts.at[row["system"], "only_baseline"], counts.at[row["system"], "only_run"]

@@ -1,6 +1,6 @@
 """The `stats` stage as one function: every comparison of the systems an experiment's tables allow.
 
-`compare_systems` runs, on sessions.parquet and under the config's analysis plan (crseval.statistics.plan),
+`compare_systems` runs, on sessions.parquet and under the config's analysis plan (crseval.statistics.analysis_plan),
 the omnibus tests, the post-hoc comparisons of the recommended omnibus test, the pairwise and the
 paired tests, the judge correlations (pooled and within system), sample-size planning, (when the
 judge ran) the judge's reliability and (when the same systems met several user profiles) whether the
@@ -18,7 +18,7 @@ import pandas as pd
 from crseval.core.io import atomic_path
 from crseval.judge import reliability
 from crseval.statistics import column_registry, correlation, power, summary, system_tests, trials, user_robustness
-from crseval.statistics.plan import Plan
+from crseval.statistics.analysis_plan import AnalysisPlan
 
 TABLES = ("anova", "posthoc", "pairwise", "paired", "correlations", "power_table")
 
@@ -56,7 +56,7 @@ def compare_systems(
     and plan runs on each user's mean over its trials (crseval.statistics.trials.per_user), paired tests pair
     users, and the summary says so; `chance` (trials.chance_table, from the reliability_trials rule) lets
     the power plan weigh more users against more trials."""
-    plan = Plan.from_settings(settings)
+    plan = AnalysisPlan.from_settings(settings)
     trials_sentence = ""
     if trials.has_trials(sessions):
         trials_sentence = trials.nesting_sentence(sessions)
@@ -99,7 +99,7 @@ def compare_systems(
 
 
 def _system_tests(
-    sessions: pd.DataFrame, metrics: list[str], judges: list[str], plan: Plan, target: dict
+    sessions: pd.DataFrame, metrics: list[str], judges: list[str], plan: AnalysisPlan, target: dict
 ) -> tuple[dict[str, pd.DataFrame], bool, str]:
     """The TABLES: the omnibus, post-hoc, pairwise and (where sessions pair) paired tests of the metrics and
     judge scores, the judge correlations and the power plan; whether sessions pair, and why not."""
@@ -129,7 +129,7 @@ def _system_tests(
 
 
 def _add_robustness(
-    tables: dict[str, pd.DataFrame], sessions: pd.DataFrame, profiles: dict, compared: list[str], plan: Plan
+    tables: dict[str, pd.DataFrame], sessions: pd.DataFrame, profiles: dict, compared: list[str], plan: AnalysisPlan
 ) -> str:
     """The comparison of the conclusions under each user profile, into `tables`; the summary's sentence on it."""
     # the tests' verdicts on pairs: the paired table where sessions pair, else the pairwise one
@@ -141,7 +141,7 @@ def _add_robustness(
 
 
 def _add_trials_plan(
-    tables: dict[str, pd.DataFrame], texts: dict[str, str], chance: pd.DataFrame, target: dict, plan: Plan
+    tables: dict[str, pd.DataFrame], texts: dict[str, str], chance: pd.DataFrame, target: dict, plan: AnalysisPlan
 ) -> None:
     """Users against trials per user for the next experiment, into `tables` and the power text."""
     ks = sorted({1, 2, 4, 8, int(chance["trials"].max())})

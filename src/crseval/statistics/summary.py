@@ -7,7 +7,7 @@ import math
 
 import pandas as pd
 
-from crseval.statistics.plan import Plan
+from crseval.statistics.analysis_plan import AnalysisPlan
 from crseval.statistics.system_tests import EXACT_FLIPS, EXACT_SPLITS, OMNIBUS
 
 
@@ -28,7 +28,7 @@ def markdown_summary(
     paired_rows: pd.DataFrame,
     correlation_rows: pd.DataFrame,
     paired_reason: str,
-    plan: Plan,
+    plan: AnalysisPlan,
     robustness_sentence: str = "",
     trials_sentence: str = "",
 ) -> str:
@@ -95,7 +95,7 @@ def _excluded_section(anova: pd.DataFrame) -> list[str]:
     return lines
 
 
-def _posthoc_section(table: pd.DataFrame, plan: Plan) -> list[str]:
+def _posthoc_section(table: pd.DataFrame, plan: AnalysisPlan) -> list[str]:
     if not len(table):
         return []
     differ = table[table["differs"]]
@@ -137,7 +137,7 @@ def _count(value) -> str:
     return "?" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{int(value)}"
 
 
-def _pairwise_section(table: pd.DataFrame, plan: Plan) -> list[str]:
+def _pairwise_section(table: pd.DataFrame, plan: AnalysisPlan) -> list[str]:
     if not len(table):
         return []
     welch = int((table["welch_t_p_adj"] < plan.alpha).sum())
@@ -154,7 +154,7 @@ def _pairwise_section(table: pd.DataFrame, plan: Plan) -> list[str]:
     ]
 
 
-def _paired_section(table: pd.DataFrame, paired_reason: str, plan: Plan) -> list[str]:
+def _paired_section(table: pd.DataFrame, paired_reason: str, plan: AnalysisPlan) -> list[str]:
     lines = ["", "## Paired tests on the same sessions", ""]
     if not len(table):
         return [*lines, f"Not run: {paired_reason}."]
@@ -179,7 +179,7 @@ def _paired_section(table: pd.DataFrame, paired_reason: str, plan: Plan) -> list
     return lines + _untestable_lines(untestable, "wilcoxon_sessions_to_test", "pairs")
 
 
-def _correlation_section(table: pd.DataFrame, plan: Plan) -> list[str]:
+def _correlation_section(table: pd.DataFrame, plan: AnalysisPlan) -> list[str]:
     if not len(table):
         return []
     return [

@@ -1,4 +1,4 @@
-"""Statistical comparison of systems, per metric, under one analysis plan (crseval.statistics.plan).
+"""Statistical comparison of systems, per metric, under one analysis plan (crseval.statistics.analysis_plan).
 
 Per metric, on the systems with at least `min_sessions` values (the others are left out of every
 test of that metric, with the reason; missingness that differs by system is flagged as not missing
@@ -34,7 +34,7 @@ from scipy import stats as sps
 from statsmodels.stats.oneway import anova_oneway
 
 from crseval.statistics import effects, exact, posthoc
-from crseval.statistics.plan import Plan
+from crseval.statistics.analysis_plan import AnalysisPlan
 
 ALPHA = 0.05
 EXACT_SPLITS = 200_000  # Mann-Whitney: every split enumerated up to this many (6 vs 6: 924; 9 vs 9: 48,620)
@@ -43,7 +43,7 @@ POSTHOC = {"anova": "Tukey HSD", "welch": "Games-Howell", "kruskal": "Mann-Whitn
 OMNIBUS = {"anova": "ANOVA", "welch": "Welch ANOVA", "kruskal": "Kruskal-Wallis", "permutation": "permutation F"}
 
 
-def default_plan(alpha: float = ALPHA, **changes) -> Plan:
+def default_analysis_plan(alpha: float = ALPHA, **changes) -> AnalysisPlan:
     """A plan with the config's defaults (for library use and tests)."""
     values = dict(
         alpha=alpha,
@@ -55,13 +55,15 @@ def default_plan(alpha: float = ALPHA, **changes) -> Plan:
         permutations=10_000,
         seed=11,
     )
-    return Plan(**{**values, **changes})
+    return AnalysisPlan(**{**values, **changes})
 
 
 # ------------------------------------------------------------------ which sessions enter the tests
 
 
-def included(frame: pd.DataFrame, metric: str, plan: Plan) -> tuple[dict[str, np.ndarray], dict[str, str], dict]:
+def included(
+    frame: pd.DataFrame, metric: str, plan: AnalysisPlan
+) -> tuple[dict[str, np.ndarray], dict[str, str], dict]:
     """The values per system that enter the tests of `metric`, the systems left out (system -> reason), and
     the missingness: {"counts": "system missing/total, ...", "not_missing_at_random": bool}."""
     groups, left_out, counts = {}, {}, {}
@@ -93,9 +95,9 @@ def _finite(value) -> float:
     return value if np.isfinite(value) else math.nan
 
 
-def omnibus(frame: pd.DataFrame, metric: str, plan: Plan | None = None) -> dict:
+def omnibus(frame: pd.DataFrame, metric: str, plan: AnalysisPlan | None = None) -> dict:
     """The omnibus tests of one metric and the one the plan's rule recommends."""
-    plan = plan or default_plan()
+    plan = plan or default_analysis_plan()
     groups, left_out, missingness = included(frame, metric, plan)
     row = {
         "metric": metric,
@@ -159,7 +161,7 @@ def omnibus(frame: pd.DataFrame, metric: str, plan: Plan | None = None) -> dict:
     }
 
 
-def _recommend(smallest: int, shapiro_p: float, levene_p: float, plan: Plan) -> tuple[str, str]:
+def _recommend(smallest: int, shapiro_p: float, levene_p: float, plan: AnalysisPlan) -> tuple[str, str]:
     if smallest < plan.small_sample:
         return "permutation", f"fewer than {plan.small_sample} sessions per system"
     normal = not math.isnan(shapiro_p) and shapiro_p >= plan.alpha
@@ -171,7 +173,7 @@ def _recommend(smallest: int, shapiro_p: float, levene_p: float, plan: Plan) -> 
     return "kruskal", "residuals not normal (Shapiro-Wilk)"
 
 
-def omnibus_table(frame: pd.DataFrame, metrics: list[str], plan: Plan) -> pd.DataFrame:
+def omnibus_table(frame: pd.DataFrame, metrics: list[str], plan: AnalysisPlan) -> pd.DataFrame:
     """Every metric's omnibus row, `recommended_p_adj` adjusted over the metrics when the family is the report
     (with one family per metric, a metric's single omnibus p needs no adjustment)."""
     table = pd.DataFrame([omnibus(frame, m, plan) for m in metrics])
@@ -187,7 +189,7 @@ def omnibus_table(frame: pd.DataFrame, metrics: list[str], plan: Plan) -> pd.Dat
 
 
 def posthoc_rows(
-    frame: pd.DataFrame, metric: str, recommended: str, plan: Plan, pairwise_rows: pd.DataFrame | None = None
+    frame: pd.DataFrame, metric: str, recommended: str, plan: AnalysisPlan, pairwise_rows: pd.DataFrame | None = None
 ) -> pd.DataFrame:
     """The post-hoc comparisons of the recommended omnibus test: Tukey HSD, Games-Howell (both simultaneous over
     the metric's pairs by construction) or permutation Mann-Whitney tests (raw p, adjusted later; taken from
@@ -225,7 +227,7 @@ def posthoc_rows(
 
 
 def posthoc_table(
-    frame: pd.DataFrame, omnibus_rows: pd.DataFrame, plan: Plan, pairwise_rows: pd.DataFrame | None = None
+    frame: pd.DataFrame, omnibus_rows: pd.DataFrame, plan: AnalysisPlan, pairwise_rows: pd.DataFrame | None = None
 ) -> pd.DataFrame:
     """The post-hoc rows of every metric with a recommended test, adjusted and marked testable (permutation
     Mann-Whitney p taken from the pairwise table when it is given)."""
@@ -282,10 +284,10 @@ def _two_sided(test: Callable, *args) -> float:
     return p if np.isfinite(p) else math.nan
 
 
-def pairwise(frame: pd.DataFrame, metric: str, plan: Plan | None = None, seed: int | None = None) -> list[dict]:
+def pairwise(frame: pd.DataFrame, metric: str, plan: AnalysisPlan | None = None, seed: int | None = None) -> list[dict]:
     """Every pair of included systems as independent samples: Welch t with Hedges' g, Mann-Whitney by exact
     permutation with Cliff's delta."""
-    plan = plan or default_plan()
+    plan = plan or default_analysis_plan()
     seed = plan.seed if seed is None else seed
     groups, _, _ = included(frame, metric, plan)
     rows = []
@@ -312,11 +314,11 @@ def pairwise(frame: pd.DataFrame, metric: str, plan: Plan | None = None, seed: i
     return rows
 
 
-def paired(frame: pd.DataFrame, metric: str, plan: Plan | None = None, seed: int | None = None) -> list[dict]:
+def paired(frame: pd.DataFrame, metric: str, plan: AnalysisPlan | None = None, seed: int | None = None) -> list[dict]:
     """Each pair of included systems on the sessions both have, matched by session index (call only when
     `pairing` says sessions pair): paired t with Cohen's d_z, Wilcoxon by exact sign flips with the
     rank-biserial r."""
-    plan = plan or default_plan()
+    plan = plan or default_analysis_plan()
     seed = plan.seed if seed is None else seed
     groups, _, _ = included(frame, metric, plan)
     wide = frame[frame["system"].isin(groups)].pivot_table(
@@ -345,7 +347,7 @@ def paired(frame: pd.DataFrame, metric: str, plan: Plan | None = None, seed: int
     return rows
 
 
-def _mann_whitney(x: np.ndarray, y: np.ndarray, seed: int, plan: Plan) -> dict:
+def _mann_whitney(x: np.ndarray, y: np.ndarray, seed: int, plan: AnalysisPlan) -> dict:
     """Exact permutation Mann-Whitney up to EXACT_SPLITS splits; beyond, where a Monte Carlo p could not go below
     1 / (resamples + 1) and so could not pass a correction over hundreds of pairs, the tie-corrected normal
     approximation, which is accurate at such sizes (its smallest p is that of the most extreme split)."""
@@ -360,7 +362,7 @@ def _mann_whitney(x: np.ndarray, y: np.ndarray, seed: int, plan: Plan) -> dict:
     }
 
 
-def _wilcoxon(diff: np.ndarray, seed: int, plan: Plan) -> dict:
+def _wilcoxon(diff: np.ndarray, seed: int, plan: AnalysisPlan) -> dict:
     """Exact sign-flip Wilcoxon up to EXACT_FLIPS flips; beyond, the normal approximation (as for Mann-Whitney)."""
     nonzero = diff[diff != 0]
     if 2 ** len(nonzero) <= EXACT_FLIPS:
@@ -394,7 +396,9 @@ def _untied_min_p(table: pd.DataFrame, kind: str) -> list[float]:
     ]
 
 
-def _mark_testable(table: pd.DataFrame, p_column: str, min_p_column: str, kind: str, plan: Plan) -> pd.DataFrame:
+def _mark_testable(
+    table: pd.DataFrame, p_column: str, min_p_column: str, kind: str, plan: AnalysisPlan
+) -> pd.DataFrame:
     """`<p>_testable`: whether the comparison's smallest reachable p could pass its family's correction, and
     `<p>_sessions_to_test`: per system (or pairs) the sessions that would make a permutation test testable."""
     table = table.copy()
@@ -418,7 +422,7 @@ def _mark_testable(table: pd.DataFrame, p_column: str, min_p_column: str, kind: 
     return table
 
 
-def pairwise_table(frame: pd.DataFrame, metrics: list[str], plan: Plan) -> pd.DataFrame:
+def pairwise_table(frame: pd.DataFrame, metrics: list[str], plan: AnalysisPlan) -> pd.DataFrame:
     rows = [row for i, m in enumerate(metrics) for row in pairwise(frame, m, plan, plan.seed + 1000 * i)]
     table = plan.adjust(pd.DataFrame(rows), ["welch_t_p", "mannwhitney_p"])
     if len(table):
@@ -426,7 +430,7 @@ def pairwise_table(frame: pd.DataFrame, metrics: list[str], plan: Plan) -> pd.Da
     return table
 
 
-def paired_table(frame: pd.DataFrame, metrics: list[str], plan: Plan) -> pd.DataFrame:
+def paired_table(frame: pd.DataFrame, metrics: list[str], plan: AnalysisPlan) -> pd.DataFrame:
     rows = [row for i, m in enumerate(metrics) for row in paired(frame, m, plan, plan.seed + 1000 * i + 500)]
     table = plan.adjust(pd.DataFrame(rows), ["paired_t_p", "wilcoxon_p"])
     if len(table):

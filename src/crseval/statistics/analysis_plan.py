@@ -46,7 +46,7 @@ def adjusted_p_values(p_values, method: str) -> np.ndarray:
 
 
 @dataclass(frozen=True)
-class Plan:
+class AnalysisPlan:
     alpha: float
     scope: str  # "report" or "metric"
     method: str  # a key of METHODS
@@ -57,7 +57,7 @@ class Plan:
     seed: int
 
     @classmethod
-    def from_settings(cls, settings: dict) -> "Plan":
+    def from_settings(cls, settings: dict) -> "AnalysisPlan":
         """The plan of the `stats` config section (defaults filled)."""
         family = settings["family"]
         return cls(
