@@ -205,7 +205,7 @@ def edited(path: Path):
 def test_code_edits_re_run_what_they_affect(runs):
     workdir = runs["workdir"]
     assert dry_run(workdir) == {}
-    with edited(workdir / "src" / "crseval" / "simulate" / "user.py"):
+    with edited(workdir / "src" / "crseval" / "simulate" / "user" / "simulator.py"):
         jobs = dry_run(workdir)
     assert jobs["simulate"] == 7 and jobs["score"] == 7 and "provenance" in jobs
     with edited(workdir / "src" / "crseval" / "metrics" / "adherence.py"):
