@@ -376,7 +376,7 @@ def resolve(
                 pending.insert(0, _Marked(*run, _with_year(text, run[1]), False, False, "list join"))
     for ref in list(references):
         joined = _JOIN_AFTER.match(text[ref.end :])
-        if joined:  # "The Return of the King or The Lady from the Banks"
+        if joined:  # "Heat or The Quiet Harbour": a known film, then the next name of the list
             run = title_run(text, ref.end + joined.end())
             if run is None or not _joins_list(text, run):
                 continue
