@@ -13,17 +13,8 @@ from hypothesis import strategies as st
 
 from crseval.language.text import content_words
 from crseval.language.tokens import TextAnalyses
-from crseval.metrics.conduct import (
-    NEAR_REPEAT,
-    SESSION_COLUMNS,
-    TURN_COLUMNS,
-    ConductFamily,
-    Reader,
-    repeats,
-    score_session,
-    stutters,
-    unfilled_slot,
-)
+from crseval.metrics.conduct import SESSION_COLUMNS, TURN_COLUMNS, ConductFamily, Reader, score_session
+from crseval.replies.form import NEAR_REPEAT, repeats, stutters, unfilled_slot
 
 SHARES = (
     "repeated_replies",

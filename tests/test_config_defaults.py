@@ -208,6 +208,9 @@ def test_the_first_release_config_validates_and_takes_todays_defaults():
         ("simulator", "voice", "format"),  # used only with a corpus, which is not given
         ("simulator", "voice", "parts"),
         ("simulator", "voice", "learn_part"),
+        ("simulator", "voice", "weight"),  # one corpus, its people counted once each, as before
+        ("simulator", "voice", "mix"),  # no further corpus
+        ("simulator", "voice", "to_a_person"),
         ("sessions", "max_sessions"),  # bounds on the plan, far above the first release's
         ("sessions", "max_jobs"),
         ("human_agreement", "corpora"),  # none: no agreement with people unless corpora are named

@@ -354,7 +354,7 @@ def test_a_voice_written_is_read_back_whole(tmp_path):
         (b"\xff\xfe{}", r"not UTF-8 text \(byte 1: invalid start byte\)"),
         ("[]", r"not a voice: expected a JSON object, found a list"),
         ('{"format": 4, "format": 4}', r"the key 'format' is given twice in one object"),
-        (json.dumps({**voice_data(), "format": 3}), r"a voice of format 3, not 4; learn it again"),
+        (json.dumps({**voice_data(), "format": 3}), r"a voice of format 3, not 5; learn it again"),
         (json.dumps({**voice_data(), "pools": []}), r"'pools' must be an object, found a list"),
         ("[" * 100_000 + "]" * 100_000, r"nested too deeply|not a voice"),
     ],
@@ -367,7 +367,7 @@ def test_a_voice_file_that_is_no_voice_is_named(tmp_path, content, message):
 
 def pools_with(key: str, template: dict) -> dict:
     data = voice_data()
-    data["pools"][key] = [template]
+    data["pools"][key] = [{"after": [], "complaint": False, **template}]
     return data
 
 
@@ -400,6 +400,11 @@ POOL = r"pool 'first\|request\|genre:wish', template 0: "
             r"pool 'leave\|\|', template 0: id 'first\|request\|genre:wish#0' is given to an earlier template too",
         ),
         (template_with(id=7), POOL + r"id must be a non-empty string, found 7"),
+        (template_with(after=["pleading"]), POOL + r"after must be a list of reply cases"),
+        (template_with(after="catalog_film"), POOL + r"after must be a list of reply cases"),
+        (template_with(after=["start", "asked"]), POOL + r"after must list each reply case once, sorted"),
+        (template_with(after=["asked", "asked"]), POOL + r"after must list each reply case once, sorted"),
+        (template_with(complaint=1), POOL + r"complaint must be true or false, found 1"),
         (template_with(text="\ud800 {genre}"), r"holds text that is not valid Unicode \(a lone surrogate"),
     ],
 )

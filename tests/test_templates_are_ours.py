@@ -1,6 +1,7 @@
 """The user templates, and every other file of the repository's src/, resources/, tests/ and docs/, are
 written for this project: none holds a run of 8 or more words that a user turn of a shipped corpus
-(CRSArena-Dial's open half, the thesis logs) holds."""
+(CRSArena-Dial's open half, the thesis logs, and the seekers of ReDial, IARD, AB-ReDial and INSPIRED, whose turns a
+voice may learn from) holds."""
 
 import json
 import re
@@ -11,7 +12,15 @@ import pytest
 import yaml
 from conftest import REFERENCE_LOGS, REPO
 
-CRSARENA = REPO.parent / "shared" / "data" / "crsarena" / "crs_arena_dial_open.json"
+DATA = REPO.parent / "shared" / "data"
+CRSARENA = DATA / "crsarena" / "crs_arena_dial_open.json"
+# The corpora of two people a learned voice may mix in (simulator.voice.mix): (format, files), read by their importers.
+PEOPLE_CORPORA = {
+    "redial": ("redial", ["redial/test_data.jsonl"]),
+    "iard": ("iard", ["iard/iard.json"]),
+    "ab-redial": ("ab_redial", ["ab-redial/annotated_dialogues.csv", "ab-redial/annotated_turns.csv"]),
+    "inspired": ("inspired", ["inspired/dev.tsv"]),
+}
 SPAN = 8
 _WORD = re.compile(r"[a-z0-9']+")
 _PLACEHOLDER = re.compile(r"\{\w+\}")
@@ -35,13 +44,45 @@ def corpus_user_turns() -> list[str]:
     for path in sorted(REFERENCE_LOGS.glob("*.json")) if REFERENCE_LOGS.exists() else []:
         log = json.loads(path.read_text(encoding="utf-8"))
         turns += [m["text"] for m in log["conversation"] if m.get("speaker") == "USER" and isinstance(m["text"], str)]
+    for turns_of_corpus in people_corpora_turns().values():
+        turns += turns_of_corpus
     return turns
 
 
 @cache
+def people_corpora_turns() -> dict[str, list[str]]:
+    """The seekers' turns of each corpus of two people beside the repository, as its importer joins them."""
+    from crseval.simulate.user.voice_learning import corpus_dialogues  # the importers, only where a corpus is
+
+    found = {}
+    for name, (import_format, files) in PEOPLE_CORPORA.items():
+        paths = [DATA / f for f in files if (DATA / f).exists()]
+        if paths:
+            dialogues = corpus_dialogues(paths, import_format)
+            found[name] = [turn["user_text"] for dialogue in dialogues for turn in dialogue["turns"]]
+    return found
+
+
+@cache
 def corpus_spans() -> frozenset[tuple[str, ...]]:
-    """Every 8-word run of a shipped corpus's user turns (empty when no corpus is beside the repository)."""
-    return frozenset().union(*(spans(t) for t in corpus_user_turns()))
+    """Every 8-word run of a shipped corpus's user turns (empty when no corpus is beside the repository), but
+    the runs of a catalog's film titles: a long title a seeker names is the catalog's words, not theirs."""
+    theirs = frozenset().union(*(spans(t) for t in corpus_user_turns()))
+    return theirs - catalog_title_spans()
+
+
+def catalog_title_spans() -> frozenset[tuple[str, ...]]:
+    """Every 8-word run of a film title (a catalog entry's key or name) of the shipped catalogs."""
+    found = set()
+    for path in (REPO / "resources" / "catalog" / "demo_movies.json", DATA / "opendialkg_movie_data.json"):
+        if path.exists():
+            catalog = json.loads(path.read_text(encoding="utf-8"))
+            entries = catalog.items() if isinstance(catalog, dict) else enumerate(catalog)
+            for key, entry in entries:
+                for title in (key, entry.get("name") if isinstance(entry, dict) else None):
+                    if isinstance(title, str):
+                        found |= spans(title)
+    return frozenset(found)
 
 
 def template_pieces(node) -> list[str]:
@@ -83,7 +124,11 @@ def test_no_template_copies_eight_words_of_a_corpus_user_turn():
     templates = yaml.safe_load((REPO / "resources" / "templates" / "user.yaml").read_text(encoding="utf-8"))
     copied = [(piece, span) for piece in template_pieces(templates) for span in spans(piece) & theirs]
     assert not copied, copied[:5]
-    assert len(corpus_user_turns()) > 1000  # both corpora were read
+    assert len(corpus_user_turns()) > 1000  # the corpora were read
+    if DATA.exists():  # each corpus of two people read, as many seeker turns as its README counts, about
+        assert {name: len(turns) > 400 for name, turns in people_corpora_turns().items()} == dict.fromkeys(
+            PEOPLE_CORPORA, True
+        )
 
 
 def test_no_file_of_the_repository_copies_eight_words_of_a_corpus_user_turn():

@@ -23,6 +23,7 @@ from crseval.simulate.user.simulator import make_user
 from crseval.simulate.user.templates import Templates
 from crseval.simulate.user.user_plan import SimulatorSettings
 from crseval.simulate.user.voice import Voice, VoiceTemplate, part_of, pool_key, spread_position
+from crseval.simulate.user.voice_parts import split_template
 from crseval.simulate.user.voice_learning import (
     corpus_dialogues,
     fitted_knobs,
@@ -388,7 +389,7 @@ def test_a_voice_is_written_and_read_back_whole(tmp_path, voice):
     data = json.loads(path.read_text(encoding="utf-8"))
     data["format"] = 99
     path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(ValueError, match="a voice of format 99, not 4; learn it again"):
+    with pytest.raises(ValueError, match="a voice of format 99, not 5; learn it again"):
         Voice.read(path)
 
 
@@ -420,6 +421,12 @@ def template_text(voice, template_id):
     assert match and match.group(1) in by_id, template_id
     fields = iter(slot.split(":")[0] for slot in match.group(2).split(";"))
     return re.sub(r"\{(\w+)\}", lambda m: "{" + next(fields) + "}", by_id[match.group(1)])
+
+
+def core_of(text):
+    """A template's core: what the voice keeps of it when it draws another opener and tail (voice_parts)."""
+    parts = split_template(text)
+    return parts.core.rstrip(",-\u2013\u2014 ") if parts.tail else parts.core
 
 
 def template_pattern(text):
@@ -482,8 +489,9 @@ def test_the_learned_user_says_exactly_what_it_means_in_the_voice_or_the_rules(
             if record["voice"] == "learned":
                 assert record["fallback"] == "" and record["templates"], record
                 ways["joined"] += len(record["templates"]) > 1
-                parts = [template_pattern(template_text(voice, t)) for t in record["templates"]]
-                assert re.fullmatch("(?: |, )".join(parts), text), (text, record)
+                # each real turn's core, in order, with openers and tails of other people's turns around it
+                parts = [template_pattern(core_of(template_text(voice, t))) for t in record["templates"]]
+                assert re.fullmatch(".*?" + ".*?".join(parts) + ".*", text, re.IGNORECASE), (text, record)
                 if meta["stage"] == "leave":
                     assert all(t.startswith("leave||#") for t in record["templates"])
             else:
@@ -693,9 +701,11 @@ def test_a_way_from_a_well_supplied_pool_goes_ahead_of_a_rare_one(demo_index, de
     rare = [template("later|other|#90", "that one is odd")]
     common = [template(f"later|other|#{90 + i}", text) for i, text in enumerate(["so so", "hm okay", "not sure"], 1)]
     text, _, _ = voicing.voiced([[(None, rare)], [(None, common)]], [], told=[])
-    assert text in {"so so", "hm okay", "not sure"} and voicing.record["templates"][0] != "later|other|#90"
+    assert voicing.record["templates"][0] in {t.id for t in common}
+    assert any(text.lower().endswith(t.text) or f"{t.text}," in text.lower() for t in common), text
     # where no way is well supplied, the first that fits is taken as before
-    assert voicing.voiced([[(None, rare)], [(None, common[:2])]], [], told=[])[0] == "that one is odd"
+    voicing.voiced([[(None, rare)], [(None, common[:2])]], [], told=[])
+    assert voicing.record["templates"] == ["later|other|#90"]
 
 
 @pytest.mark.parametrize(

@@ -322,6 +322,12 @@ def realism_reference(config: dict) -> str | None:
     return (config.get("simulator", {}).get("realism") or {}).get("reference")
 
 
+def voice_mix_files(config: dict) -> tuple[tuple[str, ...], ...]:
+    """The files of each further corpus the learned voice learns from (`simulator.voice.mix`), sorted."""
+    mix = (config.get("simulator", {}).get("voice") or {}).get("mix") or []
+    return tuple(tuple(sorted(glob.glob(corpus["paths"]))) for corpus in mix)
+
+
 def voice_corpus(config: dict) -> str | None:
     """The corpus of real dialogues a learned voice learns from (the learn_voice rule), if any."""
     if imports_sessions(config):
@@ -420,6 +426,8 @@ def config_inputs(config: dict) -> dict[str, str]:
             inputs["simulator.realism.reference"] = reference
         if corpus := voice_corpus(config):
             inputs["simulator.voice.corpus"] = corpus
+            for position, files in enumerate(voice_mix_files(config)):
+                inputs.update({f"simulator.voice.mix[{position}].paths[{i}]": path for i, path in enumerate(files)})
         for i, system in enumerate(config.get("systems", [])):
             entry = resolved(system, config)
             if entry.prompt_key:
@@ -478,6 +486,10 @@ def check_inputs(config: dict, workflow_dir: str | Path) -> None:
     calibration = (config.get("human_agreement") or {}).get("calibration_config")
     if calibration and not os.path.isfile(calibration):
         problems.append(f"human_agreement.calibration_config: {calibration} does not exist")
+    if voice_corpus(config) and not imports_sessions(config):
+        for position, corpus in enumerate(config["simulator"]["voice"].get("mix") or []):
+            if not glob.glob(corpus["paths"]):
+                problems.append(f"simulator.voice.mix[{position}].paths: {corpus['paths']} matches no file")
     for position, corpus in enumerate((config.get("human_agreement") or {}).get("corpora") or []):
         key = f"human_agreement.corpora[{position}]"
         if not glob.glob(corpus["paths"]):
@@ -632,6 +644,7 @@ class Experiment:
     systems_with_voice: tuple[str, ...]
     user_profiles: dict[str, dict]  # name -> settings of each user profile the simulated sessions use
     voice_corpus: str | None  # where read: the corpus the learned voice learns from (the learn_voice rule)
+    voice_mix_files: tuple[tuple[str, ...], ...]  # the files of each further corpus it learns from, sorted
     realism_reference: str | None  # where read: the real dialogues the user_realism rule compares with
     paraphrase_prompt: str | None  # where read: the rewording's prompt, when the user's turns are reworded
     # Scoring: the LLMs a score job calls, its threads, whether it reads the LDA topic model, the settings that
@@ -708,6 +721,7 @@ def resolve_experiment(config: dict, workflow_dir: str | Path) -> Experiment:
         systems_with_voice=tuple(name for name, system in systems.items() if system.needs_voice) if voice else (),
         user_profiles={system.profile: system.profile_settings for system in systems.values()},
         voice_corpus=input_path(voice, workflow_dir) if voice else None,
+        voice_mix_files=voice_mix_files(config) if voice else (),
         realism_reference=input_path(realism, workflow_dir) if realism else None,
         paraphrase_prompt=input_path(PARAPHRASE_PROMPT, workflow_dir) if paraphrased else None,
         scoring_backends=scoring_backends(config),

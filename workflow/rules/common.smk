@@ -260,7 +260,16 @@ def panel_outputs(name):
 VOICE_CORPUS = EXPERIMENT.voice_corpus
 # The corpus's content and the voice's settings name the pools (crseval.simulate.user.voice_learning.voice_key).
 VOICE_CORPUS_SHA256 = sha256_file(VOICE_CORPUS) if VOICE_CORPUS else None
-VOICE_KEY = voice_learning.voice_key(VOICE_CORPUS_SHA256, config["simulator"]["voice"]) if VOICE_CORPUS else None
+# The files of each further corpus the voice learns from (simulator.voice.mix), and one digest of each's files.
+VOICE_MIX_FILES = EXPERIMENT.voice_mix_files
+VOICE_MIX_SHA256 = tuple(
+    hashlib.sha256("\n".join(sha256_file(path) for path in paths).encode()).hexdigest() for paths in VOICE_MIX_FILES
+)
+VOICE_KEY = (
+    voice_learning.voice_key(VOICE_CORPUS_SHA256, config["simulator"]["voice"], VOICE_MIX_SHA256)
+    if VOICE_CORPUS
+    else None
+)
 
 # ------------------------------------------------------------------ user realism
 

@@ -7,6 +7,7 @@ if VOICE_CORPUS:
     rule learn_voice:
         input:
             corpus=VOICE_CORPUS,
+            mix=[path for paths in VOICE_MIX_FILES for path in paths],
             films=rules.index_catalog.output.films,
             concepts=rules.index_catalog.output.concepts,
         output:
@@ -22,6 +23,7 @@ if VOICE_CORPUS:
         params:
             voice=config_slice("simulator", "voice"),
             corpus_sha256=VOICE_CORPUS_SHA256,
+            mix_sha256=list(VOICE_MIX_SHA256),
             # the library code the script runs: an edit to it re-runs this rule (crseval.stage_digests)
             code=library_code("learn_voice.py"),
         script:

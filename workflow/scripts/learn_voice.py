@@ -1,5 +1,6 @@
 """Rule learn_voice: the user turns of one part of a corpus of real dialogues, read, typed and pooled."""
 
+import glob
 import json
 from pathlib import Path
 
@@ -8,7 +9,13 @@ import source_tree  # noqa: F401  (crseval from this source tree)
 from crseval.catalog.index import CatalogIndex
 from crseval.core.io import atomic_path, log_to
 from crseval.language.concepts import ConceptMatcher
-from crseval.simulate.user.voice_learning import corpus_dialogues, learn_voice, split_dialogues, voice_markdown
+from crseval.simulate.user.voice_learning import (
+    VoiceCorpus,
+    corpus_dialogues,
+    learn_voice,
+    split_dialogues,
+    voice_markdown,
+)
 
 log = log_to(snakemake.log[0])
 settings = json.loads(snakemake.params.voice)
@@ -26,7 +33,18 @@ source = {
     "learn_part": settings["learn_part"],
     "held_out_dialogues": len(held_out),
 }
-voice = learn_voice(learned, matcher, source)
+mix = tuple(
+    VoiceCorpus(
+        corpus["name"],
+        corpus_dialogues(sorted(glob.glob(corpus["paths"])), corpus["format"]),
+        corpus.get("weight", 1),
+        {"format": corpus["format"], "sha256": sha},
+    )
+    for corpus, sha in zip(settings["mix"], snakemake.params.mix_sha256)
+)
+voice = learn_voice(
+    learned, matcher, source, mix=mix, to_a_person_turns=settings["to_a_person"], weight=settings["weight"]
+)
 with atomic_path(snakemake.output.voice) as temporary:
     voice.write(temporary)
 with atomic_path(snakemake.output.summary) as temporary:

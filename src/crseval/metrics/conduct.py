@@ -17,21 +17,15 @@ tell an outside film recommended from one mentioned).
 - new_words_per_reply: content words (crseval.language.text.content_words: lemmas of three letters or more
   that are no stop word) a reply says that no earlier reply of the session said, per reply: what the replies
   add to the conversation, whether films, reasons or questions, rather than how long they are.
-- repeated_replies: share of replies that repeat an earlier reply of the session: their word sets (case
-  folded, any script) have a Jaccard index of at least NEAR_REPEAT (4/5, compared in integers: exact). A
-  reply without a word repeats nothing.
+- repeated_replies: share of replies that repeat an earlier reply of the session: their word sets have a
+  Jaccard index of at least NEAR_REPEAT (4/5, exact). A reply without a word repeats nothing.
 - malformed_replies: share of replies that are empty, stutter or hold an unfilled slot (one flag a reply);
-  empty_replies, stuttering_replies and unfilled_slot_replies: each kind's share.
-  * empty: no letter or digit in any script;
-  * stutter: a word or a phrase of up to four words said twice back to back, case ignored, separated only by
-    spaces ("the the", "I think I think"), except a word English doubles on purpose (DOUBLES: "had had",
-    "that that"), a doubling inside a film the reply names ("La La Land"), and an article doubled before a
-    film's own ("the The Shape of Water", how filling a slot reads);
-  * unfilled slot: a template mark ("{title}", "[MOVIE]", "<title>", "<UNK>", a ReDial id "@123", "___"); a
-    word that needs an object followed by a space and a punctuation mark ("Have you seen ?", "How about  ?")
-    or by two spaces and a conjunction or copula ("starred in  and"); a sentence opening with a lower-case
-    copula whose subject is missing ("is a great movie."); a reply opening with a lower-case "and" before a
-    name ("and The Big Short are ...") or with a punctuation mark (".  is a comedy").
+  empty_replies, stuttering_replies and unfilled_slot_replies: each kind's share. Empty: no letter or digit
+  in any script; stutter: a word or phrase said twice back to back ("the the"), except doublings English or
+  a film's title makes; unfilled slot: a template mark or a gap where a name should be ("Have you seen ?").
+
+The rules of a reply's form (repeat, empty, stutter, unfilled slot) are crseval.replies.form's, where each is
+written out; the simulated user reads replies by the same rules (crseval.replies.cases).
 - rerecommended_after_rejection: of the replies from the first one that answers a turn-down on, the share
   that offer again a film the user turned down. A user message turns down the films the reply before it
   offered when it rejects (REJECTS: user_acts' TURNS_DOWN, "no", "not that one", "don't like", "already
@@ -55,9 +49,6 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from fractions import Fraction
-
-import numpy as np
 
 from crseval.core.columns import Column
 from crseval.language.concepts import Mention
@@ -74,12 +65,9 @@ from crseval.metrics.family import (
     no_problems,
     no_settings,
 )
+from crseval.replies.form import ARTICLES, TOKEN, is_empty, repeats, stutters, unfilled_slot, word_set
 
 NAN = math.nan
-# Two replies whose word sets have a Jaccard index of at least this are one reply said twice (an exact
-# fraction, compared as |A & B| * 5 >= |A | B| * 4: no float rounding can move a pair across it).
-NEAR_REPEAT = Fraction(4, 5)
-
 SESSION_COLUMNS = (
     Column("films_offered_per_reply", "distinct films the replies name, per reply", "films per reply", True),
     Column("new_films_per_reply", "films named for the first time, per reply", "films per reply", True),
@@ -100,40 +88,6 @@ TURN_COLUMNS = (
     Column("malformed_reply", "the reply is empty, stutters or has an unfilled slot", "0 or 1", False),
     Column("rerecommended_rejected", "films the user turned down offered again", "count", False),
     Column("no_film_after_request", "the user asked for a film and the reply offers none", "0 or 1", False),
-)
-
-# Words of any script (letters and digits), inner apostrophes kept.
-_TOKEN = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
-_ANY_WORD = re.compile(r"[^\W_]")
-
-# A word or a phrase of up to four words said twice in a row (case ignored; spaces or tabs between).
-STUTTER = re.compile(r"(?<![\w'])([^\W\d_][\w']*(?:[ \t]+[^\W\d_][\w']*){0,3})[ \t]+\1(?![\w'])", re.IGNORECASE)
-DOUBLES = frozenset({"that", "had", "very", "really", "so", "bye", "ha", "no"})  # doubled on purpose
-ARTICLES = frozenset({"the", "a", "an"})
-# Words that need an object after them: followed by nothing but a punctuation mark, the object is missing.
-_NEEDS_OBJECT = (
-    r"(?:seen|watch|watched|watching|recommend|recommended|suggest|suggested|try|about|called|titled|named|"
-    r"in|of|by|with|starring|and|or|the|a|an)"
-)
-SLOTS = (
-    re.compile(r"\{\s*\w+\s*\}"),  # {title}
-    re.compile(r"[\[<][A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*[\]>]"),  # [MOVIE], <MOVIE_TITLE>, <UNK>
-    re.compile(
-        r"[\[<]\s*(?:movie|film|title|name|item|genre|actor|director|person|entity|unk|mask|blank|slot)"
-        r"(?:[ _]\w+)?\s*[\]>]",
-        re.IGNORECASE,
-    ),  # <title>, [movie name]
-    re.compile(r"@\d+"),  # a ReDial film id nobody resolved
-    re.compile(r"_{2,}"),  # a blank: ___
-    re.compile(rf"\b{_NEEDS_OBJECT}[ \t]+[?.!,;:]", re.IGNORECASE),  # "Have you seen ?"
-    re.compile(rf"\b{_NEEDS_OBJECT}[ \t]{{2,}}(?:and|or|but|is|are|was|were)\b", re.IGNORECASE),  # "in  and"
-    # "is a great movie.": a lower-case copula opening a sentence, no subject (not a question: "is it ...")
-    re.compile(
-        r"(?:^|[.!?][ \t]+)[ \t]*(?:is|are|was|were)\b"
-        r"(?![ \t]+(?:it|that|this|they|there|you|he|she|we|i|those|these|your|his|her|their)\b)"
-    ),
-    re.compile(r"^\s*and[ \t]+(?=[A-Z0-9])"),  # "and The Big Short are ...": the first film is missing
-    re.compile(r"^\s*[.,;]\s"),  # ".  is a comedy"
 )
 
 # A user message that turns down what it was offered, beyond user_acts' TURNS_DOWN.
@@ -170,39 +124,10 @@ def _outside_film(title: str) -> tuple[str, str]:
 
 def _phrase(title: str) -> str:
     """A film's title as it is looked for in a user's message: its words, without a leading article."""
-    tokens = _TOKEN.findall(title.casefold())
+    tokens = TOKEN.findall(title.casefold())
     if len(tokens) > 1 and tokens[0] in ARTICLES:
         tokens = tokens[1:]
     return " ".join(tokens)
-
-
-def stutters(text: str, titles: tuple[str, ...] = ()) -> bool:
-    """Whether `text` says a word or phrase twice back to back (module docstring), `titles` being the films
-    it names as written or as the catalog spells them."""
-    folded = text.casefold()
-    spans = []
-    for title in titles:
-        title = title.casefold()
-        start = folded.find(title) if title else -1
-        while start >= 0:
-            spans.append((start, start + len(title)))
-            start = folded.find(title, start + 1)
-    for match in STUTTER.finditer(text):
-        said = match.group(1)
-        one_word = said.split() == [said]
-        if one_word and said.casefold() in DOUBLES:
-            continue
-        if any(start <= match.start() and match.end() <= end for start, end in spans):
-            continue  # "La La Land"
-        second = match.end() - len(said)
-        if one_word and said.casefold() in ARTICLES and any(start == second for start, _ in spans):
-            continue  # "the The Shape of Water"
-        return True
-    return False
-
-
-def unfilled_slot(text: str) -> bool:
-    return any(pattern.search(text) for pattern in SLOTS)
 
 
 @dataclass(frozen=True)
@@ -249,9 +174,9 @@ class Reader:
         key = (text, titles)
         known = self._replies.get(key)
         if known is None:
-            empty = not _ANY_WORD.search(text)
+            empty = is_empty(text)
             known = self._replies[key] = ReplyText(
-                frozenset(_TOKEN.findall(text.casefold())),
+                word_set(text),
                 frozenset(content_words(text)),
                 empty,
                 not empty and stutters(text, titles),
@@ -274,7 +199,7 @@ class Reader:
         asks = rejects or bool(REQUEST.search(text))
         if not asks and not ASKS_ABOUT.search(text):
             asks = bool(FILM_WORD.search(text)) or self._states_a_value(analysed, recognised)
-        return UserText(rejects, asks, films, f" {' '.join(_TOKEN.findall(text.casefold()))} ")
+        return UserText(rejects, asks, films, f" {' '.join(TOKEN.findall(text.casefold()))} ")
 
     def _states_a_value(self, analysed, recognised) -> bool:
         """Whether the message names a catalog value, or a year, as a wish or an exclusion rather than as context:
@@ -290,20 +215,6 @@ class Reader:
 
 def _outside(match: re.Match, spans: list[tuple[int, int]]) -> bool:
     return not any(start <= match.start() < end for start, end in spans)
-
-
-def repeats(tokens: list[frozenset[str]]) -> np.ndarray:
-    """Per reply, whether an earlier reply's word set has a Jaccard index of at least NEAR_REPEAT with its own
-    (replies without a word repeat nothing): one incidence matrix, all pairs at once, in integers."""
-    vocabulary = {word: i for i, word in enumerate(sorted(set().union(*tokens)))} if tokens else {}
-    incidence = np.zeros((len(tokens), len(vocabulary)), dtype=np.int64)
-    for row, words_ in enumerate(tokens):
-        incidence[row, [vocabulary[w] for w in words_]] = 1
-    shared = incidence @ incidence.T
-    sizes = incidence.sum(axis=1)
-    union = sizes[:, None] + sizes[None, :] - shared
-    near = (shared * NEAR_REPEAT.denominator >= union * NEAR_REPEAT.numerator) & (union > 0)
-    return np.tril(near, k=-1).any(axis=1)
 
 
 def score_session(record: dict, reader: Reader) -> tuple[dict, list[dict]]:

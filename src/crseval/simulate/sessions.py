@@ -27,6 +27,7 @@ from crseval.core.io import JsonLinesError, json_line, json_lines
 from crseval.core.session_records import session_validator, validate_session, write_sessions
 from crseval.language.asks import asked_fields
 from crseval.language.concepts import ConceptMatcher
+from crseval.replies.cases import START, reply_case
 from crseval.simulate.systems.agents import Agent
 from crseval.simulate.user.paraphrase import Paraphraser
 from crseval.simulate.user.profiles import UserProfile
@@ -85,9 +86,10 @@ def run_session(
     last_mentioned: list[str] = []
     last_unknown: list[str] = []
     last_asks: frozenset[str] = frozenset()
+    last_case, replies_before = START, []
     ending = {"reason": "turn_limit", "turn": ctx.turns, "farewell": None}
     for number in range(1, ctx.turns + 1):
-        user_turn = user.turn(number, last_recommended, last_mentioned, last_unknown, last_asks)
+        user_turn = user.turn(number, last_recommended, last_mentioned, last_unknown, last_asks, last_case)
         if user_turn.meta["stage"] == "leave":  # the user gave up: the session ends without a reply
             ending = {"reason": "abandoned", "turn": number - 1, "farewell": user_turn.text}
             break
@@ -123,6 +125,9 @@ def run_session(
         )
         last_recommended, last_mentioned = reply.recommended_titles, reply.mentioned_titles
         last_unknown, last_asks = reply.unknown_titles, asks
+        if user.voicing.speaks:  # what the reply did, which the learned voice's reaction answers
+            last_case = reply_case(reply.text, last_recommended, last_unknown, replies_before, text)
+            replies_before.append(reply.text)
     return {
         "session_id": session_id,
         "session_index": session_index,

@@ -101,11 +101,13 @@ class UserSimulator:
         last_mentioned: list[str] = (),
         last_unknown: list[str] = (),
         last_asks: frozenset[str] = frozenset(),
+        last_case: str | None = None,
     ) -> UserTurn:
         """The user's utterance at turn `number` (from 1), reacting to the titles the system
         recommended in its previous reply; `last_unknown`: the films that reply named outside the
         catalog (the user cannot judge them: it knows the catalog only); `last_asks`: what the reply
-        asked the user about (crseval.language.asks)."""
+        asked the user about (crseval.language.asks); `last_case`: what that reply did (crseval.replies.cases),
+        which the learned voice's reactions answer."""
         self.seen_titles.update(last_recommended)
         self.seen_titles.update(last_mentioned)
         asked = last_asks if self.conduct.hears_questions else frozenset()
@@ -119,7 +121,7 @@ class UserSimulator:
             content = TurnContent("leave")
         else:
             content = self._content(number, arisen, asked, shift, excluded, last_recommended, fitting, last_unknown)
-        text, statements, titles = self._word(content, number, list(last_recommended))
+        text, statements, titles = self._word(content, number, list(last_recommended), last_case)
         implied = self._implied(content.reaction, titles, [t for t in last_recommended if t not in fitting])
         return self._record(number, text, statements, titles, content, shift, excluded, implied)
 
@@ -190,12 +192,12 @@ class UserSimulator:
             return Reaction("reject", ("reason", wrong.field))
         return Reaction("reject", (f"reject_{style}",), tuple(recommended))
 
-    def _word(self, content: TurnContent, number: int, candidates: list[str]):
+    def _word(self, content: TurnContent, number: int, candidates: list[str], case: str | None = None):
         """(text, statements, titles) of the turn: in the learned voice where the profile speaks with it and
         a real turn fits, else in the templates (one for the thesis user, parts for the others), each
         wording read back and drawn again until it says exactly `content`."""
         if self.voicing.speaks:
-            voiced = self.voicing.word(number, content, self.focus, candidates)
+            voiced = self.voicing.word(number, content, self.focus, candidates, case)
             if voiced is not None:
                 return voiced
         return self.wording.word(content, number, candidates)

@@ -44,8 +44,10 @@ import numpy as np
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.core.io import UnreadableFile, json_type, read_regular_file, shown, strict_json_loads
 from crseval.language.user_acts import ACTS
+from crseval.replies.cases import REPLY_CASES, START
+from crseval.simulate.user.voice_parts import PartPools, PartPoolsError
 
-VOICE_FORMAT = 4
+VOICE_FORMAT = 5
 FIRST, LATER, LEAVE = "first", "later", "leave"  # where in a dialogue a pool's turns were said
 SLOT_FIELDS = (*CONCEPT_FIELDS, KEYWORD_FIELD)  # the fields a slot may name ("{genre}")
 SLOT_ROLES = ("wish", "exclusion", "context")  # what a value says of the user's wishes (crseval.language.tracker)
@@ -104,6 +106,8 @@ class VoiceTemplate:
     text: str
     slots: tuple[str, ...]  # "field:role" per value, "title" per film, in the order of the text
     said: int = 1  # the people of the corpus who say it (at this place, with this act): how often it is drawn
+    after: tuple[str, ...] = ()  # the cases of the replies people said it after (crseval.replies.cases), sorted
+    complaint: bool = False  # it complains about a failure of the reply (crseval.replies.complaints)
 
     @property
     def signature(self) -> tuple[str, ...]:
@@ -117,9 +121,10 @@ def pool_key(position: str, act: str, signature: tuple[str, ...]) -> str:
 class Voice:
     """The pools of one learned voice (module docstring), with what learning it counted."""
 
-    def __init__(self, pools: dict[str, list[VoiceTemplate]], summary: dict):
+    def __init__(self, pools: dict[str, list[VoiceTemplate]], summary: dict, parts: PartPools | None = None):
         self.pools = pools
         self.summary = summary
+        self.parts = parts if parts is not None else PartPools({})  # openers and tails by act (voice_parts)
         self.version = hashlib.sha256(
             json.dumps(self.as_json(), sort_keys=True, ensure_ascii=False).encode("utf-8")
         ).hexdigest()[:16]
@@ -187,8 +192,19 @@ class Voice:
         return {
             "format": VOICE_FORMAT,
             "summary": self.summary,
+            "parts": self.parts.as_json(),
             "pools": {
-                key: [{"id": t.id, "text": t.text, "slots": list(t.slots), "said": t.said} for t in templates]
+                key: [
+                    {
+                        "id": t.id,
+                        "text": t.text,
+                        "slots": list(t.slots),
+                        "said": t.said,
+                        "after": list(t.after),
+                        "complaint": t.complaint,
+                    }
+                    for t in templates
+                ]
                 for key, templates in sorted(self.pools.items())
             },
         }
@@ -217,12 +233,19 @@ class Voice:
                 if (problem := _template_problem(key, item, ids)) is not None:
                     raise VoiceError(f"{where}, template {position}: {problem}; learn it again")
                 ids.add(item["id"])
-            pools[key] = [VoiceTemplate(t["id"], t["text"], tuple(t["slots"]), t["said"]) for t in templates]
+            pools[key] = [
+                VoiceTemplate(t["id"], t["text"], tuple(t["slots"]), t["said"], tuple(t["after"]), t["complaint"])
+                for t in templates
+            ]
         if (problem := _draw_problem(pools)) is not None:
             raise VoiceError(f"{path}: {problem}; learn it again")
         if (problem := _summary_problem(data["summary"])) is not None:
             raise VoiceError(f"{path}: summary: {problem}; learn it again")
-        return cls(pools, data["summary"])
+        try:
+            parts = PartPools.from_json(data.get("parts"))
+        except PartPoolsError as error:
+            raise VoiceError(f"{path}: parts: {error}; learn it again") from None
+        return cls(pools, data["summary"], parts)
 
 
 def _voice_json(path: Path) -> dict:
@@ -279,9 +302,16 @@ def _pool_problem(key: str, templates: object) -> str | None:
 def _template_problem(key: str, item: object, ids: set) -> str | None:
     """What keeps `item` from being a template of the pool `key` (a dialogue's words and one `{field}` mark
     per slot, nothing a formatter would read as a field, conversion or format spec), or None."""
-    if not isinstance(item, dict) or not {"id", "text", "slots", "said"} <= item.keys():
-        return "expected an object with id, text, slots and said"
+    if not isinstance(item, dict) or not {"id", "text", "slots", "said", "after", "complaint"} <= item.keys():
+        return "expected an object with id, text, slots, said, after and complaint"
     template_id, text, slots, said = item["id"], item["text"], item["slots"], item["said"]
+    after, complaint = item["after"], item["complaint"]
+    if not isinstance(after, list) or not all(isinstance(c, str) and c in (START, *REPLY_CASES) for c in after):
+        return f"after must be a list of reply cases ({START}, {', '.join(REPLY_CASES)}), found {shown(after)}"
+    if after != sorted(set(after)):
+        return f"after must list each reply case once, sorted, found {shown(after)}"
+    if not isinstance(complaint, bool):
+        return f"complaint must be true or false, found {shown(complaint)}"
     if not isinstance(template_id, str) or not 0 < len(template_id) <= MAX_TEMPLATE_CHARS:
         return f"id must be a non-empty string, found {shown(template_id)}"
     if template_id in ids:
@@ -407,6 +437,9 @@ def voice_problems(config: dict):
     parts, part = voice.get("parts", 2), voice.get("learn_part", 1)
     if isinstance(parts, int) and isinstance(part, int) and part > parts:
         yield f"simulator.voice.learn_part: {part} is not one of the {parts} parts (1 to {parts})"
+    names = [c.get("name") for c in voice.get("mix") or [] if isinstance(c, dict)]
+    for name in sorted({n for n in names if names.count(n) > 1}, key=str):
+        yield f"simulator.voice.mix: the name {name!r} is given to two corpora; each corpus's people are counted by it"
     if voice.get("corpus"):
         return
     named = [name for _, name in named_profiles(config)]

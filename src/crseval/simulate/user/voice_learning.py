@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +24,8 @@ from crseval.corpora.dialogue import CorpusError
 from crseval.corpora.formats import corpus_format
 from crseval.language.concepts import ConceptMatcher
 from crseval.language.user_acts import TurnReading, act_flags, read_turn
+from crseval.replies.cases import START, catalog_reader, session_reply_cases
+from crseval.replies.complaints import complains
 from crseval.simulate.user.voice import (
     FIRST,
     LATER,
@@ -36,22 +38,29 @@ from crseval.simulate.user.voice import (
     speaker,
     visible_text,
 )
+from crseval.simulate.user.voice_parts import PartPools
 
 _UNKNOWN_WORD = re.compile(r"\b[a-z]{3,}\b")
 MIN_SAID = 2  # turns that must write a value one way before the simulated user writes it so
 
 
-def voice_key(corpus_sha: str, settings: dict) -> str:
-    """What names a voice's pools: the corpus's content and the settings of the split, not the corpus's
-    path (16 hex digits)."""
+def voice_key(corpus_sha: str, settings: dict, mix_sha: tuple[str, ...] = ()) -> str:
+    """What names a voice's pools: the content of its corpora (`mix_sha`: one digest per `mix` corpus, of its
+    files) and the settings, not where the corpora lie (16 hex digits)."""
     split = {key: value for key, value in settings.items() if key != "corpus"}
+    if split.get("mix"):
+        split["mix"] = [
+            {k: v for k, v in corpus.items() if k != "paths"} | {"sha256": sha}
+            for corpus, sha in zip(split["mix"], mix_sha)
+        ]
     return hashlib.sha256(f"{corpus_sha}\n{canonical_json(split)}".encode("utf-8")).hexdigest()[:16]
 
 
-def corpus_dialogues(path: str | Path, import_format: str) -> list[dict]:
-    """The dialogues of a corpus as its importer reads them (session records, the user turns it pairs
-    with a reply), in file order."""
-    imported, _ = corpus_format(import_format).import_logs([Path(path)], None, "0" * 64, "0" * 64)
+def corpus_dialogues(paths: str | Path | list, import_format: str) -> list[dict]:
+    """The dialogues of a corpus (a file, or several of one format) as its importer reads them (session
+    records, the user turns it pairs with a reply), in file order."""
+    files = [Path(p) for p in paths] if isinstance(paths, list) else [Path(paths)]
+    imported, _ = corpus_format(import_format).import_logs(files, None, "0" * 64, "0" * 64)
     return [record for records in imported.values() for record in records]
 
 
@@ -68,90 +77,232 @@ def template_slots(reading: TurnReading) -> tuple[str, ...]:
     return tuple("title" if slot == "title" else next(by_field) for slot in re.findall(r"\{(\w+)\}", reading.template))
 
 
-def learn_voice(dialogues: list[dict], matcher: ConceptMatcher, source: dict) -> Voice:
-    """The voice of the user turns of `dialogues` (session records in order): every turn read, typed
-    and pooled, or left out with its reason; `source` (corpus, sha256, split) is kept in the summary.
-    CorpusError when no turn is kept: a voice without a template would word every turn by the rules."""
-    pools: dict[str, list[VoiceTemplate]] = {}
-    left_out: Counter = Counter()
-    acts: Counter = Counter()
-    read = 0
-    # counted by person (the dialogue's user where the corpus names one, else the dialogue): one person
-    # typing the same request three times to a system that does not understand is one person saying it
-    said: dict[str, dict[str, set]] = {}  # pool key -> template text -> the people who say it
-    said_as: dict[str, Counter] = {}  # "field|value" -> the words people wrote it with -> turns
-    asked: dict[str, dict[str, set]] = {}  # field -> value -> the people who ask for it
-    for dialogue in dialogues:
-        turns = dialogue["turns"]
-        person = speaker(dialogue)
-        frustrated = (dialogue.get("labels") or {}).get("satisfaction") == "frustrated"
-        for position, turn in enumerate(turns):
-            read += 1
-            text = visible_text(turn["user_text"])
-            if not text:  # nothing a reader sees
-                left_out["empty"] += 1
-                continue
-            if len(text) > MAX_TEMPLATE_CHARS:  # longer than a person types; reading it back would be refused
-                left_out[f"over {MAX_TEMPLATE_CHARS:,} characters"] += 1
-                continue
-            if "{" in text or "}" in text:
-                left_out["braces (the slot marks)"] += 1
-                continue
-            reading = read_turn(text, matcher)
-            if reading.untyped:
-                left_out[reading.untyped] += 1
-                continue
-            if len(reading.titles) != reading.template.count("{title}"):
-                left_out["a film named twice or unreadably"] += 1
-                continue
-            acts[reading.act] += 1
-            for (field_name, value, role), words in zip(reading.statements, reading.said_as):
-                said_as.setdefault(f"{field_name}|{value}", Counter())[words] += 1
-                if role == "wish":
-                    asked.setdefault(field_name, {}).setdefault(value, set()).add(person)
-            keys = [pool_key(FIRST if position == 0 else LATER, reading.act, reading.slots)]
-            if position == len(turns) - 1 and frustrated and not reading.slots and reading.act != "request":
-                keys.append(pool_key(LEAVE, "", ()))  # how a dissatisfied user's dialogue ends
-            for key in keys:  # the same words twice are one template, said by each person who said them
-                people = said.setdefault(key, {})
-                if reading.template not in people:
-                    pool = pools.setdefault(key, [])
-                    pool.append(VoiceTemplate(f"{key}#{len(pool)}", reading.template, template_slots(reading)))
-                people.setdefault(reading.template, set()).add(person)
-    pools = {key: [replace(t, said=len(said[key][t.text])) for t in pool] for key, pool in pools.items()}
-    kept = sum(acts.values())
-    if not kept:
-        reasons = "; ".join(f"{reason}: {count}" for reason, count in sorted(left_out.items()))
+# A turn said to a person, not to a system (the rule of docs/simulation.md, "Turns said to a person"): it asks
+# after the other's tastes or day, asks them whether they have seen a film, or answers small talk in kind.
+# People who talk with a recommender who is a person say these; users of a system seldom do.
+TO_A_PERSON = re.compile(
+    r"\b(?:how|what) about you\b|\band you\b\W*$|^\W*you\?\W*$|\bhave you (?:ever )?(?:seen|watched|heard of)\b|"
+    r"\bdid you (?:see|watch|like|enjoy|love)\b|\bdo you (?:like|love|enjoy|watch|prefer|have a favou?rite)\b|"
+    r"\bwhat (?:do|kind of \w+ do|sort of \w+ do) you (?:like|watch|enjoy|prefer)\b|\byour favou?rite\b|"
+    r"\bare you a fan\b|\bhow are you\b|\bhow(?:'s| is| was) your (?:day|night|evening|weekend|morning)\b|"
+    r"\bnice (?:to )?(?:meet|chat(?:ting)?|talk(?:ing)?) (?:to |with )?you\b|\byou too\b|"
+    r"\bi(?:'m| am) (?:good|fine|well|great|doing well)\b[^?]*\b(?:you|yourself)\b|"
+    r"\bwhat (?:are|have) you (?:been )?(?:watching|seen)\b|\bwhere are you from\b",
+    re.IGNORECASE,
+)
+# A value is a wish where the turn asks for films: a request cue, or a film word beside the value
+# ("{genre} movies", "films with {actor}"), or nothing but the value and a few words around it.
+_WISH_CUE = re.compile(
+    r"\brec\w*m\w*nd|\bsugg?est|\blooking for\b|\bfind\b|\bgive me\b|\bshow me\b|"
+    r"\bi(?:'d| would)? (?:like|love|want|prefer|need)\b|\bi(?:'m| am) (?:in the mood|into|thinking)\b|"
+    r"\b(?:want|wanna|like|love|need|going) to (?:watch|see)\b|\bmood for\b|"
+    r"\b(?:something|anything|another|any|some|more|other|else|instead|rather|only|no|not|without|but)\b|"
+    r"\b(?:movies?|films?|flicks?|documentar(?:y|ies)|ones?|titles?)\b|\b(?:with|by|starring|directed|from)\s*\{",
+    re.IGNORECASE,
+)
+_SHORT_WISH_WORDS = 4  # a turn of at most this many words besides its slots states its values as wishes
+
+
+def to_a_person(text: str) -> bool:
+    """Whether a user turn speaks to a person rather than to a system (`TO_A_PERSON`)."""
+    return bool(TO_A_PERSON.search(text))
+
+
+def states_wishes(reading: TurnReading) -> bool:
+    """Whether the turn states its values as what the user wants (a request cue, a film word, or a short turn
+    of little else): "tell me a fun fact about the {genre}" names a value it does not ask films of."""
+    if not any(role != "context" for _, _, role in reading.statements):
+        return True
+    words = re.sub(r"\{\w+\}", " ", reading.template).split()
+    return len(words) <= _SHORT_WISH_WORDS or bool(_WISH_CUE.search(reading.template))
+
+
+@dataclass(frozen=True)
+class VoiceCorpus:
+    """One corpus a voice learns from: its dialogues (session records in order), its name, and how many times
+    each of its people counts in a draw (`weight`; 0 reads it and leaves it out)."""
+
+    name: str
+    dialogues: list[dict]
+    weight: int = 1
+    about: dict = field(default_factory=dict)  # shown in the summary: path, sha256, format
+
+
+def learn_voice(
+    dialogues: list[dict],
+    matcher: ConceptMatcher,
+    source: dict,
+    *,
+    mix: tuple[VoiceCorpus, ...] = (),
+    to_a_person_turns: str = "keep",
+    weight: int = 1,
+) -> Voice:
+    """The voice of the user turns of `dialogues` (session records in order, the split corpus's part) and of
+    the `mix` corpora: every turn read, typed and pooled, or left out with its reason; `source` (corpus,
+    sha256, split) is kept in the summary. Each template records the cases of the replies it was said after
+    (crseval.replies.cases) and whether it complains about a failure (crseval.replies.complaints).
+    `to_a_person_turns`: "leave_out" leaves out the turns said to a person (`to_a_person`). CorpusError when
+    no turn is kept: a voice without a template would word every turn by the rules."""
+    learning = _Learning(matcher, to_a_person_turns == "leave_out")
+    corpora = (VoiceCorpus(source.get("corpus", "corpus"), dialogues, weight), *mix)
+    for position, corpus in enumerate(corpora):
+        learning.read_corpus(corpus, prefix="" if position == 0 else f"{corpus.name}:")
+    if not learning.kept:
+        reasons = "; ".join(f"{reason}: {count}" for reason, count in sorted(learning.left_out.items()))
         raise CorpusError(
-            f"{source.get('corpus', 'the corpus')}: nothing to learn a voice from: {read} user turns of "
-            f"{len(dialogues)} dialogues read (the voice's part of the corpus), none kept"
+            f"{source.get('corpus', 'the corpus')}: nothing to learn a voice from: {learning.read} user turns of "
+            f"{sum(len(c.dialogues) for c in corpora)} dialogues read (the voice's part of the corpus), none kept"
             + (f" (left out: {reasons})" if reasons else "")
             + "; name a corpus whose user turns name the catalog's values and films, or another learn_part"
         )
     summary = {
         **source,
         "dialogues": len(dialogues),
-        "turns_read": read,
-        "turns_kept": kept,
-        "left_out": dict(sorted(left_out.items())),
-        "acts": dict(sorted(acts.items())),
-        "templates": sum(len(p) for p in pools.values()),
-        "fitted": fitted_knobs(dialogues),
+        "turns_read": learning.read,
+        "turns_kept": learning.kept,
+        "left_out": dict(sorted(learning.left_out.items())),
+        "acts": dict(sorted(learning.acts.items())),
+        "templates": sum(len(p) for p in learning.pools.values()),
+        "fitted": fitted_knobs(dialogues, mix),
         # a spelling one person used once may be the rules misreading them: a spelling is kept from two turns on
         "said_as": {
             key: dict(sorted((w, n) for w, n in forms.items() if n >= MIN_SAID))
-            for key, forms in sorted(said_as.items())
+            for key, forms in sorted(learning.said_as.items())
             if any(n >= MIN_SAID for n in forms.values())
         },
-        "asked": {f: {v: len(people) for v, people in sorted(values.items())} for f, values in sorted(asked.items())},
+        "asked": {
+            f: {v: len(people) for v, people in sorted(values.items())} for f, values in sorted(learning.asked.items())
+        },
     }
-    return Voice(pools, summary)
+    if mix:
+        summary["corpora"] = [learning.corpus_counts[c.name] | {"weight": c.weight, **c.about} for c in corpora]
+    return Voice(learning.pools_with_counts(), summary, PartPools.learn(learning.parts))
 
 
-def fitted_knobs(dialogues: list[dict]) -> dict:
-    """The profile knobs the corpus shows, each with the statistic behind it (docs/simulation.md)."""
+class _Learning:
+    """The pools of a voice as its corpora are read, with what was counted (learn_voice)."""
+
+    def __init__(self, matcher: ConceptMatcher, leave_out_to_a_person: bool):
+        self.matcher = matcher
+        self.leave_out_to_a_person = leave_out_to_a_person
+        self.recognise = None if matcher is None else catalog_reader(matcher)
+        self.pools: dict[str, list[VoiceTemplate]] = {}
+        self.left_out: Counter = Counter()
+        self.acts: Counter = Counter()
+        self.read = 0
+        # counted by person (the dialogue's user where the corpus names one, else the dialogue): one person
+        # typing the same request three times to a system that does not understand is one person saying it
+        self.said: dict[str, dict[str, dict[str, int]]] = {}  # pool key -> template text -> person -> weight
+        self.after: dict[str, dict[str, set[str]]] = {}  # pool key -> template text -> reply cases before it
+        self.complaint: dict[str, dict[str, bool]] = {}  # pool key -> template text -> a complaint
+        self.said_as: dict[str, Counter] = {}  # "field|value" -> the words people wrote it with -> turns
+        self.asked: dict[str, dict[str, set]] = {}  # field -> value -> the people who ask for it
+        self.corpus_counts: dict[str, dict] = {}
+        self.parts: list[tuple[str, str, str, bool]] = []  # (act, template, person, first) of each kept turn
+
+    @property
+    def kept(self) -> int:
+        return sum(self.acts.values())
+
+    def read_corpus(self, corpus: VoiceCorpus, prefix: str) -> None:
+        counts = {"name": corpus.name, "dialogues": len(corpus.dialogues), "turns_read": 0, "turns_kept": 0}
+        people = set()
+        for dialogue in corpus.dialogues:
+            person = prefix + speaker(dialogue)
+            people.add(person)
+            read, kept = self.read_dialogue(dialogue, person, corpus.weight)
+            counts["turns_read"] += read
+            counts["turns_kept"] += kept
+        self.corpus_counts[corpus.name] = {**counts, "people": len(people)}
+
+    def read_dialogue(self, dialogue: dict, person: str, weight: int) -> tuple[int, int]:
+        """(turns read, turns kept) of one dialogue, each kept turn added to its pools."""
+        turns = dialogue["turns"]
+        frustrated = (dialogue.get("labels") or {}).get("satisfaction") == "frustrated"
+        cases = session_reply_cases(dialogue, self.recognise) if turns and weight else [START] * len(turns)
+        kept = 0
+        for position, turn in enumerate(turns):
+            self.read += 1
+            reading = self._reading(visible_text(turn["user_text"]), weight)
+            if reading is None:
+                continue
+            kept += 1
+            self.acts[reading.act] += 1
+            for (field_name, value, role), words in zip(reading.statements, reading.said_as):
+                self.said_as.setdefault(f"{field_name}|{value}", Counter())[words] += 1
+                if role == "wish":
+                    self.asked.setdefault(field_name, {}).setdefault(value, set()).add(person)
+            keys = [pool_key(FIRST if position == 0 else LATER, reading.act, reading.slots)]
+            if position == len(turns) - 1 and frustrated and not reading.slots and reading.act != "request":
+                keys.append(pool_key(LEAVE, "", ()))  # how a dissatisfied user's dialogue ends
+            for key in keys:
+                self._add(key, reading, person, weight, cases[position], complains(reading.text))
+            # the opener and tail people said with the act: each person as many times as the corpus's weight
+            self.parts += [(reading.act, reading.template, f"{person}#{k}", position == 0) for k in range(weight)]
+        return len(turns), kept
+
+    def _reading(self, text: str, weight: int) -> TurnReading | None:
+        """The reading of a turn to keep, or None: left out, counted by reason."""
+        reason = None
+        if not weight:
+            reason = "a corpus of weight 0"
+        elif not text:  # nothing a reader sees
+            reason = "empty"
+        elif len(text) > MAX_TEMPLATE_CHARS:  # longer than a person types; reading it back would be refused
+            reason = f"over {MAX_TEMPLATE_CHARS:,} characters"
+        elif "{" in text or "}" in text:
+            reason = "braces (the slot marks)"
+        elif self.leave_out_to_a_person and to_a_person(text):
+            reason = "said to a person, not to a system"
+        if reason:
+            self.left_out[reason] += 1
+            return None
+        reading = read_turn(text, self.matcher)
+        if reading.untyped:
+            reason = reading.untyped
+        elif len(reading.titles) != reading.template.count("{title}"):
+            reason = "a film named twice or unreadably"
+        elif not states_wishes(reading):
+            reason = "a value named without asking for films of it"
+        if reason:
+            self.left_out[reason] += 1
+            return None
+        return reading
+
+    def _add(self, key: str, reading: TurnReading, person: str, weight: int, case: str, complaint: bool) -> None:
+        """The turn's template in pool `key`: the same words twice are one template, said by each person."""
+        people = self.said.setdefault(key, {})
+        if reading.template not in people:
+            pool = self.pools.setdefault(key, [])
+            pool.append(VoiceTemplate(f"{key}#{len(pool)}", reading.template, template_slots(reading)))
+        people.setdefault(reading.template, {})[person] = weight
+        self.after.setdefault(key, {}).setdefault(reading.template, set()).add(case)
+        complaints = self.complaint.setdefault(key, {})
+        complaints[reading.template] = complaints.get(reading.template, False) or complaint
+
+    def pools_with_counts(self) -> dict[str, list[VoiceTemplate]]:
+        """The pools, each template said as often as its people's weights add up to, with the reply cases it
+        was said after and whether it complains."""
+        return {
+            key: [
+                replace(
+                    t,
+                    said=sum(self.said[key][t.text].values()),
+                    after=tuple(sorted(self.after[key][t.text])),
+                    complaint=self.complaint[key][t.text],
+                )
+                for t in pool
+            ]
+            for key, pool in self.pools.items()
+        }
+
+
+def fitted_knobs(dialogues: list[dict], mix: tuple[VoiceCorpus, ...] = ()) -> dict:
+    """The profile knobs the corpus shows, each with the statistic behind it (docs/simulation.md); with `mix`,
+    the knobs of all the voice's corpora, each corpus's dialogues counted `weight` times."""
     from wordfreq import zipf_frequency  # a large word list, loaded only where a voice is learned
 
+    dialogues = list(dialogues) + [d for corpus in mix for d in corpus.dialogues for _ in range(corpus.weight)]
     turns = [visible_text(t["user_text"]) for d in dialogues for t in d["turns"]]
     firsts = [visible_text(d["turns"][0]["user_text"]) for d in dialogues if d["turns"]]
     flags = [act_flags(t) for t in turns]
@@ -200,6 +351,13 @@ def voice_markdown(voice: Voice) -> str:
         "|---|---|",
     ]
     lines += [f"| {reason} | {count} |" for reason, count in summary["left_out"].items()] or ["| (none) | 0 |"]
+    if summary.get("corpora"):
+        lines += ["", "| corpus | weight | dialogues | people | user turns read | kept |", "|---|---|---|---|---|---|"]
+        for c in summary["corpora"]:
+            lines.append(
+                f"| {c['name']} | {c['weight']} | {c['dialogues']} | {c['people']} | {c['turns_read']} "
+                f"| {c['turns_kept']} |"
+            )
     lines += ["", "| where | act | slots | templates |", "|---|---|---|---|"]
     for key, templates in sorted(voice.pools.items(), key=lambda kv: (-len(kv[1]), kv[0])):
         position, act, slots = key.split("|")

@@ -10,11 +10,14 @@ turn's record says how it was voiced (`user_meta.voice`).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 
 from crseval.core.fields import display
 from crseval.language.tracker import Constraint
+from crseval.language.user_acts import ACTS
+from crseval.replies.cases import FAILURES
 from crseval.simulate.user.profiles import UserProfile
 from crseval.simulate.user.turn_content import Statement, TurnContent
 from crseval.simulate.user.user_plan import weighted_draw
@@ -34,6 +37,16 @@ _VOICE_ACTS = {
 }
 _NO_PREFERENCE_ACTS = ("other", "small_talk")  # asked about a field it says nothing of
 _VAGUE_ACTS = ("ask", "small_talk", "other")  # an opening that says nothing of what the user wants
+
+
+def fitting_reply(templates: list[VoiceTemplate], case: str | None) -> list[VoiceTemplate]:
+    """The templates that may answer a reply of `case` (crseval.replies.cases): people's turns said after such a
+    reply where there are WELL_SUPPLIED of them, else any turn that is no complaint, with the complaints said
+    after such a reply. A complaint people made about a failure answers that failure only, never a film of the
+    catalog (`case` None: no reply read, no complaint)."""
+    fitting = [t for t in templates if not t.complaint or (case in FAILURES and case in t.after)]
+    same = [t for t in fitting if case in t.after]
+    return same if len(same) >= WELL_SUPPLIED else fitting
 
 
 def _slot(constraint: Constraint) -> str:
@@ -59,23 +72,33 @@ class Voicing:
         self.spread = spread
         self.read_back = read_back
         self.record: dict = {}  # how the turn being worded was voiced
+        self.case: str | None = None  # what the reply it answers did (crseval.replies.cases)
         self._used: set[str] = set()  # the templates said in this session
         self._spread_draws: dict = {}  # pool (template ids) -> its draws so far
+        self._parts_used: set[str] = set()  # the openers and tails said in this session (voice_parts)
+        self._first = False  # whether the turn being worded opens the dialogue
 
     @property
     def speaks(self) -> bool:
         """Whether the learned voice words the turns (a profile may take only its wishes from it)."""
         return self.voice is not None and self.profile.learned
 
-    def word(self, number: int, content: TurnContent, focus: tuple[str, str], candidates: list[str]):
-        """(text, statements, titles) of turn `number` in the voice, or None: the rules word the turn."""
+    def word(
+        self, number: int, content: TurnContent, focus: tuple[str, str], candidates: list[str], case: str | None = None
+    ):
+        """(text, statements, titles) of turn `number` in the voice, or None: the rules word the turn. `case`: what
+        the system's last reply did (crseval.replies.cases), which the turn reacts to (`fitting_reply`)."""
         told = self.told(content, focus)
-        return self.voiced(self.ways(number, content, told), candidates, told)
+        self.case, self._first = case, number == 1
+        ways = [[(title, fitting_reply(t, case)) for title, t in way] for way in self.ways(number, content, told)]
+        return self.voiced(ways, candidates, told, case)
 
     def take_record(self) -> dict:
         """How the last turn was voiced (`user_meta.voice`), forgotten for the next turn."""
         record = self.record or {"voice": "rules", "templates": [], "redraws": 0, "fallback": ""}
-        self.record = {}
+        if self.case is not None:
+            record = {**record, "after": self.case}
+        self.record, self.case = {}, None
         return record
 
     @staticmethod
@@ -128,7 +151,7 @@ class Voicing:
             ways.append([(None, templates) for templates in singles] + said[1:])
         return ways
 
-    def voiced(self, ways: list[list[tuple]], candidates: list[str], told: list[Constraint]):
+    def voiced(self, ways: list[list[tuple]], candidates: list[str], told: list[Constraint], case: str | None = None):
         """(text, statements, titles) worded by the voice, each draw read back (another is drawn where it
         reads otherwise); None where no template fits or no draw reads back: the rules word the turn."""
         record = {"voice": "rules", "templates": [], "redraws": 0, "fallback": "no template of the act"}
@@ -141,9 +164,11 @@ class Voicing:
                 continue
             for _ in range(VOICE_DRAWS):
                 drawn = [(title, self._draw_template(templates)) for title, templates in way]
-                worded = self.fill(drawn, told)
+                parts_used = set(self._parts_used)
+                worded = self.fill([(title, self._composed(t, parts_used)) for title, t in drawn], told)
                 if worded is not None and not self.read_back.misread(*worded, candidates):
                     self._used.update(t.id for _, t in drawn)
+                    self._parts_used = parts_used
                     self.record = {
                         "voice": "learned",
                         "templates": [t.id for _, t in drawn],
@@ -155,6 +180,14 @@ class Voicing:
             record["fallback"] = "no draw read back as meant"
         self.record = record
         return None
+
+    def _composed(self, template: VoiceTemplate, used: set[str]) -> VoiceTemplate:
+        """`template` with its opener and tail drawn from the turns other people said with its act
+        (crseval.simulate.user.voice_parts); a leaving turn stays whole."""
+        act = template.id.split("|")[1] if template.id.count("|") >= 2 else ""
+        if act not in ACTS:
+            return template
+        return replace(template, text=self.voice.parts.compose(template.text, act, self._first, self.rng, used))
 
     def _draw_template(self, templates: list[VoiceTemplate]) -> VoiceTemplate:
         """A template the user has not said in this session yet, while there is one (people do not repeat

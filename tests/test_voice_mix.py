@@ -1,0 +1,170 @@
+"""A voice learned from several corpora (simulator.voice.mix): people counted per corpus and weighed, turns said to
+a person left out, values typed only where the turn asks for films, and reactions keyed on what the reply did.
+
+Every corpus here is written in this file: the user turns are invented for the tests, never a real corpus's."""
+
+import json
+
+import pytest
+from test_voice import SOURCE, write_corpus
+
+from crseval.language.user_acts import read_turn
+from crseval.simulate.user.voice import Voice, VoiceTemplate
+from crseval.simulate.user.voice_learning import (
+    VoiceCorpus,
+    corpus_dialogues,
+    learn_voice,
+    states_wishes,
+    to_a_person,
+    voice_key,
+    voice_markdown,
+)
+from crseval.simulate.user.voicing import WELL_SUPPLIED, fitting_reply
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I love comedies, how about you?",
+        "and you?",
+        "Have you seen anything good lately?",
+        "what kind of films do you like",
+        "What's your favorite film?",
+        "I'm good thanks, and yourself?",
+        "Did you like it?",
+        "Nice chatting with you!",
+    ],
+)
+def test_a_turn_said_to_a_person_is_told_apart(text):
+    assert to_a_person(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "any comedy for tonight?",
+        "I have seen that one already",
+        "can you recommend a western?",
+        "do you have something with a twist?",
+        "thanks, bye",
+    ],
+)
+def test_a_turn_said_to_a_system_is_kept(text):
+    assert not to_a_person(text)
+
+
+@pytest.mark.parametrize(
+    "text, wishes",
+    [
+        ("Tell me an odd fact about the comedy genre of the old days please", False),
+        ("I keep wondering why the comedy of that decade was so loud", False),
+        ("any comedy for tonight?", True),
+        ("comedy", True),
+        ("I'd like a western", True),
+        ("something with James Stewart", True),
+        ("hello there how are you doing", True),  # no value: nothing typed, nothing to ask
+    ],
+)
+def test_a_value_is_a_wish_only_where_the_turn_asks_for_films(demo_matcher, text, wishes):
+    assert states_wishes(read_turn(text, demo_matcher)) is wishes
+
+
+MAIN = [
+    ("m1", None, ["any comedy for tonight?", "Got anything else?"]),
+    ("m2", None, ["any comedy for tonight?", "how about you, what do you like?"]),
+]
+OTHER = [
+    ("o1", None, ["any comedy for tonight?", "Got anything else?"]),
+    ("o2", None, ["a western please", "Got anything else?"]),
+]
+
+
+@pytest.fixture(scope="module")
+def corpora(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("mix")
+    main = corpus_dialogues(write_corpus(folder / "main.jsonl", MAIN), "jsonl")
+    other = corpus_dialogues(write_corpus(folder / "other.jsonl", OTHER), "jsonl")
+    return main, other
+
+
+def pool_said(voice: Voice) -> dict[str, int]:
+    return {t.text: t.said for pool in voice.pools.values() for t in pool}
+
+
+def test_each_person_of_a_mixed_corpus_counts_its_weight(corpora, demo_matcher):
+    main, other = corpora
+    voice = learn_voice(main, demo_matcher, SOURCE, mix=(VoiceCorpus("other", other, 3),))
+    said = pool_said(voice)
+    # "any {genre} for tonight?": two people of the main corpus (1 each) and one of the other (3)
+    assert said["any {genre} for tonight?"] == 1 + 1 + 3
+    assert said["a {genre} please"] == 3
+    assert said["Got anything else?"] == 1 + 3 + 3  # m1, o1, o2
+    by_name = {c["name"]: c for c in voice.summary["corpora"]}
+    assert (by_name["other"]["people"], by_name["other"]["dialogues"], by_name["other"]["weight"]) == (2, 2, 3)
+    assert by_name["toy.jsonl"]["people"] == 2 and by_name["toy.jsonl"]["turns_read"] == 4
+    assert "| other | 3 | 2 | 2 | 4 | 4 |" in voice_markdown(voice)
+
+
+def test_the_same_id_in_two_corpora_is_two_people(corpora, demo_matcher):
+    main, _ = corpora
+    twin = [dict(record) for record in main]  # the same dialogue ids in a corpus of another name
+    voice = learn_voice(main, demo_matcher, SOURCE, mix=(VoiceCorpus("twin", twin, 1),))
+    assert pool_said(voice)["any {genre} for tonight?"] == 4
+
+
+def test_a_corpus_of_weight_zero_is_read_and_left_out(corpora, demo_matcher):
+    main, other = corpora
+    voice = learn_voice(main, demo_matcher, SOURCE, mix=(VoiceCorpus("other", other, 0),))
+    assert voice.summary["left_out"]["a corpus of weight 0"] == 4
+    assert "a {genre} please" not in pool_said(voice)
+
+
+def test_turns_said_to_a_person_are_left_out_when_asked(corpora, demo_matcher):
+    main, _ = corpora
+    kept = learn_voice(main, demo_matcher, SOURCE)
+    left = learn_voice(main, demo_matcher, SOURCE, to_a_person_turns="leave_out")
+    assert "how about you, what do you like?" in pool_said(kept)
+    assert "how about you, what do you like?" not in pool_said(left)
+    assert left.summary["left_out"]["said to a person, not to a system"] == 1
+
+
+def test_the_voice_key_follows_the_mixed_corpora_contents_not_their_paths():
+    settings = {"corpus": "a.jsonl", "parts": 2, "learn_part": 1, "mix": [{"name": "o", "paths": "x/*.csv"}]}
+    key = voice_key("1" * 64, settings, ("2" * 64,))
+    moved = {**settings, "mix": [{"name": "o", "paths": "elsewhere/*.csv"}]}
+    assert voice_key("1" * 64, moved, ("2" * 64,)) == key
+    assert voice_key("1" * 64, settings, ("3" * 64,)) != key
+    weighed = {**settings, "mix": [{"name": "o", "paths": "x/*.csv", "weight": 2}]}
+    assert voice_key("1" * 64, weighed, ("2" * 64,)) != key
+
+
+def template(name: str, after: tuple[str, ...], complaint: bool = False) -> VoiceTemplate:
+    return VoiceTemplate(name, name, (), 1, after, complaint)
+
+
+def test_a_complaint_answers_the_failure_it_was_said_after_and_never_a_catalog_film():
+    fine = [template(f"fine{i}", ("catalog_film", "outside_film")) for i in range(WELL_SUPPLIED)]
+    moan = template("moan", ("catalog_film", "outside_film"), complaint=True)
+    repeat_moan = template("again", ("repeated",), complaint=True)
+    pool = [*fine, moan, repeat_moan]
+    assert moan not in fitting_reply(pool, "catalog_film") and repeat_moan not in fitting_reply(pool, "catalog_film")
+    assert fitting_reply(pool, "catalog_film") == fine
+    assert moan in fitting_reply(pool, "outside_film") and repeat_moan not in fitting_reply(pool, "outside_film")
+    # few turns said after a repeat: any turn that is no complaint, and the complaints said after a repeat
+    assert fitting_reply(pool, "repeated") == [*fine, repeat_moan]
+    assert fitting_reply(pool, None) == fine
+
+
+def test_a_learned_voice_file_keeps_the_reply_cases_and_complaints(tmp_path, corpora, demo_matcher):
+    main, other = corpora
+    voice = learn_voice(main, demo_matcher, SOURCE, mix=(VoiceCorpus("other", other, 2),))
+    path = tmp_path / "voice.json"
+    voice.write(path)
+    again = Voice.read(path)
+    assert again.as_json() == voice.as_json()
+    data = json.loads(path.read_text(encoding="utf-8"))
+    firsts = [t for key, pool in data["pools"].items() if key.startswith("first|") for t in pool]
+    assert firsts and all(t["after"] == ["start"] for t in firsts)
+    later = [t for key, pool in data["pools"].items() if key.startswith("later|") for t in pool]
+    assert later and all(t["after"] and "start" not in t["after"] for t in later)
+    assert all(t["complaint"] is False for t in firsts + later)
