@@ -23,6 +23,7 @@ LAYERS = (
     "core",
     "llm",
     "language",
+    "replies",
     "catalog",
     "corpora",
     "simulate",
