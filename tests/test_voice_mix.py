@@ -6,9 +6,11 @@ Every corpus here is written in this file: the user turns are invented for the t
 import json
 
 import pytest
-from test_voice import SOURCE, write_corpus
+from test_voice import CORPUS, LEARNED, MORE, SETTINGS, SOURCE, TEMPLATES, write_corpus
 
 from crseval.language.user_acts import read_turn
+from crseval.replies.complaints import complains
+from crseval.simulate.user.simulator import make_user
 from crseval.simulate.user.voice import Voice, VoiceTemplate
 from crseval.simulate.user.voice_learning import (
     VoiceCorpus,
@@ -168,3 +170,29 @@ def test_a_learned_voice_file_keeps_the_reply_cases_and_complaints(tmp_path, cor
     later = [t for key, pool in data["pools"].items() if key.startswith("later|") for t in pool]
     assert later and all(t["after"] and "start" not in t["after"] for t in later)
     assert all(t["complaint"] is False for t in firsts + later)
+
+
+@pytest.fixture(scope="module")
+def spoken(tmp_path_factory, demo_matcher):
+    """A voice the simulated user speaks with, of the dialogues test_voice writes."""
+    path = write_corpus(tmp_path_factory.mktemp("corpus") / "more.jsonl", CORPUS + MORE)
+    return learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)
+
+
+def test_no_complaint_is_said_after_a_good_reply_whatever_its_parts(demo_index, demo_matcher, spoken):
+    """The last guard: a worded turn that complains (crseval.replies.complaints) is drawn again unless the reply
+    failed, even where learning did not mark its template a complaint (a tail of another turn may complain)."""
+    unmarked = VoiceTemplate("later|other|#90", "that is not even a movie", (), 50, ("catalog_film",), False)
+    fine = VoiceTemplate("later|other|#91", "hm okay", (), 50, ("catalog_film",), False)
+    for seed in range(20):
+        voicing = make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, spoken, LEARNED).voicing
+        voicing.case = "catalog_film"
+        text, _, _ = voicing.voiced([[(None, [unmarked, fine])]], [], told=[])
+        assert not complains(text) and voicing.record["templates"] == ["later|other|#91"], text
+        assert voicing.record["redraws"] >= 0
+    said = set()
+    for seed in range(20):  # after a failure the complaint may be said
+        voicing = make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, spoken, LEARNED).voicing
+        voicing.case = "outside_film"
+        said.add(voicing.voiced([[(None, [unmarked, fine])]], [], told=[])[0])
+    assert any(complains(text) for text in said)

@@ -36,7 +36,7 @@ import json
 import math
 import re
 import unicodedata
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -466,7 +466,7 @@ def _retype(template: VoiceTemplate, wanted: list[str]) -> VoiceTemplate:
     slots = [by_role[slot.split(":")[1]].pop(0) for slot in template.slots]
     fields = iter(slot.split(":")[0] for slot in slots)
     text = re.sub(r"\{(\w+)\}", lambda m: "{" + next(fields) + "}", template.text)
-    return VoiceTemplate(f"{template.id}~{';'.join(slots)}", text, tuple(slots), template.said)
+    return replace(template, id=f"{template.id}~{';'.join(slots)}", text=text, slots=tuple(slots))
 
 
 def spread_position(start: int, session: int, draw: int, size: int) -> int:

@@ -235,10 +235,11 @@ class _Learning:
             keys = [pool_key(FIRST if position == 0 else LATER, reading.act, reading.slots)]
             if position == len(turns) - 1 and frustrated and not reading.slots and reading.act != "request":
                 keys.append(pool_key(LEAVE, "", ()))  # how a dissatisfied user's dialogue ends
+            complaint = complains(reading.text)
             for key in keys:
-                self._add(key, reading, person, weight, cases[position], complains(reading.text))
-            # the opener and tail people said with the act: each person as many times as the corpus's weight
-            self.parts += [(reading.act, reading.template, f"{person}#{k}", position == 0) for k in range(weight)]
+                self._add(key, reading, person, weight, cases[position], complaint)
+            if not complaint:  # the openers and tails people said with the act, each person `weight` times
+                self.parts += [(reading.act, reading.template, f"{person}#{k}", position == 0) for k in range(weight)]
         return len(turns), kept
 
     def _reading(self, text: str, weight: int) -> TurnReading | None:

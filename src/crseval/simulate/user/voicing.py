@@ -18,6 +18,7 @@ from crseval.core.fields import display
 from crseval.language.tracker import Constraint
 from crseval.language.user_acts import ACTS
 from crseval.replies.cases import FAILURES
+from crseval.replies.complaints import complains
 from crseval.simulate.user.profiles import UserProfile
 from crseval.simulate.user.turn_content import Statement, TurnContent
 from crseval.simulate.user.user_plan import weighted_draw
@@ -166,7 +167,7 @@ class Voicing:
                 drawn = [(title, self._draw_template(templates)) for title, templates in way]
                 parts_used = set(self._parts_used)
                 worded = self.fill([(title, self._composed(t, parts_used)) for title, t in drawn], told)
-                if worded is not None and not self.read_back.misread(*worded, candidates):
+                if worded is not None and not self.read_back.misread(*worded, candidates) and self._answers(worded[0]):
                     self._used.update(t.id for _, t in drawn)
                     self._parts_used = parts_used
                     self.record = {
@@ -180,6 +181,11 @@ class Voicing:
             record["fallback"] = "no draw read back as meant"
         self.record = record
         return None
+
+    def _answers(self, text: str) -> bool:
+        """Whether `text` may answer the reply it follows: a complaint (crseval.replies.complaints) answers a
+        failure only, never a film of the catalog, a question or a dialogue's start, whatever parts said it."""
+        return self.case in FAILURES or not complains(text)
 
     def _composed(self, template: VoiceTemplate, used: set[str]) -> VoiceTemplate:
         """`template` with its opener and tail drawn from the turns other people said with its act
