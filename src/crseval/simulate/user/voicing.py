@@ -26,6 +26,7 @@ from crseval.simulate.user.voice import Voice, VoiceTemplate, spread_position, v
 from crseval.simulate.user.wording import ReadBack, joined_parts
 
 VOICE_DRAWS = 12  # templates drawn for one way of wording a turn before the next way (or the rules)
+THIN_POOL = 20  # request templates of a wish below which other fields' templates, re-typed, join them
 WELL_SUPPLIED = 3  # templates a pool needs before its way of wording a turn goes ahead of the others
 # The act of a real turn that words each reaction of the profile.
 _VOICE_ACTS = {
@@ -132,7 +133,7 @@ class Voicing:
 
         said = []
         if told:
-            said.append((None, options(("request",), wishes) or self.voice.retyped("request", wishes, first)))
+            said.append((None, self._requests(options(("request",), wishes), wishes, first)))
         if content.no_preference:
             said.append((None, options(_NO_PREFERENCE_ACTS, ())))
         if content.opening_quiet:
@@ -147,10 +148,18 @@ class Voicing:
             ways.append(said)
         if len(told) > 1:  # each wish in a real turn of its own, joined
             singles = [
-                options(("request",), (_slot(c),)) or self.voice.retyped("request", (_slot(c),), first) for c in told
+                self._requests(options(("request",), (_slot(c),)), (_slot(c),), first) for c in told
             ]
             ways.append([(None, templates) for templates in singles] + said[1:])
         return ways
+
+    def _requests(self, own: list[VoiceTemplate], wishes: tuple, first: bool) -> list[VoiceTemplate]:
+        """The request templates that say `wishes`: the act's own, joined by those of other fields re-typed
+        (Voice.retyped) where the own are fewer than THIN_POOL: a wish people seldom word (a year, a language)
+        said in the few ways they did would be said in every session alike."""
+        if len(own) >= THIN_POOL:
+            return own
+        return own + self.voice.retyped("request", wishes, first)
 
     def voiced(self, ways: list[list[tuple]], candidates: list[str], told: list[Constraint], case: str | None = None):
         """(text, statements, titles) worded by the voice, each draw read back (another is drawn where it
