@@ -8,10 +8,13 @@ reference, the simulated users' turns of invented session records (`simulated_tu
 with the demo catalog's reader (`read_turn`) and catalog names, 5 folds, `--resamples` resamples (10,000:
 the default of `stats.bootstrap_resamples`), and the report (`realism_markdown`). Nothing is read from a real corpus.
 
-- `normal`: 480 simulated sessions of two users over four systems against 120 real dialogues (the size of
-  the held-out half of the CRSArena-Dial open dialogues);
-- `long-turn`: the same, one simulated turn of `--words` words;
-- `large-reference`: the same simulated sessions against `--dialogues` real dialogues (18,361: about 10 MB);
+- `normal`: the size of `config/user_profiles.yaml`: four profiles, each over eight systems, 60 people (session
+  indices, each meeting all eight systems) of 12 turns each, 23,040 simulated turns (5,760 a profile pooled),
+  against 120 real dialogues (the size of the held-out half of the CRSArena-Dial open dialogues), with the
+  replies' cases read (crseval.replies.cases) where the tree reads them;
+- `long-turn`: 480 simulated sessions of two users over four systems (each session a person of its own)
+  against 120 real dialogues, one simulated turn of `--words` words;
+- `large-reference`: the 480 sessions against `--dialogues` real dialogues (18,361: about 10 MB);
 - `at-bound`: the largest reference measured against: MAX_REFERENCE_DIALOGUES dialogues just under
   MAX_REFERENCE_BYTES (the bounds of the tree, else 50,000 and 64 MiB);
 - `over-bound`: a reference just over MAX_REFERENCE_BYTES: how long until it is refused, and at what
@@ -99,6 +102,38 @@ def pad_reference(path: Path, size: int) -> Path:
     return path
 
 
+def profile_records(people: int = 60, turns: int = 12, seed: int = 5) -> list[dict]:
+    """Session records the size of config/user_profiles.yaml: four profiles, eight systems each, `people`
+    session indices (one seed each, meeting every system of the profile), `turns` user turns a session,
+    each answered by an invented reply."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    replies = ("How about Heat (1995)?", "What kind of film do you like?", "Sure.", "Heat is a crime film.")
+    records = []
+    for p, profile in enumerate(("explicit", "implicit", "realistic", "learned")):
+        for system in (
+            f"{agent}-{profile}"
+            for agent in ("oracle", "asker", "literal", "lag1", "lag2", "stubborn", "random", "template")
+        ):
+            for i in range(people):
+                said = [
+                    {"user_text": invented_turn(rng), "system_text": str(rng.choice(replies))} for _ in range(turns)
+                ]
+                records.append(
+                    {
+                        "session_id": f"{system}/s{i:05d}",
+                        "session_index": i,
+                        "seed": 1000 * p + i,
+                        "system": system,
+                        "profile": profile,
+                        "turns": said,
+                        "ending": {"reason": ("abandoned", "turn_limit")[i % 2]},
+                    }
+                )
+    return records
+
+
 def simulated_records(sessions: int, long_words: int, seed: int = 5) -> list[dict]:
     """Session records of two profiles over four systems, 2 to 12 user turns each; with `long_words`, the
     first session's second turn has that many words."""
@@ -151,7 +186,9 @@ def run_case(case: str, args, workdir: Path, outputs: Path | None) -> dict:
             reference_at_bound(reference, bound, getattr(user_realism, "MAX_REFERENCE_DIALOGUES", 50_000))
         else:
             write_reference(reference, args.dialogues if case == "large-reference" else 120)
-    records = simulated_records(480, args.words if case == "long-turn" else 0)
+    records = (
+        profile_records() if case == "normal" else simulated_records(480, args.words if case == "long-turn" else 0)
+    )
     started_cpu, started = time.process_time(), time.perf_counter()
     result = {"case": case, "reference_bytes": reference.stat().st_size}
     try:
@@ -172,7 +209,6 @@ def measure_realism(user_realism, reference: Path, records: list[dict], resample
     from crseval.language.concepts import ConceptMatcher
     from crseval.language.user_acts import read_turn
 
-    split = user_realism.load_reference(reference, "jsonl")
     films, concepts, _ = build_index(
         REPO / "resources" / "catalog" / "demo_movies.json",
         REPO / "resources" / "wordlists" / "non_genre_values.tsv",
@@ -180,7 +216,15 @@ def measure_realism(user_realism, reference: Path, records: list[dict], resample
     )
     index = CatalogIndex(films.to_pandas(), concepts.to_pandas())
     matcher = ConceptMatcher(index.concepts, index.films)
-    users, systems = user_realism.simulated_turns(records, {})
+    extra = {}
+    if hasattr(user_realism, "gather_simulated"):  # a tree that measures per person, at three volumes
+        cases = user_realism.reply_case_reader(matcher)
+        split = user_realism.load_reference(reference, "jsonl", reply_cases=cases)
+        gathered = user_realism.gather_simulated(records, {}, cases)
+        users, systems, extra = gathered.users, gathered.systems, {"pooled": gathered.pooled}
+    else:
+        split = user_realism.load_reference(reference, "jsonl")
+        users, systems = user_realism.simulated_turns(records, {})
     table = user_realism.realism_table(
         users,
         systems,
@@ -190,6 +234,7 @@ def measure_realism(user_realism, reference: Path, records: list[dict], resample
         0,
         lambda text: bool(matcher.titles(text)) or bool(matcher.values(text)),
         read=lambda text: read_turn(text, matcher),
+        **extra,
     )
     if outputs is not None:
         outputs.mkdir(parents=True, exist_ok=True)
@@ -197,7 +242,13 @@ def measure_realism(user_realism, reference: Path, records: list[dict], resample
         (outputs / "user_realism.md").write_text(
             user_realism.realism_markdown(table, reference.name, split.real, split)
         )
-    return {"real_dialogues": len(set(split.real.sessions)), "real_turns": len(split.real.texts), "rows": len(table)}
+    pooled = sum(len(turns.texts) for turns in extra.get("pooled", users).values())
+    return {
+        "real_dialogues": len(set(split.real.sessions)),
+        "real_turns": len(split.real.texts),
+        "rows": len(table),
+        "simulated_turns": pooled,
+    }
 
 
 def measure(case: str, args, workdir: Path, source: str | None, outputs: Path | None) -> dict:
@@ -242,7 +293,8 @@ def describe(tree: str, found: dict) -> str:
     line += f" ({found['cpu_seconds']:.1f} CPU s), reference of {found['reference_bytes']:,} bytes"
     if "failed" in found:
         return line + f": {found['failed'][:160]}"
-    return line + f": {found['real_turns']:,} real turns of {found['real_dialogues']:,} dialogues, {found['rows']} rows"
+    line += f": {found['real_turns']:,} real turns of {found['real_dialogues']:,} dialogues"
+    return line + f", {found.get('simulated_turns', 0):,} simulated turns measured, {found['rows']} rows"
 
 
 def main() -> None:

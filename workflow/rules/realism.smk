@@ -1,5 +1,5 @@
 """How real is the simulated user: its turns against the user turns of a corpus of real dialogues, per user
-profile and per system it talked to (crseval.checks.user_realism). In the experiment when
+profile and per system it talked to, per person (crseval.checks.user_realism). In the experiment when
 `simulator.realism.reference` names the corpus; when it is the learned voice's corpus, against the
 dialogues the voice did not learn from (simulator.voice)."""
 
@@ -7,8 +7,9 @@ if REALISM_REFERENCE:
 
     rule user_realism:
         input:
-            # each simulated user once: a repeated trial says again what the first said, or answers a sample
-            shards=first_trial_shards(SESSION_SHARD),
+            # every session of every trial: a user's own rows keep each simulated person once (one session of
+            # the seed's sessions with every system and trial), the pooled volume counts them all
+            shards=per_shard(SESSION_SHARD),
             reference=REALISM_REFERENCE,
             # the learned voice's corpus: the real side is held out from the part it learned from
             voice_corpus=VOICE_CORPUS or [],

@@ -31,7 +31,7 @@ if VOICE_CORPUS:
 
     rule user_audit:
         input:
-            # each simulated user once, as user_realism reads them
+            # the first trial of each simulated user
             shards=first_trial_shards(SESSION_SHARD),
             films=rules.index_catalog.output.films,
             concepts=rules.index_catalog.output.concepts,

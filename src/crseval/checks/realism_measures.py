@@ -1,6 +1,7 @@
 """The measures of the user realism check that compare populations of turns: the statistics of each turn and
 session, summed per session so that a bootstrap over sessions is a sum over drawn rows, and how sessions flow
-(act bigrams and the Jensen-Shannon distance between them).
+(act bigrams and the Jensen-Shannon distance between them; the acts given the case of the system's reply before
+them, `reply_act_distance`, with a bootstrap over people).
 
 A bootstrap CI over sessions needs at least two sessions on each side (`MIN_SESSIONS`): with fewer it is NaN
 (n/a in the report). Memory is bounded whatever the input: the bootstrap draws its (resamples, sessions)
@@ -22,6 +23,8 @@ from scipy import sparse
 
 from crseval.checks.realism_turns import UserTurns
 from crseval.language.user_acts import ACTS, act_flags
+from crseval.replies.cases import REPLY_CASES
+from crseval.replies.cases import START as REPLY_START
 from crseval.statistics.intervals import draw_counts
 
 _WORD = re.compile(r"[A-Za-z0-9']+")
@@ -329,3 +332,97 @@ def compare_sums(simulated: SessionSums, real: SessionSums, resamples: int, seed
     if simulated.long_turns or real.long_turns:
         rows.append({"statistic": "long_turns", "simulated": simulated.long_turns, "real": real.long_turns})
     return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ acts given the system's reply
+
+
+def reply_act_counts(turns: UserTurns, act: Callable[[str], str], cases: list[str]) -> np.ndarray:
+    """(people, cases, ACTS): each person's turns of each act after each case of system reply (`turns.replies`,
+    one of `cases`), the people in the order first met."""
+    if turns.replies is None:
+        raise ValueError(f"{turns.name}: the reply case of each turn was not read (UserTurns.replies)")
+    people = pd.factorize(pd.Series(turns.people))[0]
+    case_index = {case: i for i, case in enumerate(cases)}
+    counts = np.zeros((people.max() + 1, len(cases), len(ACTS)))
+    acts = [_ACT_INDEX[act(text)] for text in turns.texts]
+    np.add.at(counts, (people, [case_index[case] for case in turns.replies], acts), 1)
+    return counts
+
+
+def reply_distances(simulated: np.ndarray, real: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """From (draws, cases, ACTS) counts of each side: the Jensen-Shannon distance between the sides' act
+    distributions in each case (draws, cases; NaN where a side has no turn in it), and overall their mean
+    weighted by how often each case comes, the mean of the two sides' shares of turns in it, over the cases
+    with turns on both sides (draws; NaN where there are none)."""
+    in_simulated, in_real = simulated.sum(axis=-1), real.sum(axis=-1)
+    distance = js_distance(simulated, real)
+    both = (in_simulated > 0) & (in_real > 0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        shares = (
+            np.where(both, in_simulated, 0) / np.where(both, in_simulated, 0).sum(axis=-1, keepdims=True)
+            + np.where(both, in_real, 0) / np.where(both, in_real, 0).sum(axis=-1, keepdims=True)
+        ) / 2
+        overall = np.where(both, shares * np.nan_to_num(distance), 0).sum(axis=-1)
+    return np.where(both, distance, np.nan), np.where(both.any(axis=-1), overall, np.nan)
+
+
+def reply_act_distance(
+    simulated: UserTurns, real: UserTurns, act: Callable[[str], str], resamples: int = 1000, seed: int = 0
+) -> dict:
+    """How differently the two sides react to the same kind of system reply: per case of reply
+    (`UserTurns.replies`) the Jensen-Shannon distance between the distributions of the user's act after it
+    (`act`: text -> one of ACTS), and overall their mean weighted by how often each case comes
+    (`reply_distances`), each with its 95% percentile bootstrap CI over people (a person's turns drawn
+    together, each side from its own Generator seeded with `seed`; NaN with fewer than MIN_SESSIONS people on
+    a side, or without resamples). What the systems say differs between a simulation and a corpus; given the
+    reply, what the user does should not. Returns `distance`, `ci_low`, `ci_high`, the turns of each side in
+    cases both sides have (`simulated_turns`, `real_turns`) and `cases`: one dict per case with the same."""
+    cases = _case_order(set(simulated.replies or []) | set(real.replies or []))
+    sides = [reply_act_counts(turns, act, cases) for turns in (simulated, real)]
+    per_case, overall = reply_distances(*(counts.sum(axis=0, keepdims=True) for counts in sides))
+    drawn_case, drawn = np.full((0, len(cases)), np.nan), np.full(0, np.nan)
+    if resamples and min(len(counts) for counts in sides) >= MIN_SESSIONS:
+        generators = [np.random.default_rng([seed, side]) for side in (1, 0)]
+        blocks = []
+        for rows in _blocks(resamples, max(len(sides[0]), len(sides[1]), len(cases) * len(ACTS))):
+            taken = [
+                np.tensordot(draw_counts(rng.integers(len(c), size=(rows, len(c))), len(c)).astype(float), c, 1)
+                for c, rng in zip(sides, generators)
+            ]
+            blocks.append(reply_distances(*taken))
+        drawn_case = np.concatenate([block[0] for block in blocks])
+        drawn = np.concatenate([block[1] for block in blocks])
+    turns = [counts.sum(axis=(0, 2)) for counts in sides]
+    both = (turns[0] > 0) & (turns[1] > 0)
+    return {
+        "distance": float(overall[0]),
+        **dict(zip(("ci_low", "ci_high"), _percentiles(drawn))),
+        "simulated_turns": int(turns[0][both].sum()),
+        "real_turns": int(turns[1][both].sum()),
+        "cases": [
+            {
+                "case": case,
+                "distance": float(per_case[0, i]),
+                **dict(zip(("ci_low", "ci_high"), _percentiles(drawn_case[:, i]))),
+                "simulated_turns": int(turns[0][i]),
+                "real_turns": int(turns[1][i]),
+            }
+            for i, case in enumerate(cases)
+        ],
+    }
+
+
+def _case_order(cases: set[str]) -> list[str]:
+    """The reply cases in the order of crseval.replies.cases (the start first), any other after, sorted."""
+    known = [REPLY_START, *REPLY_CASES]
+    return [case for case in known if case in cases] + sorted(cases - set(known))
+
+
+def _percentiles(drawn: np.ndarray) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of the draws that have a value; NaN where none has."""
+    drawn = drawn[~np.isnan(drawn)]
+    if not len(drawn):
+        return float("nan"), float("nan")
+    low, high = np.percentile(drawn, [2.5, 97.5])
+    return float(low), float(high)

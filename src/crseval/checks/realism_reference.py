@@ -6,6 +6,9 @@ dialogues of the other parts, and the voice's part is a further row, real users 
 floor). A reference that shares dialogues with the voice's part in another file is headed "not held out"
 (`load_reference`). A reference of more than `MAX_REFERENCE_BYTES` bytes or `MAX_REFERENCE_DIALOGUES`
 dialogues is refused (`ReferenceTooLarge`) before it is measured.
+
+A real person is the corpus's user where it names users, else the dialogue (crseval.simulate.user.voice.speaker),
+named after the corpus file (`real_person`) so that the people of two corpora never merge.
 """
 
 from __future__ import annotations
@@ -14,16 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from crseval.checks.realism_turns import UserTurns, turns_of
+from crseval.checks.realism_turns import ReplyCases, UserTurns, turns_of
 from crseval.core.io import sha256_file
 from crseval.simulate.user import voice_learning
-from crseval.simulate.user.voice import dialogue_part
+from crseval.simulate.user.voice import dialogue_part, speaker
 
 # The largest reference measured against (load_reference): bytes of its file, checked before it is read,
 # and dialogues, checked once read, before anything is measured. The importer's reading of the file, the
-# real side's turns, their readings and per-session sums are held in memory, about 17 bytes per byte of the
-# file: at 10,000 resamples an invented reference of 50,000 dialogues and 60 MB peaks at 1.4 GB, one of 120
-# dialogues at 0.36 GB (benchmarks/bench_user_realism.py). Take a sample of a larger corpus's dialogues.
+# real side's turns, their readings and per-session sums are held in memory, and the pooled volume's features
+# of every real turn (crseval.checks.realism_volumes), about 28 bytes per byte of the file: at 10,000
+# resamples an invented reference of 50,000 dialogues and 60 MB peaks at 1.7 GB (in about 10 minutes on one
+# core), one of 120 dialogues against 23,040 simulated turns at 0.4 GB (benchmarks/bench_user_realism.py).
+# Take a sample of a larger corpus's dialogues.
 MAX_REFERENCE_BYTES = 64 << 20
 MAX_REFERENCE_DIALOGUES = 50_000
 
@@ -35,14 +40,26 @@ class ReferenceTooLarge(ValueError):
     """A realism reference over MAX_REFERENCE_BYTES or MAX_REFERENCE_DIALOGUES."""
 
 
+def real_person(corpus: str) -> Callable[[dict], str]:
+    """Who speaks in a dialogue of `corpus` (its file name): `<corpus>:` and the dialogue's speaker, its user
+    where the corpus names users, else the dialogue itself."""
+    return lambda record: f"{corpus}:{speaker(record)}"
+
+
 def reference_turns(
-    path: str | Path, import_format: str, keep: Callable[[dict], bool] | None = None, name: str = "real users"
+    path: str | Path,
+    import_format: str,
+    keep: Callable[[dict], bool] | None = None,
+    name: str = "real users",
+    reply_cases: ReplyCases | None = None,
 ) -> UserTurns:
     """The user turns of a corpus of real dialogues in an importing format (crseval.corpora.formats), as
-    the importer reads them: the turns it pairs with a system reply; with `keep` (session record -> bool),
-    of the dialogues it keeps only. ReferenceTooLarge for a corpus over MAX_REFERENCE_BYTES or
+    the importer reads them: the turns it pairs with a system reply, each with its person (`real_person`)
+    and, with `reply_cases`, the case of the reply it reacts to; with `keep` (session record -> bool), of
+    the dialogues it keeps only. ReferenceTooLarge for a corpus over MAX_REFERENCE_BYTES or
     MAX_REFERENCE_DIALOGUES."""
-    return turns_of([r for r in _reference_dialogues(path, import_format) if keep is None or keep(r)], name)
+    records = [r for r in _reference_dialogues(path, import_format) if keep is None or keep(r)]
+    return turns_of(records, name, real_person(Path(path).name), reply_cases)
 
 
 def _reference_dialogues(path: str | Path, import_format: str) -> list[dict]:
@@ -80,7 +97,11 @@ class Reference:
 
 
 def load_reference(
-    path: str | Path, import_format: str, voice: dict | None = None, voice_corpus: str | Path | None = None
+    path: str | Path,
+    import_format: str,
+    voice: dict | None = None,
+    voice_corpus: str | Path | None = None,
+    reply_cases: ReplyCases | None = None,
 ) -> Reference:
     """The real users to measure against, held out from the learned voice by construction.
 
@@ -91,12 +112,18 @@ def load_reference(
     dialogue, and `shared` counts those the voice's part holds too (the same id, or the same user turns
     in the same order), for the report to head its table "not held out".
 
-    A reference over MAX_REFERENCE_BYTES is refused (ReferenceTooLarge) before it is read, one over
-    MAX_REFERENCE_DIALOGUES before anything is measured."""
+    Each turn has its person (`real_person`) and, with `reply_cases` (record -> one case per user turn),
+    the case of the reply it reacts to. A reference over MAX_REFERENCE_BYTES is refused (ReferenceTooLarge)
+    before it is read, one over MAX_REFERENCE_DIALOGUES before anything is measured."""
 
     records = _reference_dialogues(path, import_format)
+    person = real_person(Path(path).name)
+
+    def turns(chosen: list[dict], name: str) -> UserTurns:
+        return turns_of(chosen, name, person, reply_cases)
+
     if not voice_corpus:
-        return Reference(turns_of(records, "real users"))
+        return Reference(turns(records, "real users"))
     voice = voice or {}
     # the schema's defaults (simulator.voice)
     parts, learn_part = voice.get("parts", 2), voice.get("learn_part", 1)
@@ -112,8 +139,8 @@ def load_reference(
         users, said = {_user(r) for r in learned} - {None}, {_said(r) for r in learned} - {()}
         held = [record for record in records if not in_part(record)]
         return Reference(
-            turns_of(held, "real users"),
-            floor=turns_of(learned, FLOOR),
+            turns(held, "real users"),
+            floor=turns(learned, FLOOR),
             held_out=f"the dialogues of {_parts(others)} of {parts}, held out from the voice, which learned "
             f"from part {learn_part}",
             voice_part=voice_part,
@@ -123,7 +150,7 @@ def load_reference(
     learned = [record for record in voice_learning.corpus_dialogues(voice_corpus, voice_format) if in_part(record)]
     ids, said = {r["session_id"] for r in learned}, {_said(r) for r in learned} - {()}
     shared = sum(r["session_id"] in ids or _said(r) in said for r in records)
-    return Reference(turns_of(records, "real users"), shared=shared, voice_part=voice_part)
+    return Reference(turns(records, "real users"), shared=shared, voice_part=voice_part)
 
 
 def _user(record: dict) -> str | None:

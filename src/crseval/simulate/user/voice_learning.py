@@ -87,7 +87,10 @@ TO_A_PERSON = re.compile(
     r"\bare you a fan\b|\bhow are you\b|\bhow(?:'s| is| was) your (?:day|night|evening|weekend|morning)\b|"
     r"\bnice (?:to )?(?:meet|chat(?:ting)?|talk(?:ing)?) (?:to |with )?you\b|\byou too\b|"
     r"\bi(?:'m| am) (?:good|fine|well|great|doing well)\b[^?]*\b(?:you|yourself)\b|"
-    r"\bwhat (?:are|have) you (?:been )?(?:watching|seen)\b|\bwhere are you from\b",
+    r"\bwhat (?:are|have) you (?:been )?(?:watching|seen)\b|\bwhere are you from\b|"
+    r"\bhave a (?:good|great|nice|wonderful|lovely) (?:day|night|evening|one|weekend|time)\b|\benjoy your\b|"
+    r"\b(?:it'?s|it has) been a pleasure\b|\b(?:it was|was|it's been) (?:a pleasure|fun|nice) (?:talking|chatting)\b|"
+    r"\byou(?:'re| are) welcome\b|\bhope you (?:enjoy|like|have)\b",
     re.IGNORECASE,
 )
 # A value is a wish where the turn asks for films: a request cue, or a film word beside the value
@@ -171,7 +174,8 @@ def learn_voice(
             if any(n >= MIN_SAID for n in forms.values())
         },
         "asked": {
-            f: {v: len(people) for v, people in sorted(values.items())} for f, values in sorted(learning.asked.items())
+            f: {v: sum(people.values()) for v, people in sorted(values.items())}
+            for f, values in sorted(learning.asked.items())
         },
     }
     if mix:
@@ -196,7 +200,7 @@ class _Learning:
         self.after: dict[str, dict[str, set[str]]] = {}  # pool key -> template text -> reply cases before it
         self.complaint: dict[str, dict[str, bool]] = {}  # pool key -> template text -> a complaint
         self.said_as: dict[str, Counter] = {}  # "field|value" -> the words people wrote it with -> turns
-        self.asked: dict[str, dict[str, set]] = {}  # field -> value -> the people who ask for it
+        self.asked: dict[str, dict[str, dict[str, int]]] = {}  # field -> value -> person -> their weight
         self.corpus_counts: dict[str, dict] = {}
         self.parts: list[tuple[str, str, str, bool]] = []  # (act, template, person, first) of each kept turn
 
@@ -231,7 +235,7 @@ class _Learning:
             for (field_name, value, role), words in zip(reading.statements, reading.said_as):
                 self.said_as.setdefault(f"{field_name}|{value}", Counter())[words] += 1
                 if role == "wish":
-                    self.asked.setdefault(field_name, {}).setdefault(value, set()).add(person)
+                    self.asked.setdefault(field_name, {}).setdefault(value, {})[person] = weight
             keys = [pool_key(FIRST if position == 0 else LATER, reading.act, reading.slots)]
             if position == len(turns) - 1 and frustrated and not reading.slots and reading.act != "request":
                 keys.append(pool_key(LEAVE, "", ()))  # how a dissatisfied user's dialogue ends
