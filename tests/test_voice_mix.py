@@ -151,10 +151,15 @@ def test_a_complaint_answers_the_failure_it_was_said_after_and_never_a_catalog_f
     pool = [*fine, moan, repeat_moan]
     assert moan not in fitting_reply(pool, "catalog_film") and repeat_moan not in fitting_reply(pool, "catalog_film")
     assert fitting_reply(pool, "catalog_film") == fine
-    assert moan in fitting_reply(pool, "outside_film") and repeat_moan not in fitting_reply(pool, "outside_film")
+    # after a failure, the turns people said after it (the complaints among them) where there are enough
+    assert fitting_reply(pool, "outside_film") == [*fine, moan]
     # few turns said after a repeat: any turn that is no complaint, and the complaints said after a repeat
     assert fitting_reply(pool, "repeated") == [*fine, repeat_moan]
     assert fitting_reply(pool, None) == fine
+    # a good reply never narrows the pool to the turns said after one: every turn that is no complaint
+    other = template("other", ("asked",))
+    assert fitting_reply([*fine, other], "catalog_film") == [*fine, other]
+    assert fitting_reply([*fine, other], "asked") == [*fine, other]
 
 
 def test_a_learned_voice_file_keeps_the_reply_cases_and_complaints(tmp_path, corpora, demo_matcher):

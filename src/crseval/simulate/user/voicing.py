@@ -42,11 +42,16 @@ _VAGUE_ACTS = ("ask", "small_talk", "other")  # an opening that says nothing of 
 
 
 def fitting_reply(templates: list[VoiceTemplate], case: str | None) -> list[VoiceTemplate]:
-    """The templates that may answer a reply of `case` (crseval.replies.cases): people's turns said after such a
-    reply where there are WELL_SUPPLIED of them, else any turn that is no complaint, with the complaints said
-    after such a reply. A complaint people made about a failure answers that failure only, never a film of the
-    catalog (`case` None: no reply read, no complaint)."""
+    """The templates that may answer a reply of `case` (crseval.replies.cases). After a failure (FAILURES),
+    people's turns said after such a failure where there are WELL_SUPPLIED of them, complaints included; after
+    any other reply, every turn that is no complaint: a complaint people made about a failure answers that
+    failure only, never a film of the catalog (`case` None: no reply read, no complaint). Only failures narrow
+    the pool: the turns people said after a film, a question or an answer are as many ways to react to one,
+    and narrowed to the turns said after the same case a pool says its few turns again and again (word AUC
+    0.85 narrowed, 0.75 not, docs/simulation.md)."""
     fitting = [t for t in templates if not t.complaint or (case in FAILURES and case in t.after)]
+    if case not in FAILURES:
+        return fitting
     same = [t for t in fitting if case in t.after]
     return same if len(same) >= WELL_SUPPLIED else fitting
 
