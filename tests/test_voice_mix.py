@@ -201,3 +201,11 @@ def test_no_complaint_is_said_after_a_good_reply_whatever_its_parts(demo_index, 
         voicing.case = "outside_film"
         said.add(voicing.voiced([[(None, [unmarked, fine])]], [], told=[])[0])
     assert any(complains(text) for text in said)
+
+
+def test_a_films_year_is_no_wish(tmp_path, demo_matcher):
+    """A film written with its year, as corpora of two people mark films, names the film: the year is no wish."""
+    path = write_corpus(tmp_path / "years.jsonl", [("y1", None, ["I liked Rear Window (1954) a lot", "any comedy?"])])
+    voice = learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)
+    assert voice.summary["left_out"] == {"a film's year read as a wish": 1}
+    assert "any {genre}?" in pool_said(voice)

@@ -103,6 +103,9 @@ _WISH_CUE = re.compile(
     r"\b(?:movies?|films?|flicks?|documentar(?:y|ies)|ones?|titles?)\b|\b(?:with|by|starring|directed|from)\s*\{",
     re.IGNORECASE,
 )
+# A film written with its year ("Heat (1995)", as corpora of two people write the films they mark): the year is
+# the film's, not a wish for films of that year.
+_TITLE_YEAR = re.compile(r"\{title\}\s*[(\[]?\s*\{year\}")
 _SHORT_WISH_WORDS = 4  # a turn of at most this many words besides its slots states its values as wishes
 
 
@@ -267,6 +270,8 @@ class _Learning:
             reason = reading.untyped
         elif len(reading.titles) != reading.template.count("{title}"):
             reason = "a film named twice or unreadably"
+        elif _TITLE_YEAR.search(reading.template):
+            reason = "a film's year read as a wish"
         elif not states_wishes(reading):
             reason = "a value named without asking for films of it"
         if reason:
