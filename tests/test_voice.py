@@ -23,8 +23,6 @@ from crseval.simulate.user.simulator import make_user
 from crseval.simulate.user.templates import Templates
 from crseval.simulate.user.user_plan import SimulatorSettings
 from crseval.simulate.user.voice import Voice, VoiceTemplate, part_of, pool_key, spread_position
-from crseval.simulate.user.voice_parts import split_template
-from crseval.simulate.user.voicing import THIN_POOL
 from crseval.simulate.user.voice_learning import (
     corpus_dialogues,
     fitted_knobs,
@@ -33,6 +31,8 @@ from crseval.simulate.user.voice_learning import (
     voice_key,
     voice_markdown,
 )
+from crseval.simulate.user.voice_parts import split_template
+from crseval.simulate.user.voicing import THIN_POOL
 
 TEMPLATES = Templates.load(REPO / "resources" / "templates" / "user.yaml")
 SETTINGS = SimulatorSettings(shift_every=3, contradiction_rate=0.2)
