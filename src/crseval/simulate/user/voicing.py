@@ -152,9 +152,7 @@ class Voicing:
         else:
             ways.append(said)
         if len(told) > 1:  # each wish in a real turn of its own, joined
-            singles = [
-                self._requests(options(("request",), (_slot(c),)), (_slot(c),), first) for c in told
-            ]
+            singles = [self._requests(options(("request",), (_slot(c),)), (_slot(c),), first) for c in told]
             ways.append([(None, templates) for templates in singles] + said[1:])
         return ways
 
