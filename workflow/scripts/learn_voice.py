@@ -10,6 +10,7 @@ from crseval.catalog.index import CatalogIndex
 from crseval.core.io import atomic_path, log_to
 from crseval.language.concepts import ConceptMatcher
 from crseval.simulate.user.voice_learning import (
+    LIKE_THE_VOICE,
     VoiceCorpus,
     corpus_dialogues,
     learn_voice,
@@ -39,6 +40,7 @@ mix = tuple(
         corpus_dialogues(sorted(glob.glob(corpus["paths"])), corpus["format"]),
         corpus.get("weight", 1),
         {"format": corpus["format"], "sha256": sha},
+        corpus.get("keep", LIKE_THE_VOICE),
     )
     for corpus, sha in zip(settings["mix"], snakemake.params.mix_sha256)
 )

@@ -38,8 +38,12 @@ from crseval.simulate.user.voice import (
     speaker,
     visible_text,
 )
+from crseval.simulate.user.voice_likeness import VoiceLikeness
 from crseval.simulate.user.voice_parts import PartPools
 
+LIKE_THE_VOICE = "like_the_voice"  # a mixed corpus's turns kept where they read like the voice's own corpus
+KEEPS = ("all", LIKE_THE_VOICE)
+UNLIKE_THE_VOICE = "unlike the voice's own corpus (a mixed corpus's turn)"
 _UNKNOWN_WORD = re.compile(r"\b[a-z]{3,}\b")
 MIN_SAID = 2  # turns that must write a value one way before the simulated user writes it so
 
@@ -50,7 +54,7 @@ def voice_key(corpus_sha: str, settings: dict, mix_sha: tuple[str, ...] = ()) ->
     split = {key: value for key, value in settings.items() if key != "corpus"}
     if split.get("mix"):
         split["mix"] = [
-            {k: v for k, v in corpus.items() if k != "paths"} | {"sha256": sha}
+            {"keep": LIKE_THE_VOICE} | {k: v for k, v in corpus.items() if k != "paths"} | {"sha256": sha}
             for corpus, sha in zip(split["mix"], mix_sha)
         ]
     return hashlib.sha256(f"{corpus_sha}\n{canonical_json(split)}".encode("utf-8")).hexdigest()[:16]
@@ -132,6 +136,7 @@ class VoiceCorpus:
     dialogues: list[dict]
     weight: int = 1
     about: dict = field(default_factory=dict)  # shown in the summary: path, sha256, format
+    keep: str = "all"  # KEEPS: every turn, or those that read like the voice's own corpus (voice_likeness)
 
 
 def learn_voice(
@@ -151,8 +156,10 @@ def learn_voice(
     no turn is kept: a voice without a template would word every turn by the rules."""
     learning = _Learning(matcher, to_a_person_turns == "leave_out")
     corpora = (VoiceCorpus(source.get("corpus", "corpus"), dialogues, weight), *mix)
-    for position, corpus in enumerate(corpora):
-        learning.read_corpus(corpus, prefix="" if position == 0 else f"{corpus.name}:")
+    own = learning.read_corpus(corpora[0], prefix="")
+    likeness = VoiceLikeness(own)
+    for corpus in mix:
+        learning.read_corpus(corpus, f"{corpus.name}:", likeness if corpus.keep == LIKE_THE_VOICE else None)
     if not learning.kept:
         reasons = "; ".join(f"{reason}: {count}" for reason, count in sorted(learning.left_out.items()))
         raise CorpusError(
@@ -211,26 +218,40 @@ class _Learning:
     def kept(self) -> int:
         return sum(self.acts.values())
 
-    def read_corpus(self, corpus: VoiceCorpus, prefix: str) -> None:
+    def read_corpus(self, corpus: VoiceCorpus, prefix: str, likeness: VoiceLikeness | None = None) -> list[str]:
+        """Every dialogue of `corpus` read and its kept turns pooled; with `likeness`, only the turns that read
+        like the voice's own corpus (crseval.simulate.user.voice_likeness) are kept of it. Returns the templates
+        of the turns kept."""
         counts = {"name": corpus.name, "dialogues": len(corpus.dialogues), "turns_read": 0, "turns_kept": 0}
-        people = set()
-        for dialogue in corpus.dialogues:
-            person = prefix + speaker(dialogue)
-            people.add(person)
-            read, kept = self.read_dialogue(dialogue, person, corpus.weight)
-            counts["turns_read"] += read
+        people = [prefix + speaker(dialogue) for dialogue in corpus.dialogues]
+        readings = [
+            [self._reading(visible_text(turn["user_text"]), corpus.weight) for turn in dialogue["turns"]]
+            for dialogue in corpus.dialogues
+        ]
+        if likeness is not None:
+            said = [(person, r.template) for person, rs in zip(people, readings) for r in rs if r is not None]
+            keeps = iter(likeness.keeps(said))
+            for rs in readings:
+                for k, reading in enumerate(rs):
+                    if reading is not None and not next(keeps):
+                        rs[k] = None
+                        self.left_out[UNLIKE_THE_VOICE] += 1
+        for dialogue, person, dialogue_readings in zip(corpus.dialogues, people, readings):
+            kept = self.read_dialogue(dialogue, dialogue_readings, person, corpus.weight)
+            counts["turns_read"] += len(dialogue_readings)
             counts["turns_kept"] += kept
-        self.corpus_counts[corpus.name] = {**counts, "people": len(people)}
+        self.read += counts["turns_read"]
+        self.corpus_counts[corpus.name] = {**counts, "people": len(set(people))}
+        return [r.template for rs in readings for r in rs if r is not None]
 
-    def read_dialogue(self, dialogue: dict, person: str, weight: int) -> tuple[int, int]:
-        """(turns read, turns kept) of one dialogue, each kept turn added to its pools."""
+    def read_dialogue(self, dialogue: dict, readings: list, person: str, weight: int) -> int:
+        """The turns kept of one dialogue (`readings`: each turn's reading, None where left out), each added to
+        its pools."""
         turns = dialogue["turns"]
         frustrated = (dialogue.get("labels") or {}).get("satisfaction") == "frustrated"
         cases = session_reply_cases(dialogue, self.recognise) if turns and weight else [START] * len(turns)
         kept = 0
-        for position, turn in enumerate(turns):
-            self.read += 1
-            reading = self._reading(visible_text(turn["user_text"]), weight)
+        for position, reading in enumerate(readings):
             if reading is None:
                 continue
             kept += 1
@@ -247,7 +268,7 @@ class _Learning:
                 self._add(key, reading, person, weight, cases[position], complaint)
             if not complaint:  # the openers and tails people said with the act, each person `weight` times
                 self.parts += [(reading.act, reading.template, f"{person}#{k}", position == 0) for k in range(weight)]
-        return len(turns), kept
+        return kept
 
     def _reading(self, text: str, weight: int) -> TurnReading | None:
         """The reading of a turn to keep, or None: left out, counted by reason."""
