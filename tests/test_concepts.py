@@ -45,6 +45,9 @@ def concepts(matcher, text, titles=()):
     "text, expected",
     [
         ("I'd love to watch a comedy.", [("genre", "comedy")]),  # "love" is a verb here
+        ("I love movies with a twist.", []),  # a verb after its subject, though a field word follows
+        ("We'd really love a comedy.", [("genre", "comedy")]),
+        ('I "love" movies, the genre.', [("genre", "love")]),  # quoted: the value
         ("A love story, please, or a war movie.", [("genre", "love"), ("genre", "war")]),  # field words after
         ("Something in the love genre.", [("genre", "love")]),
         ("My dog loved the family.", []),  # ordinary words

@@ -1,6 +1,7 @@
 """Constraint tracking and concept matching on hand-written utterances."""
 
 import numpy as np
+import pytest
 
 from crseval.catalog.retrieval import Retriever
 from crseval.language.tracker import Constraint, ConstraintTracker
@@ -32,6 +33,27 @@ def test_negation_excludes(matcher):
     assert track(matcher, "On second thought, I don't want English dialogue.") == [
         Constraint("language", "english", negated=True)
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I'm not really a fan of horror movies.",
+        "Not a big fan of horror.",
+        "I dislike horror.",
+        "I hate horror movies",
+        "Anything but horror.",
+        "Horror is not my thing.",
+        "horror movies aren't for me",
+    ],
+)
+def test_a_value_said_not_to_be_wanted_is_excluded(matcher, text):
+    assert track(matcher, text) == [Constraint("genre", "horror", negated=True)]
+
+
+def test_a_fan_of_a_value_wishes_it(matcher):
+    assert track(matcher, "I'm a big fan of horror.") == [Constraint("genre", "horror")]
+    assert track(matcher, "Horror is my thing.") == [Constraint("genre", "horror")]
 
 
 def test_negation_stops_at_a_clause_break(matcher):

@@ -13,7 +13,8 @@ case-insensitive. Two rules keep ordinary words from becoming concepts:
   "in english"), or quotes around it. Standard genre names (`GENRE_NAMES`: comedy, drama...)
   and values made of them ("horror comedy") name a kind of film on their own and need no cue.
   Capitalised in mid-sentence is a cue too; so is a field word typed with one letter wrong ("love
-  movi").
+  movi"). Right after its subject or an adverb ("I love", "we'd really love") such a word is a verb, cue or
+  not: "I love movies with dogs" names no genre `love`.
 
 People write a genre in more than its catalog spelling: its plural ("thrillers", "comedies"), and
 a few standard short or adjective forms (`GENRE_FORMS`: "sci-fi", "animated", "comedic") read as
@@ -84,6 +85,13 @@ _FOLLOWING_WORD = re.compile(r"[ \t-]+([a-z]+)\b", re.I)
 _LETTERS = re.compile(r"[a-z]+")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;\n])[\s\"'“‘*_(\[-]*$")
 _QUOTED = re.compile(r"[\"'“‘*_]$")
+# An everyday word right after its subject or an adverb or auxiliary before a verb is that verb, whatever follows:
+# "I love movies with dogs", "we'd really love a thriller" name no genre `love`.
+_AS_A_VERB = re.compile(
+    r"\b(?:i|we|you|they|he|she|i'd|we'd|i'll|we'll|i'm|really|just|also|absolutely|totally|truly|would|do|does|did)"
+    r"\s+$",
+    re.I,
+)
 
 
 @dataclass(frozen=True)
@@ -237,6 +245,8 @@ class ConceptMatcher:
             surface.lower() in GENRE_NAMES or set(_LETTERS.findall(surface.lower())) <= _GENRE_WORDS
         ):
             return True  # "comedy", "horror comedy"; not "adventures" nor "romantic" (their own words)
+        if _AS_A_VERB.search(before) and not _QUOTED.search(before[-2:]):
+            return False  # "I love movies that ..."
         at_sentence_start = _SENTENCE_START.search(before[-12:]) is not None
         if surface[:1].isupper() and not at_sentence_start:
             return True

@@ -2,7 +2,8 @@
 
 Each user turn updates the state: a value named positively replaces that field's earlier
 wish ("now a comedy" after "a drama" means comedy); a value named after a negation cue
-("not horror", "nothing with X", "no longer", "don't want") is excluded instead. A value named
+("not horror", "nothing with X", "no longer", "don't want", "not a big fan of", "I dislike"), or followed by
+one ("horror is not my thing"), is excluded instead. A value named
 as a point of reference ("X reminds me of Y", "thinking of Y", "via Y") is context, not a wish.
 A turn that says the user starts afresh ("I've changed my mind", "a new idea", "let's go
 another way") replaces all earlier wishes by the ones it names; exclusions stay. Nothing
@@ -17,8 +18,15 @@ from dataclasses import dataclass, field
 from crseval.language.concepts import ConceptMatcher, Mention
 
 NEGATION = re.compile(
-    r"(?:\bnot\b|\bno\b|\bnothing\b|\bwithout\b|n't\b|\bnever\b|\banything but\b|\bno more\b|\bno longer\b|\bexcept\b)"
+    r"(?:\bnot\b|\bno\b|\bnothing\b|\bwithout\b|n't\b|\bnever\b|\banything but\b|\bno more\b|\bno longer\b|\bexcept\b"
+    r"|\bdislike\b|\bhate\b|\bdetest\b|\bnot\W+(?:\w+\W+){0,3}fans?\W+of\b)"  # "not really a big fan of"
     r"(?:\W+\w+){0,3}\W*$",
+    re.IGNORECASE,
+)
+# A negation said after the value: "horror is not my thing", "westerns aren't for me".
+NEGATION_AFTER = re.compile(
+    r"^\W*(?:(?:movies?|films?)\W+)?(?:is|are|was|were)(?:\s+not|n't)\s+(?:really\s+|quite\s+)?"
+    r"(?:my\s+(?:thing|style|taste|genre|cup\s+of\s+tea)|for\s+me)\b",
     re.IGNORECASE,
 )
 # A value right after one of these is a point of reference, not a wish.
@@ -33,7 +41,7 @@ FRESH_START = re.compile(
     re.IGNORECASE,
 )
 # A clause break ends a negation's reach: "not that one. I want a drama" is positive.
-CLAUSE_BREAK = re.compile(r"[.;!?]|\bbut\b|\binstead\b", re.IGNORECASE)
+CLAUSE_BREAK = re.compile(r"[.;!?]|(?<!anything )(?<!everything )\bbut\b|\binstead\b", re.IGNORECASE)
 # Years the catalog may not hold still state a wish ("something from 1932").
 YEAR = re.compile(r"(?<![\w-])(18[89]\d|19\d\d|20\d\d)(?![\w-])")
 
@@ -55,8 +63,12 @@ def _clause_before(text: str, mention: Mention) -> str:
 
 
 def is_negated(text: str, mention: Mention) -> bool:
-    """Whether a negation cue stands within three words before the mention, in the same clause."""
-    return NEGATION.search(_clause_before(text, mention)) is not None
+    """Whether a negation cue stands within three words before the mention, in the same clause, or the words
+    right after it say it is not for the user ("horror is not my thing")."""
+    return (
+        NEGATION.search(_clause_before(text, mention)) is not None
+        or NEGATION_AFTER.search(text[mention.end : mention.end + 60]) is not None
+    )
 
 
 def is_context(text: str, mention: Mention) -> bool:
