@@ -693,7 +693,7 @@ def test_users_of_one_plan_in_different_sessions_open_with_different_real_turns(
     assert independent[0][0].startswith("first|")
     pool = next(pool for pool in speaking_voice.pools.values() if any(t.id == independent[0][0] for t in pool))
     counts = Counter(ids[0] for ids in spread)
-    # a thin pool of requests is joined by other fields' requests, re-typed (Voicing._requests)
+    # a thin pool of requests is joined by other fields' requests, re-typed (Voicing._widened)
     signature = tuple(pool[0].slots)
     supply = len(pool) + (len(speaking_voice.retyped("request", signature, True)) if len(pool) < THIN_POOL else 0)
     assert len(counts) == min(supply, 20) and max(counts.values()) - min(counts.values()) <= 2, counts

@@ -26,7 +26,7 @@ from crseval.simulate.user.voice import Voice, VoiceTemplate, spread_position, v
 from crseval.simulate.user.wording import ReadBack, joined_parts
 
 VOICE_DRAWS = 12  # templates drawn for one way of wording a turn before the next way (or the rules)
-THIN_POOL = 20  # request templates of a wish below which other fields' templates, re-typed, join them
+THIN_POOL = 20  # templates of an act and its value slots below which other fields' templates, re-typed, join them
 WELL_SUPPLIED = 3  # templates a pool needs before its way of wording a turn goes ahead of the others
 # The act of a real turn that words each reaction of the profile.
 _VOICE_ACTS = {
@@ -131,14 +131,19 @@ class Voicing:
         wishes = tuple(sorted(_slot(c) for c in told))
 
         def options(act_names: tuple, signature: tuple, title=None) -> list[VoiceTemplate]:
-            found = [t for name in act_names for t in self.voice.options(name, signature, first)]
+            found = self._widened(
+                [t for name in act_names for t in self.voice.options(name, signature, first)],
+                act_names,
+                signature,
+                first,
+            )
             if title:
                 found += [t for name in act_names for t in self.voice.options(name, (*signature, "title"), first)]
             return found
 
         said = []
         if told:
-            said.append((None, self._requests(options(("request",), wishes), wishes, first)))
+            said.append((None, options(("request",), wishes)))
         if content.no_preference:
             said.append((None, options(_NO_PREFERENCE_ACTS, ())))
         if content.opening_quiet:
@@ -152,17 +157,19 @@ class Voicing:
         else:
             ways.append(said)
         if len(told) > 1:  # each wish in a real turn of its own, joined
-            singles = [self._requests(options(("request",), (_slot(c),)), (_slot(c),), first) for c in told]
+            singles = [options(("request",), (_slot(c),)) for c in told]
             ways.append([(None, templates) for templates in singles] + said[1:])
         return ways
 
-    def _requests(self, own: list[VoiceTemplate], wishes: tuple, first: bool) -> list[VoiceTemplate]:
-        """The request templates that say `wishes`: the act's own, joined by those of other fields re-typed
-        (Voice.retyped) where the own are fewer than THIN_POOL: a wish people seldom word (a year, a language)
-        said in the few ways they did would be said in every session alike."""
-        if len(own) >= THIN_POOL:
+    def _widened(self, own: list[VoiceTemplate], act_names: tuple, signature: tuple, first: bool):
+        """The templates that say `signature` with one of `act_names`: the acts' own, joined by those of other
+        fields re-typed (Voice.retyped) where the own are fewer than THIN_POOL: a wish or an exclusion people
+        seldom word (a year, a language, "not a {genre}") said in the few ways they did would be said in every
+        session alike, the same words a discriminator learns at once."""
+        if not signature or len(own) >= THIN_POOL:
             return own
-        return own + self.voice.retyped("request", wishes, first)
+        have = {t.id for t in own}
+        return own + [t for name in act_names for t in self.voice.retyped(name, signature, first) if t.id not in have]
 
     def voiced(self, ways: list[list[tuple]], candidates: list[str], told: list[Constraint], case: str | None = None):
         """(text, statements, titles) worded by the voice, each draw read back (another is drawn where it
