@@ -21,7 +21,7 @@ from crseval.simulate.user.voice_learning import (
     voice_key,
     voice_markdown,
 )
-from crseval.simulate.user.voicing import WELL_SUPPLIED, fitting_reply
+from crseval.simulate.user.voicing import WELL_SUPPLIED, fitting_reply, keyed_on_the_reply
 
 
 @pytest.mark.parametrize(
@@ -209,3 +209,33 @@ def test_a_films_year_is_no_wish(tmp_path, demo_matcher):
     voice = learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)
     assert voice.summary["left_out"] == {"a film's year read as a wish": 1}
     assert "any {genre}?" in pool_said(voice)
+
+
+def test_the_voice_counts_how_people_answered_each_case_of_reply(corpora, demo_matcher):
+    main, other = corpora
+    voice = learn_voice(main, demo_matcher, SOURCE, mix=(VoiceCorpus("other", other, 3),))
+    # the later turns follow "Here is answer 1.": after a question of the user's ("any comedy for tonight?") that
+    # reply answers it (`answered`), after "a western please" it is `other`. Each later turn asks: m1's and m2's
+    # once each, o1's three times (the other corpus weighs 3); o2's three times after `other`
+    assert all(read_turn(turns[1], demo_matcher).act == "ask" for _, _, turns in MAIN + OTHER)
+    assert voice.acts_after("answered") == {"ask": 1 + 1 + 3}
+    assert voice.acts_after("other") == {"ask": 3}
+    assert voice.acts_after("start") == {}  # a dialogue's first turn answers no reply
+
+
+def test_a_reaction_comes_as_often_as_people_answered_the_reply_with_its_act():
+    pool = [
+        VoiceTemplate("later|ask|#0", "anything else?", (), 1),
+        VoiceTemplate("later|ask|#1", "more please?", (), 1),
+        VoiceTemplate("later|other|#0", "hm", (), 2),
+        VoiceTemplate("later|take|#0", "I'll watch it", (), 1),
+    ]
+    # counts: ask 2, other 2, take 1 (5); people answered with ask 3 times, other once, take never (4), and
+    # requested 5 times, an act not among these templates. A count becomes said * people's * 5 * 10 // (act's * 4):
+    # ask 1 * 3 * 50 // 8 = 18 each, other 2 * 1 * 50 // 8 = 12, take 0, kept at 1
+    keyed = keyed_on_the_reply(pool, {"ask": 3, "other": 1, "request": 5})
+    assert [t.said for t in keyed] == [18, 18, 12, 1]
+    assert [t.id for t in keyed] == [t.id for t in pool]
+    # shares: ask 36 of 49, other 12 of 49, where people's were 3 of 4 and 1 of 4
+    assert keyed_on_the_reply(pool, {}) == pool  # nobody answered such a reply: as it was
+    assert keyed_on_the_reply(pool[:2], {"ask": 3, "other": 1}) == pool[:2]  # one act: as it was

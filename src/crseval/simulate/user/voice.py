@@ -166,6 +166,11 @@ class Voice:
         science fiction; empty where nobody named it."""
         return self.summary.get("said_as", {}).get(f"{field_name}|{value}", {})
 
+    def acts_after(self, case: str) -> dict[str, int]:
+        """How often the voice's people answered a reply of `case` (crseval.replies.cases) with each act, their
+        later turns counted their corpus's weight; empty for a voice learned before this was counted."""
+        return self.summary.get("acts_after", {}).get(case, {})
+
     def asked(self, field_name: str) -> dict[str, int]:
         """How many of the voice's corpus's people ask for each value of a field (as a wish)."""
         return self.summary.get("asked", {}).get(field_name, {})
@@ -392,8 +397,8 @@ def _count(value: object) -> bool:
 
 
 def _summary_problem(summary: dict) -> str | None:
-    """What keeps the parts of a voice's summary the simulated user reads (`fitted`, `said_as`, `asked`)
-    from being used, or None; its other parts are only shown to people."""
+    """What keeps the parts of a voice's summary the simulated user reads (`fitted`, `said_as`, `asked`,
+    `acts_after`) from being used, or None; its other parts are only shown to people."""
     fitted = summary.get("fitted", {})
     if not isinstance(fitted, dict):
         return f"'fitted' must be an object, found {json_type(fitted)}"
@@ -406,7 +411,7 @@ def _summary_problem(summary: dict) -> str | None:
         if value is not None and (not whole if knob == "patience" else value > 1):
             wanted = "a whole number of turns" if knob == "patience" else "a share in [0, 1]"
             return f"fitted.{knob}: {shown(value)} is not {wanted}"
-    for part, inner in (("said_as", "words"), ("asked", "value")):
+    for part, inner in (("said_as", "words"), ("asked", "value"), ("acts_after", "act")):
         table = summary.get(part, {})
         if not isinstance(table, dict):
             return f"{part!r} must be an object, found {json_type(table)}"

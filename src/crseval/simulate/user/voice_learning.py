@@ -187,6 +187,9 @@ def learn_voice(
             f: {v: sum(people.values()) for v, people in sorted(values.items())}
             for f, values in sorted(learning.asked.items())
         },
+        # how people answered each case of reply (crseval.replies.cases): the acts of their later turns, each
+        # turn counted its person's weight; the voice draws a reaction's act as often (voicing.keyed_on_the_reply)
+        "acts_after": {case: dict(sorted(acts.items())) for case, acts in sorted(learning.acts_after.items())},
     }
     if mix:
         summary["corpora"] = [learning.corpus_counts[c.name] | {"weight": c.weight, **c.about} for c in corpora]
@@ -213,6 +216,7 @@ class _Learning:
         self.asked: dict[str, dict[str, dict[str, int]]] = {}  # field -> value -> person -> their weight
         self.corpus_counts: dict[str, dict] = {}
         self.parts: list[tuple[str, str, str, bool]] = []  # (act, template, person, first) of each kept turn
+        self.acts_after: dict[str, Counter] = {}  # reply case -> act of the later turn after it -> weighted turns
 
     @property
     def kept(self) -> int:
@@ -256,6 +260,8 @@ class _Learning:
                 continue
             kept += 1
             self.acts[reading.act] += 1
+            if position:
+                self.acts_after.setdefault(cases[position], Counter())[reading.act] += weight
             for (field_name, value, role), words in zip(reading.statements, reading.said_as):
                 self.said_as.setdefault(f"{field_name}|{value}", Counter())[words] += 1
                 if role == "wish":

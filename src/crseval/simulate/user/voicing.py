@@ -10,6 +10,7 @@ turn's record says how it was voiced (`user_meta.voice`).
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import replace
 
 import numpy as np
@@ -27,6 +28,7 @@ from crseval.simulate.user.wording import ReadBack, joined_parts
 
 VOICE_DRAWS = 12  # templates drawn for one way of wording a turn before the next way (or the rules)
 THIN_POOL = 20  # templates of an act and its value slots below which other fields' templates, re-typed, join them
+KEYED_RESOLUTION = 10  # a reaction's template counts, scaled to people's acts after a reply, in tenths
 WELL_SUPPLIED = 3  # templates said after a failure that a reaction to it is drawn from alone (fitting_reply)
 # The act of a real turn that words each reaction of the profile.
 _VOICE_ACTS = {
@@ -54,6 +56,32 @@ def fitting_reply(templates: list[VoiceTemplate], case: str | None) -> list[Voic
         return fitting
     same = [t for t in fitting if case in t.after]
     return same if len(same) >= WELL_SUPPLIED else fitting
+
+
+def keyed_on_the_reply(templates: list[VoiceTemplate], people_acts: dict[str, int]) -> list[VoiceTemplate]:
+    """`templates` drawn so that each act comes as often as people answered the same case of reply with it
+    (`people_acts`: act -> turns, Voice.acts_after): a template's count is scaled by its act's share among
+    people's answers over its share of the templates' counts, in whole numbers (KEYED_RESOLUTION). People
+    answer a film with a question or a request more often than their turns overall do; unscaled, every act
+    would come as often after a film as after anything. An act people never answered the case with keeps a
+    count of 1 in KEYED_RESOLUTION: still there, seldom drawn. Unchanged where people answered none of the
+    templates' acts, or the templates are of one act."""
+    act_of = {t.id: t.id.split("|")[1] if t.id.count("|") >= 2 else "" for t in templates}
+    counts = Counter()
+    for t in templates:
+        counts[act_of[t.id]] += t.said
+    answered = {act: people_acts.get(act, 0) for act in counts}
+    people = sum(answered.values())
+    if len(counts) < 2 or not people:
+        return templates
+    total = sum(counts.values())
+    return [
+        replace(
+            t,
+            said=max(1, t.said * answered[act_of[t.id]] * total * KEYED_RESOLUTION // (counts[act_of[t.id]] * people)),
+        )
+        for t in templates
+    ]
 
 
 def _slot(constraint: Constraint) -> str:
@@ -97,7 +125,11 @@ class Voicing:
         the system's last reply did (crseval.replies.cases), which the turn reacts to (`fitting_reply`)."""
         told = self.told(content, focus)
         self.case, self._first = case, number == 1
-        ways = [[(title, fitting_reply(t, case)) for title, t in way] for way in self.ways(number, content, told)]
+        people_acts = self.voice.acts_after(case) if case else {}
+        ways = [
+            [(title, keyed_on_the_reply(fitting_reply(t, case), people_acts)) for title, t in way]
+            for way in self.ways(number, content, told)
+        ]
         return self.voiced(ways, candidates, told, case)
 
     def take_record(self) -> dict:
