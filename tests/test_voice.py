@@ -605,6 +605,19 @@ def test_a_user_that_wants_what_people_ask_for_shifts_to_the_fields_and_values_t
     assert values["comedy"] + values["western"] > 0.5 * sum(values.values()), values
 
 
+def test_a_value_comes_as_often_as_people_ask_for_it_however_many_films_offer_it(
+    demo_index, demo_matcher, asking_voice
+):
+    # people ask for comedy three times as often as for westerns; nine films offer a comedy, one a western:
+    # drawn per film, comedies would come 27 times as often (96%), drawn per value three times (75%)
+    user = make_user(demo_index, SETTINGS, TEMPLATES, 5, demo_matcher, asking_voice, LEARNED)
+    options = [(film, "comedy") for film in range(9)] + [(9, "western")]
+    drawn = Counter(user.plan._pick_value("genre", options, lambda option: option[1])[1] for _ in range(400))
+    assert 0.68 < drawn["comedy"] / 400 < 0.82, drawn  # 0.75 expected, sd 0.022
+    films = Counter(user.plan._pick_value("genre", options, lambda option: option[1])[0] for _ in range(900))
+    assert all(40 < films[film] < 115 for film in range(9)), films  # a comedy's films alike: 75 each expected
+
+
 def test_a_user_that_wants_what_people_ask_for_rules_out_what_they_ask_for(demo_index, demo_matcher, asking_voice):
     # a contradiction with no other wish to take back rules out a value of the focus field the anchor lacks:
     # under `wants: people` one people name (comedy or western), under `wants: catalog` any of the catalog's

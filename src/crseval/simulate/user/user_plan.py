@@ -14,6 +14,7 @@ stream). Under `wants: people` the plan's values are drawn as often as the learn
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -232,10 +233,15 @@ class UserPlan:
     def _pick_value(self, field_name: str, options: list, value_of: Callable = lambda option: option):
         """One of `options` drawn from the plan's stream: a value of `field_name` the user names next (a
         shift's (film, bridges, value), whose value `value_of` reads, or a value it rules out). Under `wants:
-        people`, a value drawn as often as people ask for it (any option alike where they ask for none)."""
+        people`, a value drawn as often as people ask for it, however many options offer it (a genre most films
+        have, drama, would otherwise come as often as films offer it), then one of its options alike (any
+        option alike where people ask for none)."""
         if self.profile.wants == "people":
             asked = self.voice.asked(field_name)
-            weights = np.array([asked.get(value_of(option), 0) for option in options], dtype=float)
+            offered = Counter(value_of(option) for option in options)
+            weights = np.array(
+                [asked.get(value_of(option), 0) / offered[value_of(option)] for option in options], dtype=float
+            )
             if weights.sum():
                 return options[weighted_draw(self.rng, weights)]
         return options[int(self.rng.integers(len(options)))]
