@@ -42,7 +42,6 @@ from crseval.simulate.user.voice_likeness import VoiceLikeness
 from crseval.simulate.user.voice_parts import PartPools
 
 LIKE_THE_VOICE = "like_the_voice"  # a mixed corpus's turns kept where they read like the voice's own corpus
-KEEPS = ("all", LIKE_THE_VOICE)
 UNLIKE_THE_VOICE = "unlike the voice's own corpus (a mixed corpus's turn)"
 _UNKNOWN_WORD = re.compile(r"\b[a-z]{3,}\b")
 MIN_SAID = 2  # turns that must write a value one way before the simulated user writes it so
@@ -136,7 +135,7 @@ class VoiceCorpus:
     dialogues: list[dict]
     weight: int = 1
     about: dict = field(default_factory=dict)  # shown in the summary: path, sha256, format
-    keep: str = "all"  # KEEPS: every turn, or those that read like the voice's own corpus (voice_likeness)
+    keep: str = "all"  # "all" its turns, or LIKE_THE_VOICE: those that read like the voice's own corpus
 
 
 def learn_voice(

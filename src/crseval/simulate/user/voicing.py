@@ -66,7 +66,7 @@ def keyed_on_the_reply(templates: list[VoiceTemplate], people_acts: dict[str, in
     would come as often after a film as after anything. An act people never answered the case with keeps a
     count of 1 in KEYED_RESOLUTION: still there, seldom drawn. Unchanged where people answered none of the
     templates' acts, or the templates are of one act."""
-    act_of = {t.id: t.id.split("|")[1] if t.id.count("|") >= 2 else "" for t in templates}
+    act_of = {t.id: _act_of(t) for t in templates}
     counts = Counter()
     for t in templates:
         counts[act_of[t.id]] += t.said
@@ -82,6 +82,11 @@ def keyed_on_the_reply(templates: list[VoiceTemplate], people_acts: dict[str, in
         )
         for t in templates
     ]
+
+
+def _act_of(template: VoiceTemplate) -> str:
+    """The act of the pool a template was learned in ("later|ask|#3": ask); "" for a leaving turn's."""
+    return template.id.split("|")[1] if template.id.count("|") >= 2 else ""
 
 
 def _slot(constraint: Constraint) -> str:
@@ -241,7 +246,7 @@ class Voicing:
     def _composed(self, template: VoiceTemplate, used: set[str]) -> VoiceTemplate:
         """`template` with its opener and tail drawn from the turns other people said with its act
         (crseval.simulate.user.voice_parts); a leaving turn stays whole."""
-        act = template.id.split("|")[1] if template.id.count("|") >= 2 else ""
+        act = _act_of(template)
         if act not in ACTS:
             return template
         return replace(template, text=self.voice.parts.compose(template.text, act, self._first, self.rng, used))
