@@ -692,6 +692,18 @@ def test_a_pool_is_ordered_by_the_experiments_seed_and_its_templates():
     assert Voice.spread_order(pool[:-1], 7)[1] != start
 
 
+def test_a_pool_weighed_anew_for_another_reply_is_drawn_by_its_new_weights(demo_index, demo_matcher, speaking_voice):
+    # keyed on the reply, one pool's templates come with other counts (voicing.keyed_on_the_reply): the
+    # draws that follow take the new counts, not those of the first reply the session met
+    voicing = make_user(demo_index, SETTINGS, TEMPLATES, 0, demo_matcher, speaking_voice, LEARNED, (4, 7)).voicing
+    even = [template("later|other|#1", "okay then"), template("later|other|#2", "hmm")]
+    heavy = [replace(even[0], said=99), even[1]]
+    evenly = Counter(voicing._draw_template(even).id for _ in range(40))
+    assert abs(evenly[even[0].id] - evenly[even[1].id]) <= 3, evenly
+    drawn = Counter(voicing._draw_template(heavy).id for _ in range(50))
+    assert drawn[even[0].id] >= 49, drawn
+
+
 def test_users_of_one_plan_in_different_sessions_open_with_different_real_turns(
     demo_index, demo_matcher, speaking_voice
 ):

@@ -114,7 +114,7 @@ class Voicing:
         self.record: dict = {}  # how the turn being worded was voiced
         self.case: str | None = None  # what the reply it answers did (crseval.replies.cases)
         self._used: set[str] = set()  # the templates said in this session
-        self._spread_draws: dict = {}  # pool (template ids) -> its draws so far
+        self._spread_draws: dict = {}  # pool (its templates' ids and counts) -> its draws so far
         self._parts_used: set[str] = set()  # the openers and tails said in this session (voice_parts)
         self._first = False  # whether the turn being worded opens the dialogue
 
@@ -260,7 +260,7 @@ class Voicing:
             fresh = [t for t in templates if t.id not in self._used]
             return Voice.draw(self.rng, fresh or templates)
         session, experiment_seed = self.spread
-        key = tuple(t.id for t in templates)
+        key = tuple((t.id, t.said) for t in templates)  # a pool keyed on the reply weighs its templates anew
         if key not in self._spread_draws:
             self._spread_draws[key] = [*Voice.spread_order(templates, experiment_seed), 0]
         order, start, draws = self._spread_draws[key]
