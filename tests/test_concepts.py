@@ -171,3 +171,46 @@ def test_outside_films_are_no_hallucination_and_coverage_counts_them(small_index
     assert ("genre", "drama") not in space.mentions(reply) and ("genre", "crime") not in space.mentions(reply)
     assert rows[0]["hallucinated_concepts"] == 0 and rows[0]["unknown_titles"] == 1
     assert session["unknown_titles"] == 1 and session["catalog_coverage"] == pytest.approx(2 / 3)
+
+
+SERIES_FILMS = pd.DataFrame(
+    {
+        "film_id": range(6),
+        "title": [
+            "Star Wars: The First One",
+            "Star Wars: Another One",
+            "War Horse",
+            "Science Fiction Theatre",
+            "Science Fiction Double Feature",
+            "The Hunger Games: Part Two",
+        ],
+        "actor": [[]] * 6,
+        "director": [[]] * 6,
+        "writer": [[]] * 6,
+    }
+)
+SERIES_VALUES = [("genre", "war"), ("genre", "science fiction"), ("genre", "comedy"), ("genre", "games")]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("best star wars movies", []),  # "wars" inside a series' name, whatever its case
+        ("Best Star Wars movies", []),
+        ("what are good star wars films?", []),
+        ("a war movie, not star wars", [("genre", "war")]),
+        ("a star war movie", [("genre", "war")]),  # "star war" opens no title
+        ("any war movies?", [("genre", "war")]),  # one title ("War Horse") makes no series
+        ("science fiction please", [("genre", "science fiction")]),  # a series' whole name stays a value
+        ("something like the hunger games", []),  # a leading "the" aside
+        ("a comedy or some hunger games", [("genre", "comedy")]),  # two titles open with it, one after "the"
+    ],
+)
+def test_a_value_inside_a_series_name_is_no_value(text, expected):
+    films = pd.concat(
+        [SERIES_FILMS, SERIES_FILMS.iloc[[5]].assign(film_id=6, title="Hunger Games Again")], ignore_index=True
+    )
+    rows = [(field, value, i) for i, (field, value) in enumerate(SERIES_VALUES)]
+    concepts = pd.DataFrame(rows, columns=["field", "value", "film_id"])
+    found = [(m.field, m.value) for m in ConceptMatcher(concepts, films).values(text)]
+    assert found == expected

@@ -3,10 +3,13 @@
 One matcher serves the CRS constraint tracker and the metrics' concept extractor E(x), so a
 value the simulator writes is recognised the same way everywhere: whole-word matching (a value
 is a run of whole tokens), longest match first (so "Science Fiction" wins over "Fiction"),
-case-insensitive. Two rules keep ordinary words from becoming concepts:
+case-insensitive. Three rules keep ordinary words from becoming concepts:
 
 - nothing inside a film title counts ("Black Beauty" names no genre `beauty`): title spans come
   from the title recognizer (`crseval.language.titles`);
+- nothing inside the name of a series counts, in any case ("best star wars movies" asks for no
+  genre `war`): a series is two or three words, none a function word, that two or more catalog
+  titles open with (a leading "the" aside), such as "Star Wars" or "Toy Story";
 - a value that is an everyday English word ("love", "dog", "family", "war"; see
   `crseval.language.lexicon`) written in lower case (or capitalised only because a sentence starts with
   it) counts only with a cue: a field word next to it ("a war movie", "the love genre",
@@ -58,6 +61,7 @@ _DETERMINER_BEFORE = re.compile(
 _GENRE_WORDS = frozenset(name for name in GENRE_NAMES if " " not in name and "-" not in name)
 _NAME_FIELD_WORDS = frozenset("language languages film films movie movies cinema genre genres".split())
 _FIELD_WORDS = ("movie", "movies", "film", "films", "flick", "flicks", "genre", "genres")
+SERIES_WORDS = 3  # the longest series name looked for ("the lord of the rings" is a title, not a series)
 
 # Cue words next to an everyday word that make it a value of the field.
 _AFTER_CUE_PATTERNS = {
@@ -171,6 +175,7 @@ class ConceptMatcher:
         for form in GENRE_ADJECTIVES:  # "a romantic movie", not "romantic relationships"
             self._everyday[tuple(t for t, _, _ in tokenize(form))] = True
         self._people = _NearNames(counts, fields)
+        self._series = _series_names(films["title"])
         self.title_recognizer = TitleRecognizer(films)
 
     def values(self, text: str | AnalysedText, titles=()) -> list[Mention]:
@@ -186,6 +191,8 @@ class ConceptMatcher:
         for first, last, candidates in self._values.scan(lowered):
             start, end = analysed.span(first, last)
             key = tuple(lowered[first:last])
+            if self._in_series(lowered, first, last):
+                continue
             after_value = bool(mentions) and not text[mentions[-1].end : start].strip()  # "Mandarin Chinese"
             if self._everyday[key] and len(key) == 1 and not after_value:
                 # "Star Wars", "Twin Towers", "the German Army": an everyday word capitalised as part of a
@@ -212,6 +219,15 @@ class ConceptMatcher:
                 mentions + self._keyword_mentions(text, analysed.tokens, mentions, inside_title), key=lambda m: m.start
             )
         return mentions
+
+    def _in_series(self, lowered: list[str], first: int, last: int) -> bool:
+        """Whether the tokens first..last lie inside a longer run that is a series' name ("star wars"); a value
+        that is a series' whole name stays a value."""
+        for size in range(last - first + 1, SERIES_WORDS + 1):
+            for start in range(max(0, last - size), first + 1):
+                if tuple(lowered[start : start + size]) in self._series:
+                    return True
+        return False
 
     def _keyword_mentions(self, text, tokens, mentions, inside_title: _TitleSpans) -> list[Mention]:
         """Plot keywords: a content word whose lemma is a keyword ("murders" -> murder), outside
@@ -273,6 +289,21 @@ class ConceptMatcher:
                     return field, value
         field, value, _ = candidates[0]
         return field, value
+
+
+def _series_names(titles: pd.Series) -> frozenset[tuple[str, ...]]:
+    """The names of the catalog's series (module docstring): the runs of 2 to SERIES_WORDS words, lower case,
+    that open two or more titles, a leading "the" aside, none a function word."""
+    openings: dict[tuple[str, ...], int] = {}
+    for title in titles:
+        words = [t.lower() for t, _, _ in tokenize(str(title))]
+        words = words[1:] if words[:1] == ["the"] else words
+        for size in range(2, SERIES_WORDS + 1):
+            run = tuple(words[:size])
+            if len(run) < size or not all(w.isalpha() and w not in stop_words() for w in run):
+                break
+            openings[run] = openings.get(run, 0) + 1
+    return frozenset(run for run, n in openings.items() if n >= 2)
 
 
 def _plural(word: str) -> str:
