@@ -757,3 +757,30 @@ def test_an_article_before_a_slot_agrees_with_the_value_filled_in(
     drawn = [(None, template("later|request|genre:wish#9", text, "genre:wish"))]
     filled = voicing.fill(drawn, told=[Constraint("genre", value)])
     assert filled is not None and filled[0] == expected
+
+
+def test_a_slot_its_words_bind_to_its_field_is_not_retyped_to_another():
+    # "it does not have to star {actor}" would rule out a genre as "it does not have to star comedy"
+    def exclusion(k, text):
+        return template(f"later|request|actor:exclusion#{k}", text, "actor:exclusion")
+
+    voice = Voice(
+        {
+            "later|request|actor:exclusion": [
+                exclusion(0, "it does not have to star {actor}"),
+                exclusion(1, "no {actor} movies please"),
+                exclusion(2, "nothing with the {actor}"),
+                exclusion(3, "skip anything directed by {actor}"),
+            ],
+            "later|request|year:wish": [template("later|request|year:wish#0", "something in {year}", "year:wish")],
+        },
+        {},
+    )
+    assert [t.text for t in voice.retyped("request", ("genre:exclusion",))] == ["no {genre} movies please"]
+    # "directed by" binds the slot to a director, not to an actor: kept for a director
+    assert [t.text for t in voice.retyped("request", ("director:exclusion",))] == [
+        "no {director} movies please",
+        "skip anything directed by {director}",
+    ]
+    # a word that binds the slot to its new field too keeps the template ("in" a year, "in" a language)
+    assert [t.text for t in voice.retyped("request", ("language:wish",))] == ["something in {language}"]

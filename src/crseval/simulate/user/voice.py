@@ -43,6 +43,7 @@ import numpy as np
 
 from crseval.core.fields import CONCEPT_FIELDS, KEYWORD_FIELD
 from crseval.core.io import UnreadableFile, json_type, read_regular_file, shown, strict_json_loads
+from crseval.language.concepts import FIELD_CUES
 from crseval.language.user_acts import ACTS
 from crseval.replies.cases import REPLY_CASES, START
 from crseval.simulate.user.voice_parts import PartPools, PartPoolsError
@@ -154,7 +155,7 @@ class Voice:
             if pool_act != act or position not in found or have == wanted or "title" in have:
                 continue
             if sorted(slot.split(":")[1] for slot in have) == roles:
-                found[position] += [_retype(template, wanted) for template in templates]
+                found[position] += [t for t in (_retype(template, wanted) for template in templates) if t]
         here, there = (FIRST, LATER) if first else (LATER, FIRST)
         return found[here] or found[there]
 
@@ -463,12 +464,33 @@ def voice_problems(config: dict):
         )
 
 
-def _retype(template: VoiceTemplate, wanted: list[str]) -> VoiceTemplate:
-    """`template` with its value slots, left to right, given the fields of `wanted` role by role."""
+# The words right before a slot that bind it to a field (the tracker's FIELD_CUES and the verbs people put
+# before a name, an article between allowed): "it does not have to star {actor}" re-typed to rule out a genre
+# would read "it does not have to star comedy".
+_BOUND_BEFORE = {
+    field: re.compile(r"\b(?:" + "|".join(re.escape(cue) for cue in cues) + r")\s+(?:(?:the|a|an)\s+)?$", re.I)
+    for field, cues in {
+        "actor": (*FIELD_CUES["actor"], "star", "stars", "starred", "played", "plays", "acted", "acting"),
+        "director": (*FIELD_CUES["director"], "by", "directs"),
+        "writer": (*FIELD_CUES["writer"], "by", "wrote"),
+        "language": (*FIELD_CUES["language"], "spoken in"),
+        "year": (*FIELD_CUES["year"], "after", "before", "since"),
+    }.items()
+}
+
+
+def _retype(template: VoiceTemplate, wanted: list[str]) -> VoiceTemplate | None:
+    """`template` with its value slots, left to right, given the fields of `wanted` role by role; None where
+    the words before a re-typed slot bind it to another field than its new one (_BOUND_BEFORE)."""
     by_role: dict[str, list[str]] = {}
     for slot in wanted:
         by_role.setdefault(slot.split(":")[1], []).append(slot)
     slots = [by_role[slot.split(":")[1]].pop(0) for slot in template.slots]
+    pieces = re.split(r"\{\w+\}", template.text)
+    for before, old, new in zip(pieces, template.slots, slots):
+        bound_to = {field for field, cue in _BOUND_BEFORE.items() if cue.search(before)}
+        if old.split(":")[0] != new.split(":")[0] and bound_to and new.split(":")[0] not in bound_to:
+            return None
     fields = iter(slot.split(":")[0] for slot in slots)
     text = re.sub(r"\{(\w+)\}", lambda m: "{" + next(fields) + "}", template.text)
     return replace(template, id=f"{template.id}~{';'.join(slots)}", text=text, slots=tuple(slots))
