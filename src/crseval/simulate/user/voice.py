@@ -466,7 +466,8 @@ def voice_problems(config: dict):
 
 # The words right before a slot that bind it to a field (the tracker's FIELD_CUES and the verbs people put
 # before a name, an article between allowed): "it does not have to star {actor}" re-typed to rule out a genre
-# would read "it does not have to star comedy".
+# would read "it does not have to star comedy". Wider than the tracker's cue patterns (concepts._FIELD_CUE_BEFORE),
+# which read a value in place: a template's slot may follow an article ("with the {actor}") or a verb.
 _BOUND_BEFORE = {
     field: re.compile(r"\b(?:" + "|".join(re.escape(cue) for cue in cues) + r")\s+(?:(?:the|a|an)\s+)?$", re.I)
     for field, cues in {
