@@ -62,6 +62,26 @@ def test_joined_messages_join_their_marks_each_once_and_count_it():
     assert report == {"consecutive SYSTEM messages joined": 2, "film marks of consecutive SYSTEM messages joined": 1}
 
 
+def test_a_message_sent_twice_in_a_row_is_kept_once_and_counted():
+    report = Counter()
+    pairs = pair_turns(
+        [
+            {"speaker": "USER", "text": "any genre is fine"},
+            {"speaker": "USER", "text": "Any  genre is fine "},
+            {"speaker": "USER", "text": "any genre is fine"},
+            {"speaker": "SYSTEM", "text": "try this"},
+            {"speaker": "USER", "text": "try this"},  # the other speaker's words are no repeat
+            {"speaker": "SYSTEM", "text": "or that"},
+            {"speaker": "USER", "text": "ok"},
+            {"speaker": "USER", "text": "ok, thanks"},  # not word for word: joined
+            {"speaker": "SYSTEM", "text": "welcome"},
+        ],
+        report,
+    )
+    assert [p["user"]["text"] for p in pairs] == ["any genre is fine", "try this", "ok ok, thanks"]
+    assert report == {"USER message sent twice in a row: the repeat dropped": 2, "consecutive USER messages joined": 1}
+
+
 def test_every_people_format_is_registered_with_its_verdicts():
     assert list(CORPUS_FORMATS)[-4:] == ["redial", "iard", "ab_redial", "inspired"]
     verdicts = {name: [(v.name, v.scale) for v in kind.verdicts] for name, kind in CORPUS_FORMATS.items()}

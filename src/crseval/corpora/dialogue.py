@@ -4,6 +4,8 @@ A format's reader turns each of its files into `Dialogue`s, whose messages are `
 USER|SYSTEM, text, ...}`; from there the same rules apply to every corpus, each counted in the
 import report under the same name:
 - an empty message (nothing but white space) is dropped;
+- a message that repeats, word for word, the one its speaker sent just before is a double send and
+  is dropped;
 - two messages of one speaker in a row are joined into one (a later non-empty extra field, such as
   the thesis logs' constraints, replaces the earlier one; the films a corpus marks in them, `marks`,
   are joined: the earlier message's, then the later's new ones);
@@ -190,10 +192,16 @@ def printable(name: str) -> str:
     return os.fsencode(name).decode("utf-8", errors="replace")
 
 
+def _said_again(text: str, earlier: str) -> bool:
+    """Whether a message repeats the one its speaker sent just before, word for word (a double send)."""
+    return " ".join(text.casefold().split()) == " ".join(earlier.casefold().split())
+
+
 def pair_turns(messages: list[dict], report: Counter) -> list[dict]:
     """USER/SYSTEM pairs `{user: message, system: message}` after the ordering rules; `messages` are
     `{speaker: USER|SYSTEM, text, **extra}` in dialogue order."""
     kept: list[dict] = []
+    sent_last = ""
     for message in messages:
         speaker, text = message["speaker"], message["text"].strip()
         if speaker not in (USER, SYSTEM):
@@ -202,6 +210,10 @@ def pair_turns(messages: list[dict], report: Counter) -> list[dict]:
             report[f"empty {speaker} message dropped"] += 1
             continue
         extra = {key: value for key, value in message.items() if key not in ("speaker", "text")}
+        if kept and kept[-1]["speaker"] == speaker and _said_again(text, sent_last):
+            report[f"{speaker} message sent twice in a row: the repeat dropped"] += 1
+            continue
+        sent_last = text
         if kept and kept[-1]["speaker"] == speaker:
             report[f"consecutive {speaker} messages joined"] += 1
             kept[-1]["text"] += " " + text
