@@ -200,6 +200,32 @@ def test_a_question_about_a_field_gets_the_wish_on_that_field(demo_index):
     assert answered >= 5
 
 
+class GenreAsker(TemplateAgent):
+    """A system that asks for the genre again and again."""
+
+    def phrase(self, turn, user_text, tracked, candidate_ids):
+        return "What genre would you like?", None
+
+
+def test_asked_again_the_user_says_its_wish_not_every_exclusion_it_said_before(demo_index):
+    """Asked the same question turn after turn, the user states its genre wish each time; an exclusion it
+    has said is not listed again beside that wish, one it has not said yet is."""
+    matcher = matcher_of(demo_index)
+    restated = new_exclusions = 0
+    for seed in range(30):
+        record = simulate(demo_index, "implicit", lambda s: GenreAsker(demo_index, matcher, AgentSettings(), s), seed)
+        said_before = set()
+        for turn in record["turns"]:
+            meta = turn["user_meta"]
+            stated = {(s["field"], s["value"], s["role"]) for s in meta["stated"]}
+            if meta["stage"] == "answer" and any(s[0] == "genre" and s[2] == "wish" for s in stated):
+                assert not {s for s in stated if s[2] == "exclusion"} & said_before, (seed, turn["turn"])
+                restated += 1
+                new_exclusions += any(s[2] == "exclusion" for s in stated)
+            said_before |= stated
+    assert restated >= 20 and new_exclusions >= 1, (restated, new_exclusions)
+
+
 def test_the_user_leaves_when_its_patience_ends(demo_index):
     """Under `realistic` (patience n) a system that recommends random films loses most users; the session
     ends after the last reply, the farewell is recorded, and the n replies before it all missed."""

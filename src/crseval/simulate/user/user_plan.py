@@ -355,12 +355,16 @@ class Disclosure:
         ]
 
     def answers(self, asked: frozenset[str]) -> list[Constraint]:
-        """What the user says to a question: the wishes it does not hide on the fields asked about
-        (said before or not), or to an open question those it has not said yet."""
+        """What the user says to a question: the wishes it does not hide on the fields asked about (said
+        before or not), or to an open question those it has not said yet. An exclusion it has said already is
+        not listed again beside a wish on the same field: asked "what genre?" once more, people say the genre
+        they want, not every genre they ruled out before ("not a comedy, not a horror, not a sci-fi")."""
         if not asked:
             return []
         shown = [c for c in self.plan.constraints if self.kind[c] != "hidden"]
-        answers = [c for c in shown if c.field in asked]
+        on_fields = [c for c in shown if c.field in asked]
+        wished = {c.field for c in on_fields if not c.negated}
+        answers = [c for c in on_fields if not (c.negated and c in self.said and c.field in wished)]
         if OPEN in asked:
             answers += [c for c in shown if c not in self.said]
         return list(dict.fromkeys(answers))
