@@ -10,8 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crseval.checks.realism_discriminators import person_auc_draws, side_rng
+from crseval.checks.realism_volumes import VolumeSample
 from crseval.checks.user_realism import (
     FLOOR,
+    MATCHED,
     TooFewPeople,
     UserTurns,
     discriminator,
@@ -19,6 +21,7 @@ from crseval.checks.user_realism import (
     equal_samples,
     gather_simulated,
     load_reference,
+    matched_sample,
     person_auc_interval,
     person_folds,
     realism_markdown,
@@ -27,6 +30,7 @@ from crseval.checks.user_realism import (
     session_rounds,
     simulated_turns,
     volume_samples,
+    what_is_said,
 )
 
 # ------------------------------------------------------------------ folds grouped by person
@@ -398,6 +402,39 @@ def test_the_floor_is_measured_at_every_volume_and_the_report_says_how_many_peop
     assert text.index(f"| {FLOOR} | once |") < text.index("| u | once |")
 
 
+def test_the_matched_sample_keeps_of_each_kind_as_many_turns_as_the_side_with_fewer_by_hand():
+    # the kind of a turn is its first word here; the simulated side asks far more often than the real one
+    simulated = UserTurns(
+        "u",
+        ["ask a", "ask b", "ask c", "ask d", "take e", "greet f", "ask g"],
+        list("ssttuuv"),
+    )
+    real = UserTurns("real", ["ask p", "take q", "take r", "other s", "take t"], list("abcde"))
+    once = VolumeSample("once", simulated, np.arange(7), np.arange(5))
+    matched = matched_sample(once, real, lambda text: text.split()[0], seed=1)
+    assert matched.volume == MATCHED and matched.source is simulated
+    said = lambda turns, picked: sorted(turns.texts[i].split()[0] for i in picked)  # noqa: E731
+    # ask: 5 simulated, 1 real -> 1 each; take: 1 and 3 -> 1 each; greet and other: on one side only -> none
+    assert said(simulated, matched.simulated) == ["ask", "take"] == said(real, matched.real)
+    assert simulated.texts[matched.simulated[1]] == "take e" and matched.simulated[0] in {0, 1, 2, 3, 6}
+    # the same seed draws the same turns; the draw stays within the `once` sample it is given
+    again = matched_sample(once, real, lambda text: text.split()[0], seed=1)
+    assert again.simulated.tolist() == matched.simulated.tolist() and again.real.tolist() == matched.real.tolist()
+    narrower = VolumeSample("once", simulated, np.array([4, 5, 6]), np.array([0, 1]))
+    assert matched_sample(narrower, real, lambda text: text.split()[0], seed=1).simulated.tolist() == [4, 6]
+
+
+def test_what_is_said_is_the_act_the_fields_and_roles_and_a_greeting(matcher):
+    from crseval.language.user_acts import read_turn
+
+    def kind(text):
+        return what_is_said(read_turn(text, matcher))
+
+    assert kind("hi, any comedy films?") == kind("hello! any good drama?") != kind("any comedy films?")
+    assert kind("any comedy films?").split("|")[1] == "genre:wish"
+    assert kind("no horror please, a comedy") != kind("a comedy please")
+
+
 def test_an_auc_without_enough_people_is_na_and_says_why():
     said = ["hello, any comedy?", "something newer", "why that one?", "ok thanks", "seen it", "a thriller please"]
     real = UserTurns("real users", said, ["r1"] * 6)  # one person
@@ -438,5 +475,9 @@ def test_the_report_shows_the_acts_given_the_reply_for_the_user_and_the_floor(ma
     assert rows.loc[("u", "reply_act_js"), "simulated_turns"] == 12
     text = realism_markdown(table, "corpus.jsonl", real)
     assert "Acts given the system's reply before them, Jensen-Shannon distance" in text
+    # with turns read, the once turns matched by what they say, for the user and the floor alike
+    for user in ("u", FLOOR):
+        assert {"auc_word_volume_matched", "auc_word_blind_volume_matched"} <= set(rows.loc[user].index)
+    assert f"| {FLOOR} | matched |" in text and "| u | matched |" in text
     assert "| reply case | simulated turns | real turns | JS distance [95% CI] |" in text
     assert "| reply case | the voice's part's turns | real turns | JS distance [95% CI] |" in text

@@ -29,7 +29,15 @@ from crseval.checks.realism_measures import (
 )
 from crseval.checks.realism_reference import FLOOR, Reference
 from crseval.checks.realism_turns import UserTurns
-from crseval.checks.realism_volumes import VOLUMES, VolumeSample, floor_size, volume_samples
+from crseval.checks.realism_volumes import (
+    MATCHED,
+    VOLUMES,
+    VolumeSample,
+    floor_size,
+    matched_sample,
+    volume_samples,
+    what_is_said,
+)
 from crseval.language.user_acts import TurnReading
 
 # ------------------------------------------------------------------ the table
@@ -91,10 +99,11 @@ def realism_table(
     (`reply_act_js` and `reply_act_js_<case>`), each with its bootstrap CI. The word discriminators, as
     said and content-blind, are measured at each of VOLUMES (`auc_word_volume_<volume>`,
     `auc_word_blind_volume_<volume>`), `pooled` holding every session of each user (else its turns are all
-    it said). `floor`, real users of another part of the reference, is measured as a user (the FLOOR row:
-    what real users score against real users). Where either side has turns over MAX_TURN_WORDS words,
-    `long_turns` counts them (`simulated`, `real`). A CI over sessions is NaN where a side has fewer than
-    MIN_SESSIONS sessions."""
+    it said), and with turns read on the `once` turns matched by what they say (`..._volume_matched`,
+    crseval.checks.realism_volumes.matched_sample). `floor`, real users of another part of the reference,
+    is measured as a user (the FLOOR row: what real users score against real users). Where either side has
+    turns over MAX_TURN_WORDS words, `long_turns` counts them (`simulated`, `real`). A CI over sessions is
+    NaN where a side has fewer than MIN_SESSIONS sessions."""
     against = _RealUsers(real, folds, resamples, seed, names_catalog, read, floor_size(real, floor))
     rows = []
     for user, turns in users.items():
@@ -132,6 +141,9 @@ class _RealUsers:
 
     def act(self, text: str) -> str:
         return self.reading(text).act
+
+    def said(self, text: str) -> str:
+        return what_is_said(self.reading(text))
 
     def blind(self, texts: list[str]) -> list[str]:
         return [content_blind(text, self.reading(text)) for text in texts]
@@ -208,6 +220,8 @@ class _RealUsers:
         rows, sessions = self.statistics_rows(user, "all", turns)
         samples = volume_samples(turns, self.real, self.floor_n, self.seed, pooled)
         once = samples[0]
+        if self.reading is not None:
+            samples.append(matched_sample(once, self.real, self.said, self.seed))
         distinct = distinct_share([turns.texts[i] for i in once.simulated])
         real_distinct = distinct_share([self.real.texts[i] for i in once.real])
         rows.append(
@@ -451,7 +465,7 @@ def _at_volume(rows: pd.DataFrame, not_held_out: str) -> list[str]:
     found = {(r.user, r.measure): r for r in rows.itertuples()}
     notes = []
     for user in _floor_first(rows["user"]):
-        for volume in VOLUMES:
+        for volume in (*VOLUMES, MATCHED):
             said, blind = (found.get((user, f"auc_word{kind}_volume_{volume}")) for kind in ("", "_blind"))
             if said is None:
                 continue
@@ -481,7 +495,10 @@ _VOLUMES = (
     "on each side, drawn as whole sessions of people in a drawn order, each person once, and a further "
     "session of the same people only where their first sessions run out (then sessions outnumber people). "
     "**pooled**: every session of every person (every system, every trial) against every real turn, the "
-    "two sides weighed equally (balanced class weights). Folds never split a person; the CI draws people."
+    "two sides weighed equally (balanced class weights). **matched**: the turns of `once` matched by what "
+    "they say (the act, the field and role of each value stated, a greeting), each kind on both sides as often "
+    "as the side with fewer has it: what is left to tell the user apart is how it words what it says, not what "
+    "its plan makes it say. Folds never split a person; the CI draws people."
 )
 
 

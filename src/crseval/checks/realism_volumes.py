@@ -10,6 +10,12 @@ for the floor of real users against real users the same way (`volume_samples`):
 - `pooled`: every session of every person (every system, every trial) against every real turn, the sides
   weighed equally (balanced class weights) instead of drawn down.
 
+Beside the volumes, `matched` (`matched_sample`): the `once` turns of both sides matched by what they say
+(`what_is_said`: the act, the fields and roles it states, a greeting), each such kind of turn on both sides
+as often as the side with fewer has it. A user can be told apart for what the plan makes it say (more
+wishes stated, exclusions people seldom make, fewer greetings) or for how it words what it says; matched,
+only the wording counts.
+
 A discriminator's AUC grows with the turns it learns from, and a simulated user of a small experiment has
 fewer turns than the real side: at `floor_n` every user is measured at the floor's size; `pooled` says how
 far the user is told apart when everything it said counts, the grouping by person keeping a person's many
@@ -18,6 +24,7 @@ sessions in one fold.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,8 +32,10 @@ import pandas as pd
 
 from crseval.checks.realism_discriminators import draw_people, equal_samples, side_rng
 from crseval.checks.realism_turns import UserTurns
+from crseval.language.user_acts import TurnReading
 
 VOLUMES = ("once", "floor_n", "pooled")
+MATCHED = "matched"  # the once sample matched by what is said: reported beside the volumes
 
 
 @dataclass(frozen=True)
@@ -86,3 +95,34 @@ def volume_samples(
         ),
         VolumeSample("pooled", source, np.arange(len(source.texts)), np.arange(len(real.texts)), balanced=True),
     ]
+
+
+def what_is_said(reading: TurnReading) -> str:
+    """What a turn says, as the matched sample matches it: its act, the field and role of each value it
+    states (each once, sorted) and whether it greets; not the values, not the words."""
+    stated = ",".join(sorted({f"{field}:{role}" for field, _, role in reading.statements}))
+    return f"{reading.act}|{stated}|{'greets' if reading.greets else ''}"
+
+
+def matched_sample(once: VolumeSample, real: UserTurns, said: Callable[[str], str], seed: int) -> VolumeSample:
+    """The `once` sample's turns matched by what they say (`said`: text -> its kind, `what_is_said`): of each
+    kind, as many turns of each side as the side with fewer has, drawn where a side has more (each side from
+    its own Generator, the kinds in sorted order, so the draw is the same on every machine)."""
+    kinds = {
+        side: np.array([said(texts[i]) for i in picked], dtype=object)
+        for side, texts, picked in (("simulated", once.source.texts, once.simulated), ("real", real.texts, once.real))
+    }
+    drawn = {"simulated": [], "real": []}
+    generators = {"simulated": side_rng(seed, 3), "real": side_rng(seed, 2)}
+    picked = {"simulated": once.simulated, "real": once.real}
+    for kind in sorted(set(kinds["simulated"]) & set(kinds["real"])):
+        where = {side: np.flatnonzero(kinds[side] == kind) for side in drawn}
+        n = min(len(found) for found in where.values())
+        for side, found in where.items():
+            chosen = found if len(found) == n else generators[side].choice(found, size=n, replace=False)
+            drawn[side].append(picked[side][chosen])
+    simulated, matched_real = (
+        np.sort(np.concatenate(drawn[side])) if drawn[side] else np.array([], dtype=int)
+        for side in ("simulated", "real")
+    )
+    return VolumeSample(MATCHED, once.source, simulated, matched_real)

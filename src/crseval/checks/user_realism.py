@@ -20,7 +20,8 @@ Three views, as ConvApparel measures simulators against real conversations:
   run a second time on content-blind text (`content_blind`: every catalog value and title replaced by a
   word naming its slot type, on both sides): how the user talks apart from what it talks about; the word
   discriminators run at three volumes (`VOLUMES`: each person once, the floor's number of turns, every
-  session pooled);
+  session pooled) and on the turns of each person once matched by what they say (`matched_sample`: the
+  act, the fields and roles stated, a greeting), where only the wording can tell the user apart;
 - how sessions flow: the share of each act (crseval.language.user_acts.read_turn, `ACTS`), the
   Jensen-Shannon distance between the act-bigram distributions of simulated and real sessions (a start and
   an end marker around each session's acts), the distance between the acts that follow each case of system
@@ -91,13 +92,22 @@ from crseval.checks.realism_turns import (
     reply_case_reader,
     simulated_turns,
 )
-from crseval.checks.realism_volumes import VOLUMES, floor_size, session_rounds, volume_samples
+from crseval.checks.realism_volumes import (
+    MATCHED,
+    VOLUMES,
+    floor_size,
+    matched_sample,
+    session_rounds,
+    volume_samples,
+    what_is_said,
+)
 
 __all__ = [
     "BLIND_DISCRIMINATORS",
     "DISCRIMINATORS",
     "ENDINGS",
     "FLOOR",
+    "MATCHED",
     "MAX_REFERENCE_BYTES",
     "MAX_REFERENCE_DIALOGUES",
     "MAX_TURN_WORDS",
@@ -123,6 +133,7 @@ __all__ = [
     "guiraud",
     "js_distance",
     "load_reference",
+    "matched_sample",
     "person_auc_interval",
     "person_folds",
     "real_person",
@@ -133,6 +144,7 @@ __all__ = [
     "reply_case_reader",
     "session_rounds",
     "simulated_turns",
-    "volume_samples",
     "turn_statistics",
+    "volume_samples",
+    "what_is_said",
 ]
