@@ -108,21 +108,15 @@ def matched_sample(once: VolumeSample, real: UserTurns, said: Callable[[str], st
     """The `once` sample's turns matched by what they say (`said`: text -> its kind, `what_is_said`): of each
     kind, as many turns of each side as the side with fewer has, drawn where a side has more (each side from
     its own Generator, the kinds in sorted order, so the draw is the same on every machine)."""
-    kinds = {
-        side: np.array([said(texts[i]) for i in picked], dtype=object)
-        for side, texts, picked in (("simulated", once.source.texts, once.simulated), ("real", real.texts, once.real))
-    }
-    drawn = {"simulated": [], "real": []}
-    generators = {"simulated": side_rng(seed, 3), "real": side_rng(seed, 2)}
-    picked = {"simulated": once.simulated, "real": once.real}
+    sides = {"simulated": (once.source.texts, once.simulated), "real": (real.texts, once.real)}
+    kinds = {side: np.array([said(texts[i]) for i in picked], dtype=object) for side, (texts, picked) in sides.items()}
+    generators = {"simulated": side_rng(seed, 3), "real": side_rng(seed, 2)}  # apart from the volumes' draws
+    drawn = {side: [np.array([], dtype=int)] for side in sides}
     for kind in sorted(set(kinds["simulated"]) & set(kinds["real"])):
-        where = {side: np.flatnonzero(kinds[side] == kind) for side in drawn}
+        where = {side: np.flatnonzero(kinds[side] == kind) for side in sides}
         n = min(len(found) for found in where.values())
         for side, found in where.items():
             chosen = found if len(found) == n else generators[side].choice(found, size=n, replace=False)
-            drawn[side].append(picked[side][chosen])
-    simulated, matched_real = (
-        np.sort(np.concatenate(drawn[side])) if drawn[side] else np.array([], dtype=int)
-        for side in ("simulated", "real")
-    )
+            drawn[side].append(sides[side][1][chosen])
+    simulated, matched_real = (np.sort(np.concatenate(drawn[side])) for side in sides)
     return VolumeSample(MATCHED, once.source, simulated, matched_real)
