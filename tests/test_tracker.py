@@ -45,6 +45,8 @@ def test_negation_excludes(matcher):
         "Anything but horror.",
         "Horror is not my thing.",
         "horror movies aren't for me",
+        "any good non-horror films?",
+        "Non horror please",
     ],
 )
 def test_a_value_said_not_to_be_wanted_is_excluded(matcher, text):

@@ -657,6 +657,31 @@ def test_a_voiced_value_is_written_as_people_wrote_it(demo_index, demo_matcher, 
     assert written["comedies"] > 0 and written["a comedy"] > 0 and written["western"] > 0, written
 
 
+def test_a_value_before_the_word_movie_or_film_is_never_a_plural(demo_index, demo_matcher, tmp_path):
+    """People write "comedies" as often as "comedy" here, but a value that describes a film stays singular:
+    "comedy movies", never "comedies movies"."""
+    people = [
+        ("c1", None, ["any comedies?", "got comedies?"]),
+        ("c2", None, ["comedies tonight?"]),
+        ("c3", None, ["some comedy movies please"]),
+        ("c4", None, ["good comedy films?"]),
+    ]
+    voice = learn_voice(corpus_dialogues(write_corpus(tmp_path / "nouns.jsonl", people), "jsonl"), demo_matcher, SOURCE)
+    assert voice.said_as("genre", "comedy") == {"comedies": 3, "comedy": 2}
+    written = {"before a noun": 0, "plural": 0}
+    for seed in range(60):
+        user = make_user(demo_index, SETTINGS, TEMPLATES, seed, demo_matcher, voice, LEARNED)
+        turn = user.turn(1, [])
+        if turn.meta["voice"]["voice"] != "learned" or "comedy" not in {s["value"] for s in turn.meta["stated"]}:
+            continue
+        described = re.search(r"\b(comed\w+) (movie|film)s?\b", turn.text)
+        if described:
+            assert described.group(1) == "comedy", turn.text
+            written["before a noun"] += 1
+        written["plural"] += "comedies" in turn.text
+    assert written["before a noun"] > 0 and written["plural"] > 0, written
+
+
 def test_a_profile_that_wants_what_people_ask_for_needs_values_the_catalog_has(demo_index, demo_matcher, tmp_path):
     path = write_corpus(tmp_path / "none.jsonl", [("n1", None, ["hello", "anything good?"])])
     voice = learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)

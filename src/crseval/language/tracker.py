@@ -2,8 +2,8 @@
 
 Each user turn updates the state: a value named positively replaces that field's earlier
 wish ("now a comedy" after "a drama" means comedy); a value named after a negation cue
-("not horror", "nothing with X", "no longer", "don't want", "not a big fan of", "I dislike"), or followed by
-one ("horror is not my thing"), is excluded instead. A value named
+("not horror", "nothing with X", "no longer", "don't want", "not a big fan of", "I dislike", "non-horror"),
+or followed by one ("horror is not my thing"), is excluded instead. A value named
 as a point of reference ("X reminds me of Y", "thinking of Y", "via Y") is context, not a wish.
 A turn that says the user starts afresh ("I've changed my mind", "a new idea", "let's go
 another way") replaces all earlier wishes by the ones it names; exclusions stay. Nothing
@@ -19,7 +19,7 @@ from crseval.language.concepts import ConceptMatcher, Mention
 
 NEGATION = re.compile(
     r"(?:\bnot\b|\bno\b|\bnothing\b|\bwithout\b|n't\b|\bnever\b|\banything but\b|\bno more\b|\bno longer\b|\bexcept\b"
-    r"|\bdislike\b|\bhate\b|\bdetest\b|\bnot\W+(?:\w+\W+){0,3}fans?\W+of\b)"  # "not really a big fan of"
+    r"|\bnon\b|\bdislike\b|\bhate\b|\bdetest\b|\bnot\W+(?:\w+\W+){0,3}fans?\W+of\b)"  # "not really a big fan of"
     r"(?:\W+\w+){0,3}\W*$",
     re.IGNORECASE,
 )

@@ -39,6 +39,7 @@ _VOICE_ACTS = {
     "unknown_title": ("ask", "other"),
     "no_title": ("ask", "other"),
 }
+_FILM_NOUN_AFTER = re.compile(r"\s+(?:movie|film|flick)s?\b", re.IGNORECASE)  # "{genre} movies": a value describing
 _NO_PREFERENCE_ACTS = ("other", "small_talk")  # asked about a field it says nothing of
 _VAGUE_ACTS = ("ask", "small_talk", "other")  # an opening that says nothing of what the user wants
 
@@ -274,7 +275,8 @@ class Voicing:
     def _said_as(self, constraint: Constraint, singular: bool = False) -> str:
         """A value in words people wrote it with, as often as they did (the catalog's spelling where nobody
         wrote it twice the same way); the read-back checks it still names the value. `singular`: after "a"
-        or "an", not a plural people wrote ("comedies" where the catalog says "comedy"). People's words are their
+        or "an", or before the word "movie" or "film" it describes, not a plural people wrote ("comedies" where
+        the catalog says "comedy": "a comedies", "comedies movies"). People's words are their
         visible text, as the voice's templates are (`fill`)."""
         catalog = display(constraint.field, constraint.value)
         forms = self.voice.said_as(constraint.field, constraint.value)
@@ -298,7 +300,7 @@ class Voicing:
             pieces = re.split(r"(\{\w+\})", visible_text(template.text))
             slots = iter(template.slots)
             text = ""
-            for piece in pieces:
+            for at, piece in enumerate(pieces):
                 if not (piece.startswith("{") and piece.endswith("}")):
                     text += piece
                     continue
@@ -316,7 +318,8 @@ class Voicing:
                     return None
                 told.remove(match)
                 article = re.search(r"(?:^|\s)([Aa]n?) $", text)
-                value = self._said_as(match, singular=article is not None)
+                describes = at + 1 < len(pieces) and _FILM_NOUN_AFTER.match(pieces[at + 1]) is not None
+                value = self._said_as(match, singular=article is not None or describes)
                 if article:  # "a" or "an" as the value's first letter asks
                     wanted = article.group(1)[0] + ("n" if value[:1].lower() in "aeiou" else "")
                     text = text[: article.start(1)] + wanted + " "
