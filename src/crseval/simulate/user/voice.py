@@ -489,8 +489,11 @@ def _retype(template: VoiceTemplate, wanted: list[str]) -> VoiceTemplate | None:
     slots = [by_role[slot.split(":")[1]].pop(0) for slot in template.slots]
     pieces = re.split(r"\{\w+\}", template.text)
     for before, old, new in zip(pieces, template.slots, slots):
+        new_field = new.split(":")[0]
+        if old.split(":")[0] == new_field:
+            continue
         bound_to = {field for field, cue in _BOUND_BEFORE.items() if cue.search(before)}
-        if old.split(":")[0] != new.split(":")[0] and bound_to and new.split(":")[0] not in bound_to:
+        if bound_to and new_field not in bound_to:
             return None
     fields = iter(slot.split(":")[0] for slot in slots)
     text = re.sub(r"\{(\w+)\}", lambda m: "{" + next(fields) + "}", template.text)

@@ -39,7 +39,8 @@ _VOICE_ACTS = {
     "unknown_title": ("ask", "other"),
     "no_title": ("ask", "other"),
 }
-_FILM_NOUN_AFTER = re.compile(r"\s+(?:movie|film|flick)s?\b", re.IGNORECASE)  # "{genre} movies": a value describing
+# The word a value describes when it follows the value's slot ("{genre} movies"): the value stays singular.
+_FILM_NOUN_AFTER = re.compile(r"\s+(?:movie|film|flick)s?\b", re.IGNORECASE)
 _NO_PREFERENCE_ACTS = ("other", "small_talk")  # asked about a field it says nothing of
 _VAGUE_ACTS = ("ask", "small_talk", "other")  # an opening that says nothing of what the user wants
 
@@ -318,7 +319,7 @@ class Voicing:
                     return None
                 told.remove(match)
                 article = re.search(r"(?:^|\s)([Aa]n?) $", text)
-                describes = at + 1 < len(pieces) and _FILM_NOUN_AFTER.match(pieces[at + 1]) is not None
+                describes = _FILM_NOUN_AFTER.match(pieces[at + 1]) is not None  # a slot is never the last piece
                 value = self._said_as(match, singular=article is not None or describes)
                 if article:  # "a" or "an" as the value's first letter asks
                     wanted = article.group(1)[0] + ("n" if value[:1].lower() in "aeiou" else "")
