@@ -12,10 +12,12 @@ from hypothesis import strategies as st
 from crseval.checks.realism_discriminators import person_auc_draws, side_rng
 from crseval.checks.realism_volumes import VolumeSample
 from crseval.checks.user_realism import (
+    DEALT,
     FLOOR,
     MATCHED,
     TooFewPeople,
     UserTurns,
+    dealt_to_others,
     discriminator,
     draw_people,
     equal_samples,
@@ -400,6 +402,51 @@ def test_the_floor_is_measured_at_every_volume_and_the_report_says_how_many_peop
     assert "## At volume" in text
     assert "| u | floor_n | 4 (7) | 20 | 5 | 20 |" in text
     assert text.index(f"| {FLOOR} | once |") < text.index("| u | once |")
+
+
+def test_dealing_the_floors_turns_keeps_every_session_and_every_turn_and_moves_only_who_says_it():
+    floor = UserTurns(
+        FLOOR,
+        ["a1", "a2", "a3", "b1", "b2", "c1"],
+        ["da", "da", "da", "db", "db", "dc"],
+        people=["pa", "pa", "pa", "pb", "pb", "pc"],
+        replies=["start", "ra2", "ra3", "start", "rb2", "start"],
+    )
+    dealt = dealt_to_others(floor, seed=3)
+    assert dealt.name == DEALT
+    assert (dealt.sessions, dealt.people) == (floor.sessions, floor.people)  # each session keeps its person and size
+    assert sorted(dealt.texts) == sorted(floor.texts) and dealt.texts != floor.texts  # each turn once, elsewhere
+    # a turn keeps the reply it followed: "a2" followed "ra2" wherever it lands
+    assert {text: reply for text, reply in zip(dealt.texts, dealt.replies)} == dict(zip(floor.texts, floor.replies))
+    assert dealt_to_others(floor, seed=3) == dealt  # seeded
+    assert any(dealt_to_others(floor, seed=s).texts != dealt.texts for s in range(4, 8))
+
+
+def test_one_persons_words_dealt_to_others_are_learned_in_one_fold_and_found_in_the_next():
+    # every person writes a word of their own beside common ones: grouped by person, a discriminator meets
+    # a person's word in one fold only, so real users against real users score about chance; dealt out, a
+    # floor person's word is said by people of every fold, and the dealt turns are told apart
+    rng = np.random.default_rng(5)
+    common = ["a", "film", "good", "tonight", "please", "some", "movie", "watch"]
+
+    def people(prefix, n):
+        texts, who = [], []
+        for person in range(n):
+            for _ in range(4):
+                texts.append(" ".join([*rng.choice(common, size=3), f"{prefix}word{person}"]))
+                who.append(f"{prefix}{person}")
+        return UserTurns(prefix, texts, [f"{w}-d" for w in who], people=who)
+
+    real, floor = people("r", 30), people("f", 30)
+    floor = UserTurns(FLOOR, floor.texts, floor.sessions, people=floor.people)
+    table = realism_table({}, {}, real, folds=5, resamples=50, floor=floor).set_index(["user", "measure"])
+    as_said = table.loc[(FLOOR, "auc_word_volume_once"), "simulated"]
+    dealt = table.loc[(DEALT, "auc_word_volume_once"), "simulated"]
+    assert as_said < 0.65 and dealt > as_said + 0.25
+    text = realism_markdown(table.reset_index(), "corpus.jsonl", real)
+    assert text.index(f"| {FLOOR} | once |") < text.index(f"| {DEALT} | once |")
+    assert f"| {DEALT} |" not in text.split("## At volume")[0]  # measured at volume only: not in the overview
+    assert f"## User `{DEALT}`" not in text
 
 
 def test_the_matched_sample_keeps_of_each_kind_as_many_turns_as_the_side_with_fewer_by_hand():

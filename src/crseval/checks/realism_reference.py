@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from crseval.checks.realism_turns import ReplyCases, UserTurns, turns_of
 from crseval.core.io import sha256_file
 from crseval.simulate.user import voice_learning
@@ -34,6 +36,8 @@ MAX_REFERENCE_DIALOGUES = 50_000
 
 # The real users of the voice's part of the reference, measured as a user against the other parts.
 FLOOR = "real users (the voice's part)"
+# The same turns dealt out to other people of the part (`dealt_to_others`), measured at every volume beside it.
+DEALT = "real turns dealt to others (the voice's part)"
 
 
 class ReferenceTooLarge(ValueError):
@@ -151,6 +155,23 @@ def load_reference(
     ids, said = {r["session_id"] for r in learned}, {_said(r) for r in learned} - {()}
     shared = sum(r["session_id"] in ids or _said(r) in said for r in records)
     return Reference(turns(records, "real users"), shared=shared, voice_part=voice_part)
+
+
+def dealt_to_others(floor: UserTurns, seed: int) -> UserTurns:
+    """The floor's turns dealt out at random to its own sessions (a seeded permutation): every session keeps its
+    person and its number of turns, each turn its words and the reply it followed, but whose turn it is, is
+    drawn. A voice that words a simulated person's turns with real turns does this at best: each turn said
+    once, by someone who never said it. The gap between this and the floor is what a discriminator grouped
+    by person learns from one person's words spoken by others (a way of writing seen in one fold comes back,
+    said by another person, in the next); the gap between a learned user and this, what the voice adds."""
+    order = np.random.default_rng([seed, 4]).permutation(len(floor.texts))
+    return UserTurns(
+        DEALT,
+        [floor.texts[i] for i in order],
+        list(floor.sessions),
+        people=list(floor.people),
+        replies=None if floor.replies is None else [floor.replies[i] for i in order],
+    )
 
 
 def _user(record: dict) -> str | None:

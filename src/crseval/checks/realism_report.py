@@ -27,7 +27,7 @@ from crseval.checks.realism_measures import (
     compare_sums,
     reply_act_distance,
 )
-from crseval.checks.realism_reference import FLOOR, Reference
+from crseval.checks.realism_reference import DEALT, FLOOR, Reference, dealt_to_others
 from crseval.checks.realism_turns import UserTurns
 from crseval.checks.realism_volumes import (
     MATCHED,
@@ -101,7 +101,9 @@ def realism_table(
     `auc_word_blind_volume_<volume>`), `pooled` holding every session of each user (else its turns are all
     it said), and with turns read on the `once` turns matched by what they say (`..._volume_matched`,
     crseval.checks.realism_volumes.matched_sample). `floor`, real users of another part of the reference,
-    is measured as a user (the FLOOR row: what real users score against real users). Where either side has
+    is measured as a user (the FLOOR row: what real users score against real users), and its turns dealt
+    out to its other people at every volume (the DEALT rows, crseval.checks.realism_reference.dealt_to_others:
+    the closest a voice of people's own turns can come). Where either side has
     turns over MAX_TURN_WORDS words, `long_turns` counts them (`simulated`, `real`). A CI over sessions is
     NaN where a side has fewer than MIN_SESSIONS sessions."""
     against = _RealUsers(real, folds, resamples, seed, names_catalog, read, floor_size(real, floor))
@@ -110,6 +112,7 @@ def realism_table(
         rows += against.user_rows(user, turns, (pooled or {}).get(user))
     if floor is not None:
         rows += against.user_rows(FLOOR, floor)
+        rows += against.volume_rows(DEALT, dealt_to_others(floor, seed))
     for (user, system), turns in systems.items():
         rows += against.statistics_rows(user, system, turns)[0]
     table = pd.DataFrame(rows).drop(columns="statistic", errors="ignore").reindex(columns=COLUMNS)
@@ -247,6 +250,17 @@ class _RealUsers:
             )
             if turns.replies is not None and self.real.replies is not None:
                 rows += self.reply_rows(user, turns)
+        return rows + self._at_volumes(user, samples)
+
+    def volume_rows(self, user: str, turns: UserTurns) -> list[dict]:
+        """The word discriminators of `turns` at each volume and matched, and no other measure."""
+        samples = volume_samples(turns, self.real, self.floor_n, self.seed)
+        if self.reading is not None:
+            samples.append(matched_sample(samples[0], self.real, self.said, self.seed))
+        return self._at_volumes(user, samples)
+
+    def _at_volumes(self, user: str, samples: list[VolumeSample]) -> list[dict]:
+        rows = []
         for sample in samples:
             for kind, blind in VOLUME_DISCRIMINATORS:
                 if blind and self.reading is None:
@@ -437,7 +451,7 @@ def _overview(overall: pd.DataFrame, measures: set[str], not_held_out: str) -> l
     lines = ["", f"## All users{not_held_out}", ""]
     lines += ["| user | " + " | ".join(OVERVIEW[m] for m in shown) + " |", "|---" * (len(shown) + 1) + "|"]
     lines += ["| real users | " + " | ".join(_fmt(first["real"].get(m, np.nan)) for m in shown) + " |"]
-    users = _floor_first(overall["user"])
+    users = [user for user in _floor_first(overall["user"]) if user != DEALT]  # measured at volume only
     cells = {
         (r.user, r.measure): (_with_ci(r) if r.measure in WITH_CI else _fmt(r.simulated)) for r in overall.itertuples()
     }
@@ -446,9 +460,9 @@ def _overview(overall: pd.DataFrame, measures: set[str], not_held_out: str) -> l
 
 
 def _floor_first(users) -> list[str]:
-    """The users in the order given, the floor first."""
+    """The users in the order given, the floor first and its dealt turns next."""
     users = list(dict.fromkeys(users))
-    return [FLOOR] + [user for user in users if user != FLOOR] if FLOOR in users else users
+    return [user for user in (FLOOR, DEALT) if user in users] + [user for user in users if user not in (FLOOR, DEALT)]
 
 
 def _at_volume(rows: pd.DataFrame, not_held_out: str) -> list[str]:
@@ -498,7 +512,10 @@ _VOLUMES = (
     "two sides weighed equally (balanced class weights). **matched**: the turns of `once` matched by what "
     "they say (the act, the field and role of each value stated, a greeting), each kind on both sides as often "
     "as the side with fewer has it: what is left to tell the user apart is how it words what it says, not what "
-    "its plan makes it say. Folds never split a person; the CI draws people."
+    "its plan makes it say. Folds never split a person; the CI draws people. The floor's turns dealt at "
+    "random to its own sessions (each session keeps its person and its number of turns, each turn its words) "
+    "are the closest a voice that words simulated people's turns with real turns can come: each turn said once, "
+    "by someone who never said it."
 )
 
 

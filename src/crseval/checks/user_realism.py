@@ -75,11 +75,13 @@ from crseval.checks.realism_measures import (
     turn_statistics,
 )
 from crseval.checks.realism_reference import (
+    DEALT,
     FLOOR,
     MAX_REFERENCE_BYTES,
     MAX_REFERENCE_DIALOGUES,
     Reference,
     ReferenceTooLarge,
+    dealt_to_others,
     load_reference,
     real_person,
     reference_turns,
@@ -104,6 +106,7 @@ from crseval.checks.realism_volumes import (
 
 __all__ = [
     "BLIND_DISCRIMINATORS",
+    "DEALT",
     "DISCRIMINATORS",
     "ENDINGS",
     "FLOOR",
@@ -125,6 +128,7 @@ __all__ = [
     "compare_statistics",
     "content_blind",
     "discriminator",
+    "dealt_to_others",
     "distinct_share",
     "draw_people",
     "equal_samples",
