@@ -160,10 +160,11 @@ def load_reference(
 def dealt_to_others(floor: UserTurns, seed: int) -> UserTurns:
     """The floor's turns dealt out at random to its own sessions (a seeded permutation): every session keeps its
     person and its number of turns, each turn its words and the reply it followed, but whose turn it is, is
-    drawn. A voice that words a simulated person's turns with real turns does this at best: each turn said
-    once, by someone who never said it. The gap between this and the floor is what a discriminator grouped
-    by person learns from one person's words spoken by others (a way of writing seen in one fold comes back,
-    said by another person, in the next); the gap between a learned user and this, what the voice adds."""
+    drawn. A voice that words any simulated person's turns with any real person's turns does this at best:
+    each turn said once, by someone who never said it. The gap between this and the floor is what a
+    discriminator grouped by person learns from one person's words spoken by others (a way of writing seen in
+    one fold comes back, said by another person, in the next); the gap between a learned user and this, what
+    the voice adds."""
     order = np.random.default_rng([seed, 4]).permutation(len(floor.texts))
     return UserTurns(
         DEALT,

@@ -103,7 +103,7 @@ def realism_table(
     crseval.checks.realism_volumes.matched_sample). `floor`, real users of another part of the reference,
     is measured as a user (the FLOOR row: what real users score against real users), and its turns dealt
     out to its other people at every volume (the DEALT rows, crseval.checks.realism_reference.dealt_to_others:
-    the closest a voice of people's own turns can come). Where either side has
+    the closest a voice can come that gives real people's turns to anyone). Where either side has
     turns over MAX_TURN_WORDS words, `long_turns` counts them (`simulated`, `real`). A CI over sessions is
     NaN where a side has fewer than MIN_SESSIONS sessions."""
     against = _RealUsers(real, folds, resamples, seed, names_catalog, read, floor_size(real, floor))
@@ -514,8 +514,8 @@ _VOLUMES = (
     "as the side with fewer has it: what is left to tell the user apart is how it words what it says, not what "
     "its plan makes it say. Folds never split a person; the CI draws people. The floor's turns dealt at "
     "random to its own sessions (each session keeps its person and its number of turns, each turn its words) "
-    "are the closest a voice that words simulated people's turns with real turns can come: each turn said once, "
-    "by someone who never said it."
+    "are the closest a voice can come that words any simulated person's turns with any real person's turns: "
+    "each turn said once, by someone who never said it."
 )
 
 
