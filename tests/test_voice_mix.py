@@ -211,6 +211,23 @@ def test_a_films_year_is_no_wish(tmp_path, demo_matcher):
     assert "any {genre}?" in pool_said(voice)
 
 
+@pytest.mark.parametrize(
+    "turn", ["sounds like a western film. I can't stand those", "any western?? i don\u00b4t really like them..."]
+)
+def test_a_value_the_next_sentence_dislikes_is_no_wish(tmp_path, demo_matcher, turn):
+    """The rules read the western as a wish; the person rules it out: the turn is not learned as a request."""
+    path = write_corpus(tmp_path / "disliked.jsonl", [("d1", None, ["any comedy?", turn])])
+    voice = learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)
+    assert voice.summary["left_out"] == {"a value disliked in the next sentence": 1}
+    assert set(pool_said(voice)) == {"any {genre}?"}
+
+
+def test_a_value_kept_when_the_next_sentence_dislikes_something_else(tmp_path, demo_matcher):
+    path = write_corpus(tmp_path / "kept.jsonl", [("d1", None, ["any western? I don't like them too long"])])
+    voice = learn_voice(corpus_dialogues(path, "jsonl"), demo_matcher, SOURCE)
+    assert "any {genre}? I don't like them too long" in pool_said(voice)
+
+
 def test_the_voice_counts_how_people_answered_each_case_of_reply(corpora, demo_matcher):
     main, other = corpora
     voice = learn_voice(main, demo_matcher, SOURCE, mix=(VoiceCorpus("other", other, 3),))

@@ -110,6 +110,15 @@ _WISH_CUE = re.compile(
 # the film's, not a wish for films of that year.
 _TITLE_YEAR = re.compile(r"\{title\}\s*[(\[]?\s*\{year\}")
 _SHORT_WISH_WORDS = 4  # a turn of at most this many words besides its slots states its values as wishes
+# A value the next sentence dislikes ("more like a {genre} film. I don't like those"): the rules read a wish, the
+# person rules the value out. Said again with the user's wish in the slot, the turn would contradict itself.
+_DISLIKED_NEXT = re.compile(
+    r"\{\w+\}(?:\s+(?:movies?|films?|ones?))?\s*[.!?]+\s*(?:but\s+|and\s+)?i\s+"
+    r"(?:(?:really\s+)?(?:do\s*n\W{0,3}t|dont|do\s+not)\s+(?:really\s+)?(?:like|want|enjoy|care\s+for)|hate|dislike"
+    r"|can\W{0,3}t\s+stand)\s+(?:those|them|these|that|it)(?:\s+(?:much|very\s+much|at\s+all|a\s+lot|ones|movies|films))?"
+    r"\s*(?:[.!,;]|$)",  # the sentence ends there: "I don't like them too long" dislikes something else
+    re.IGNORECASE,
+)
 
 
 def to_a_person(text: str) -> bool:
@@ -300,6 +309,8 @@ class _Learning:
             reason = "a film's year read as a wish"
         elif not states_wishes(reading):
             reason = "a value named without asking for films of it"
+        elif _DISLIKED_NEXT.search(reading.template):
+            reason = "a value disliked in the next sentence"
         if reason:
             self.left_out[reason] += 1
             return None
