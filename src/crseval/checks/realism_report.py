@@ -221,10 +221,8 @@ class _RealUsers:
         the system's reply; then the word discriminators at each volume (`pooled`: every session of the
         user, None for the floor)."""
         rows, sessions = self.statistics_rows(user, "all", turns)
-        samples = volume_samples(turns, self.real, self.floor_n, self.seed, pooled)
+        samples = self.samples(turns, pooled)
         once = samples[0]
-        if self.reading is not None:
-            samples.append(matched_sample(once, self.real, self.said, self.seed))
         distinct = distinct_share([turns.texts[i] for i in once.simulated])
         real_distinct = distinct_share([self.real.texts[i] for i in once.real])
         rows.append(
@@ -254,10 +252,14 @@ class _RealUsers:
 
     def volume_rows(self, user: str, turns: UserTurns) -> list[dict]:
         """The word discriminators of `turns` at each volume and matched, and no other measure."""
-        samples = volume_samples(turns, self.real, self.floor_n, self.seed)
+        return self._at_volumes(user, self.samples(turns))
+
+    def samples(self, turns: UserTurns, pooled: UserTurns | None = None) -> list[VolumeSample]:
+        """A user's samples at each of VOLUMES, `once` first, and with turns read the matched one."""
+        samples = volume_samples(turns, self.real, self.floor_n, self.seed, pooled)
         if self.reading is not None:
             samples.append(matched_sample(samples[0], self.real, self.said, self.seed))
-        return self._at_volumes(user, samples)
+        return samples
 
     def _at_volumes(self, user: str, samples: list[VolumeSample]) -> list[dict]:
         rows = []
