@@ -17,8 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
+from crseval.checks.realism_discriminators import side_rng
 from crseval.checks.realism_turns import ReplyCases, UserTurns, turns_of
 from crseval.core.io import sha256_file
 from crseval.simulate.user import voice_learning
@@ -165,7 +164,7 @@ def dealt_to_others(floor: UserTurns, seed: int) -> UserTurns:
     discriminator grouped by person learns from one person's words spoken by others (a way of writing seen in
     one fold comes back, said by another person, in the next); the gap between a learned user and this, what
     the voice adds."""
-    order = np.random.default_rng([seed, 4]).permutation(len(floor.texts))
+    order = side_rng(seed, 4).permutation(len(floor.texts))  # a Generator of its own, apart from the sides'
     return UserTurns(
         DEALT,
         [floor.texts[i] for i in order],
